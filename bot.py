@@ -1,0 +1,181 @@
+"""kefu-bot entry point and composition root: reads settings, builds the pieces, runs one mode.
+
+    python bot.py                      run the bot (Telegram with BOT_TOKEN, else the console chat)
+    python bot.py init-db              build the demo catalog
+    python bot.py import-catalog ...   build the catalog from a shop's own CSV files
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AnyHttpUrl, Field, RedisDsn, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+log = logging.getLogger("kefu")
+
+
+class Settings(BaseSettings):
+    """Every knob of DESIGN.md's configuration table; read from the environment and `.env`."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore",
+                                      env_ignore_empty=True)
+
+    bot_token: SecretStr | None = None
+    telegram_api_base: AnyHttpUrl | None = None
+    bot_mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: AnyHttpUrl | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_port: int = Field(8080, ge=1, le=65535)
+    redis_url: RedisDsn | None = None
+    database_path: Path = Path("data/shop.db")
+    index_path: Path | None = None
+    openai_api_key: SecretStr | None = None
+    openai_base_url: AnyHttpUrl | None = None
+    llm_model: str = "qwen-plus"
+    llm_timeout_seconds: float = Field(20.0, gt=0, le=300)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    turn_budget_seconds: float = Field(40.0, gt=0, le=600)
+    embedding_model: str | None = None
+    embedding_base_url: AnyHttpUrl | None = None
+    embedding_dimensions: int | None = Field(None, ge=1, le=8192)
+    operator_ids: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    memory_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
+    audit_path: Path = Path("data/audit.jsonl")
+
+    @field_validator("operator_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def resolved_index_path(self) -> Path:
+        return self.index_path or self.database_path.with_suffix(".index")
+
+
+class StartupError(Exception):
+    """A problem that stops start-up; its message is one clear line for the operator."""
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]).upper() if first["loc"] else "configuration"
+        # The input value is deliberately not echoed: it may be a secret.
+        raise StartupError(f"invalid {name}: {first['msg']}") from None
+
+
+def ensure_catalog(path: Path) -> None:
+    """Create the demo catalog at `path` if there is no file there yet."""
+    if path.exists():
+        return
+    from db.build import write_catalog
+    from db.records import demo_catalog
+
+    try:
+        write_catalog(path, demo_catalog(), source="demo")
+    except OSError as exc:
+        raise StartupError(f"DATABASE_PATH: cannot create the demo catalog at {path} ({exc.strerror})") from None
+    log.warning("no catalog at %s: created the demo catalog", path)
+
+
+# --- subcommands ------------------------------------------------------------------------------------
+
+def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
+    from db.build import write_catalog
+    from db.records import demo_catalog
+
+    path = Path(args.path) if args.path else settings.database_path
+    if path.exists() and not args.force:
+        print(f"A catalog already exists at {path}; add --force to rebuild it from the demo data.")
+        return 1
+    catalog = demo_catalog()
+    try:
+        write_catalog(path, catalog, source="demo")
+    except OSError as exc:
+        raise StartupError(f"cannot write the catalog at {path} ({exc.strerror})") from None
+    print(f"Demo catalog written to {path}: {len(catalog.products)} products, "
+          f"{len(catalog.promotions)} promotions, {len(catalog.knowledge)} policy documents.")
+    return 0
+
+
+def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
+    from db.build import write_catalog
+    from db.records import CatalogError, read_catalog_csv
+
+    path = Path(args.path) if args.path else settings.database_path
+    opt = lambda p: Path(p) if p else None  # noqa: E731
+    try:
+        catalog = read_catalog_csv(Path(args.products), opt(args.promotions), opt(args.knowledge), opt(args.orders))
+    except CatalogError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"Import refused: {len(exc.problems)} problem(s); nothing was written, {path} is unchanged.",
+              file=sys.stderr)
+        return 1
+    try:
+        write_catalog(path, catalog, source=f"import:{Path(args.products).name}")
+    except OSError as exc:
+        raise StartupError(f"cannot write the catalog at {path} ({exc.strerror})") from None
+    print(f"Catalog written to {path}: {len(catalog.products)} products, {len(catalog.promotions)} promotions, "
+          f"{len(catalog.knowledge)} policy documents, {len(catalog.orders)} order lines.")
+    print("Run `python bot.py build-index` to update the search index for the new catalog.")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    ensure_catalog(settings.database_path)
+    if settings.bot_token is None:
+        print("No BOT_TOKEN is set, and the console chat is not built yet (it lands with the agent).")
+        print(f"The catalog is ready at {settings.database_path}.")
+        return 0
+    print("Telegram mode is not built yet (it lands with the Telegram issue).")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python bot.py", description="kefu-bot: a grounded shop assistant.")
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="run the bot (Telegram with BOT_TOKEN, else the console chat); the default")
+    run.set_defaults(func=cmd_run)
+
+    init = sub.add_parser("init-db", help="build the demo catalog")
+    init.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    init.add_argument("--force", action="store_true", help="replace an existing catalog")
+    init.set_defaults(func=cmd_init_db)
+
+    imp = sub.add_parser("import-catalog", help="build the catalog from the shop's CSV files")
+    imp.add_argument("products", help="products CSV: product_id,product_name,brand,price,stock_quantity,...")
+    imp.add_argument("promotions", nargs="?", help="promotions CSV (optional)")
+    imp.add_argument("--knowledge", help="store-policy documents CSV: doc_id,title,content")
+    imp.add_argument("--orders", help="orders CSV: order_id,user_id,product_id,quantity,total,status,created_at")
+    imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    imp.set_defaults(func=cmd_import_catalog)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    if getattr(args, "func", None) is None:
+        args = build_parser().parse_args(["run", *(argv or [])])
+    try:
+        return args.func(args, load_settings())
+    except StartupError as exc:
+        print(f"kefu-bot: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

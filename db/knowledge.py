@@ -1,0 +1,32 @@
+"""Store-policy documents (returns, shipping, invoices…), found by character-bigram overlap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiosqlite
+
+from db.catalog import SOURCE
+
+MAX_DOCS = 3
+
+
+def _bigrams(text: str) -> set[str]:
+    chars = [c for c in text.lower() if not c.isspace() and c not in "，。？！、,.?!；;：:"]
+    return {a + b for a, b in zip(chars, chars[1:], strict=False)}
+
+
+async def search_knowledge(conn: aiosqlite.Connection, query: str, limit: int = MAX_DOCS) -> dict[str, Any]:
+    """The policy documents sharing the most two-character pieces with `query` (title counts double)."""
+    wanted = _bigrams(query or "")
+    async with conn.execute("SELECT doc_id, title, content FROM knowledge_docs ORDER BY doc_id") as cur:
+        rows = await cur.fetchall()
+    scored = []
+    for row in rows:
+        score = 2 * len(wanted & _bigrams(row["title"])) + len(wanted & _bigrams(row["content"]))
+        if score:
+            scored.append((score, row))
+    scored.sort(key=lambda item: -item[0])
+    docs = [{"evidence_id": f"doc:{row['doc_id']}", "doc_id": row["doc_id"], "title": row["title"],
+             "content": row["content"]} for _, row in scored[:limit]]
+    return {"status": "verified" if docs else "not_found", "source": SOURCE, "documents": docs}

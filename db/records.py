@@ -1,0 +1,323 @@
+"""Validated catalog records and the parsers that turn raw CSV/JSON rows into them.
+
+Every problem is reported with where it was found ("products.csv line 7: ...") and all problems
+are collected before anything is written, so a bad import never half-happens.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from pathlib import Path
+
+from db.schema import DISCOUNT_TYPES, EXTRA_CONDITIONS
+
+MAX_MONEY = Decimal("100000000")
+MAX_STOCK = 10_000_000
+
+
+class CatalogError(Exception):
+    """A catalog source has problems; `problems` lists each one with its location."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(f"{len(problems)} problem(s) in the catalog:\n" + "\n".join(problems))
+
+
+@dataclass(frozen=True)
+class ProductRecord:
+    product_id: str
+    product_name: str
+    brand: str = ""
+    description: str = ""
+    specifications: str = ""
+    usage: str = ""
+    price: Decimal | None = None
+    stock_quantity: int | None = None
+
+
+@dataclass(frozen=True)
+class PromotionRecord:
+    promotion_id: str
+    product_id: str
+    promotion_text: str
+    discount_type: str
+    discount_value: Decimal | None = None
+    minimum_quantity: int | None = None
+    minimum_spend: Decimal | None = None
+    extra_condition: str | None = None
+
+
+@dataclass(frozen=True)
+class KnowledgeRecord:
+    doc_id: str
+    title: str
+    content: str
+
+
+@dataclass(frozen=True)
+class OrderRecord:
+    order_id: str
+    user_id: str
+    product_id: str
+    quantity: int
+    total: Decimal
+    status: str
+    created_at: str
+
+
+@dataclass
+class Catalog:
+    products: list[ProductRecord]
+    promotions: list[PromotionRecord] = field(default_factory=list)
+    knowledge: list[KnowledgeRecord] = field(default_factory=list)
+    orders: list[OrderRecord] = field(default_factory=list)
+
+
+# --- field parsers: each returns (value, problem-or-None) -------------------------------------------
+
+def _text(raw: object) -> str:
+    return "" if raw is None else str(raw).strip()
+
+
+def _money(raw: object, name: str, *, required: bool) -> tuple[Decimal | None, str | None]:
+    text = _text(raw)
+    if not text:
+        return None, (f"{name} is required" if required else None)
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None, f"{name} must be a number, got {text!r}"
+    if not value.is_finite():
+        return None, f"{name} must be a finite number, got {text!r}"
+    if value < 0:
+        return None, f"{name} must not be negative, got {text!r}"
+    if value > MAX_MONEY:
+        return None, f"{name} is implausibly large: {text!r}"
+    if value.as_tuple().exponent < -2:  # type: ignore[operator]
+        return None, f"{name} has more than 2 decimal places: {text!r}"
+    return value, None
+
+
+def _count(raw: object, name: str, *, required: bool, minimum: int = 0) -> tuple[int | None, str | None]:
+    text = _text(raw)
+    if not text:
+        return None, (f"{name} is required" if required else None)
+    try:
+        value = int(text)
+    except ValueError:
+        return None, f"{name} must be a whole number, got {text!r}"
+    if value < minimum:
+        return None, f"{name} must be at least {minimum}, got {text!r}"
+    if value > MAX_STOCK:
+        return None, f"{name} is implausibly large: {text!r}"
+    return value, None
+
+
+def parse_product(row: Mapping[str, object], where: str) -> tuple[ProductRecord | None, list[str]]:
+    problems: list[str] = []
+    product_id = _text(row.get("product_id"))
+    name = _text(row.get("product_name"))
+    if not product_id:
+        problems.append("product_id is required")
+    elif len(product_id) > 64:
+        problems.append("product_id is longer than 64 characters")
+    if not name:
+        problems.append("product_name is required")
+    price, p = _money(row.get("price"), "price", required=False)
+    stock, s = _count(row.get("stock_quantity"), "stock_quantity", required=False)
+    problems += [x for x in (p, s) if x]
+    if problems:
+        return None, [f"{where}: {x}" for x in problems]
+    return ProductRecord(
+        product_id=product_id,
+        product_name=name,
+        brand=_text(row.get("brand")),
+        description=_text(row.get("description")),
+        specifications=_text(row.get("specifications")),
+        usage=_text(row.get("usage")),
+        price=price,
+        stock_quantity=stock,
+    ), []
+
+
+def parse_promotion(row: Mapping[str, object], where: str) -> tuple[PromotionRecord | None, list[str]]:
+    problems: list[str] = []
+    promotion_id = _text(row.get("promotion_id"))
+    product_id = _text(row.get("product_id"))
+    text = _text(row.get("promotion_text"))
+    kind = _text(row.get("discount_type"))
+    extra = _text(row.get("extra_condition")) or None
+    for name, value in (("promotion_id", promotion_id), ("product_id", product_id), ("promotion_text", text)):
+        if not value:
+            problems.append(f"{name} is required")
+    value, p1 = _money(row.get("discount_value"), "discount_value", required=False)
+    min_qty, p2 = _count(row.get("minimum_quantity"), "minimum_quantity", required=False, minimum=1)
+    min_spend, p3 = _money(row.get("minimum_spend"), "minimum_spend", required=False)
+    problems += [x for x in (p1, p2, p3) if x]
+    if kind not in DISCOUNT_TYPES:
+        problems.append(f"discount_type must be one of {', '.join(DISCOUNT_TYPES)}, got {kind!r}")
+    elif not (p1 or p2):
+        if kind == "percentage" and not (value is not None and 0 < value < 1):
+            problems.append("a percentage discount needs discount_value between 0 and 1 (9折 = 0.9)")
+        elif kind == "fixed_reduction" and not (value is not None and value > 0):
+            problems.append("a fixed_reduction needs a positive discount_value (满500减100 = 100)")
+        elif kind == "buy_x_get_y":
+            if min_qty is None:
+                problems.append("buy_x_get_y needs minimum_quantity = the paid units X (买三送一 = 3)")
+            if value is None or value != value.to_integral_value() or value < 1:
+                problems.append("buy_x_get_y needs discount_value = the whole number of free units Y (买三送一 = 1)")
+        elif kind in ("gift", "free_shipping") and value is not None:
+            problems.append(f"a {kind} promotion takes no discount_value")
+    if extra is not None and extra not in EXTRA_CONDITIONS:
+        problems.append(f"extra_condition must be empty or one of {', '.join(EXTRA_CONDITIONS)}, got {extra!r}")
+    if problems:
+        return None, [f"{where}: {x}" for x in problems]
+    return PromotionRecord(promotion_id, product_id, text, kind, value, min_qty, min_spend, extra), []
+
+
+def parse_knowledge(row: Mapping[str, object], where: str) -> tuple[KnowledgeRecord | None, list[str]]:
+    doc = KnowledgeRecord(_text(row.get("doc_id")), _text(row.get("title")), _text(row.get("content")))
+    missing = [f"{where}: {n} is required" for n in ("doc_id", "title", "content") if not getattr(doc, n)]
+    return (None, missing) if missing else (doc, [])
+
+
+def parse_order(row: Mapping[str, object], where: str) -> tuple[OrderRecord | None, list[str]]:
+    problems = [f"{n} is required" for n in ("order_id", "user_id", "product_id", "status", "created_at")
+                if not _text(row.get(n))]
+    qty, p1 = _count(row.get("quantity"), "quantity", required=True, minimum=1)
+    total, p2 = _money(row.get("total"), "total", required=True)
+    problems += [x for x in (p1, p2) if x]
+    if problems:
+        return None, [f"{where}: {x}" for x in problems]
+    return OrderRecord(_text(row["order_id"]), _text(row["user_id"]), _text(row["product_id"]),
+                       qty, total, _text(row["status"]), _text(row["created_at"])), []  # type: ignore[arg-type]
+
+
+# --- whole-source readers ------------------------------------------------------------------------------
+
+PRODUCT_COLUMNS = ("product_id", "product_name")
+PROMOTION_COLUMNS = ("promotion_id", "product_id", "promotion_text", "discount_type")
+
+
+def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[str, dict[str, str]]]:
+    """Yield (location, row) for each data line; header problems raise CatalogError."""
+    try:
+        handle = path.open(newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise CatalogError([f"{path}: cannot be read ({exc.strerror})"]) from None
+    with handle:
+        reader = csv.DictReader(handle)
+        try:
+            header = reader.fieldnames or []
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise CatalogError([f"{path}: not a UTF-8 CSV file ({exc})"]) from None
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise CatalogError([f"{path} line 1: missing column(s): {', '.join(missing)}"])
+        try:
+            for row in reader:
+                if not any(_text(v) for v in row.values()):
+                    continue  # blank line
+                if None in row:
+                    yield f"{path.name} line {reader.line_num}", {"__extra__": "x"}
+                    continue
+                yield f"{path.name} line {reader.line_num}", row
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise CatalogError([f"{path} line {reader.line_num}: unreadable ({exc})"]) from None
+
+
+def _collect(rows, parse, key: str, problems: list[str]) -> list:
+    records, seen = [], {}
+    for where, row in rows:
+        if "__extra__" in row:
+            problems.append(f"{where}: more fields than the header has columns")
+            continue
+        record, errs = parse(row, where)
+        problems.extend(errs)
+        if record is None:
+            continue
+        ident = getattr(record, key) if key != "order" else (record.order_id, record.product_id)
+        if ident in seen:
+            problems.append(f"{where}: duplicate {key if key != 'order' else 'order line'} {ident!r} "
+                            f"(first at {seen[ident]})")
+            continue
+        seen[ident] = where
+        records.append(record)
+    return records
+
+
+def _check_references(catalog: Catalog, problems: list[str]) -> None:
+    known = {p.product_id for p in catalog.products}
+    for promo in catalog.promotions:
+        if promo.product_id not in known:
+            problems.append(f"promotion {promo.promotion_id}: unknown product_id {promo.product_id!r}")
+    for order in catalog.orders:
+        if order.product_id not in known:
+            problems.append(f"order {order.order_id}: unknown product_id {order.product_id!r}")
+
+
+def read_catalog_csv(products: Path, promotions: Path | None = None, knowledge: Path | None = None,
+                     orders: Path | None = None) -> Catalog:
+    """Read and validate a shop's spreadsheets; raise CatalogError listing every bad line."""
+    problems: list[str] = []
+
+    def section(path, required, parse, key):
+        if path is None:
+            return []
+        try:
+            return _collect(_csv_rows(path, required), parse, key, problems)
+        except CatalogError as exc:
+            problems.extend(exc.problems)
+            return []
+
+    catalog = Catalog(
+        products=section(products, PRODUCT_COLUMNS, parse_product, "product_id"),
+        promotions=section(promotions, PROMOTION_COLUMNS, parse_promotion, "promotion_id"),
+        knowledge=section(knowledge, ("doc_id", "title", "content"), parse_knowledge, "doc_id"),
+        orders=section(orders, ("order_id", "user_id", "product_id", "quantity", "total"), parse_order, "order"),
+    )
+    if not catalog.products and not problems:
+        problems.append(f"{products}: contains no products")
+    if not problems:
+        _check_references(catalog, problems)
+    if problems:
+        raise CatalogError(problems)
+    return catalog
+
+
+def read_catalog_json(path: Path) -> Catalog:
+    """Read the evaluation format: a JSON list of product records (price and stock optional)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError([f"{path}: cannot be read ({exc.strerror})"]) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CatalogError([f"{path}: not valid JSON ({exc})"]) from None
+    if not isinstance(data, list):
+        raise CatalogError([f"{path}: expected a JSON list of product records"])
+    problems: list[str] = []
+    rows = []
+    for i, item in enumerate(data):
+        if isinstance(item, dict):
+            rows.append((f"{path.name} record {i}", item))
+        else:
+            problems.append(f"{path.name} record {i}: expected an object")
+    products = _collect(rows, parse_product, "product_id", problems)
+    if not products and not problems:
+        problems.append(f"{path}: contains no products")
+    if problems:
+        raise CatalogError(problems)
+    return Catalog(products=products)
+
+
+def demo_catalog() -> Catalog:
+    """The bundled demo catalog, read through the same validation as any import."""
+    seed = resources.files("db") / "seed"
+    with resources.as_file(seed) as folder:
+        return read_catalog_csv(folder / "products.csv", folder / "promotions.csv",
+                                folder / "knowledge.csv", folder / "orders.csv")
