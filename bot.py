@@ -131,6 +131,100 @@ def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def embedder_from(settings: Settings):
+    from retrieval.service import make_embedder
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return make_embedder(settings.embedding_model, str(settings.embedding_base_url or settings.openai_base_url or "")
+                         or None, key, settings.embedding_dimensions, settings.llm_timeout_seconds,
+                         settings.llm_max_retries)
+
+
+def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from db.connection import CatalogUnavailable, open_readonly
+    from retrieval.embedders import EmbeddingError
+    from retrieval.index import IndexProblem, build_index
+    from retrieval.service import catalog_docs
+
+    ensure_catalog(settings.database_path)
+    path = settings.resolved_index_path
+
+    async def run() -> int:
+        conn = await open_readonly(settings.database_path)
+        try:
+            docs = await catalog_docs(conn)
+        finally:
+            await conn.close()
+        report = await build_index(path, docs, embedder_from(settings), rebuild=args.rebuild,
+                                   progress=not args.quiet)
+        print(f"Search index {path}: embedded {report.embedded}, kept {report.kept}, removed {report.removed} "
+              f"({report.seconds:.1f} s).")
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except (CatalogUnavailable, IndexProblem, EmbeddingError) as exc:
+        raise StartupError(str(exc)) from None
+    except KeyboardInterrupt:
+        print("Interrupted: finished work is saved; run the same command again to resume.", file=sys.stderr)
+        return 130
+
+
+def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+    import json
+    import tempfile
+
+    from db.build import write_catalog
+    from db.connection import open_readonly
+    from db.records import CatalogError, demo_catalog, read_catalog_json
+    from retrieval.embedders import EmbeddingError
+    from retrieval.evaluation import QueriesError, evaluate, format_report, load_queries
+    from retrieval.index import build_index
+    from retrieval.service import catalog_docs, load_search
+
+    try:
+        catalog = read_catalog_json(Path(args.catalog)) if args.catalog else demo_catalog()
+        queries = load_queries(Path(args.queries) if args.queries else
+                               Path(__file__).resolve().parent / "retrieval" / "evalsets" / "demo_queries.jsonl")
+    except (CatalogError, QueriesError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+    async def run() -> dict:
+        with tempfile.TemporaryDirectory(prefix="kefu-eval-") as tmp:
+            db_path, index_path = Path(tmp) / "catalog.db", Path(tmp) / "catalog.index"
+            write_catalog(db_path, catalog, source="eval")
+            embedder = embedder_from(settings)
+            conn = await open_readonly(db_path)
+            try:
+                if not args.lexical_only:
+                    await build_index(index_path, await catalog_docs(conn), embedder, progress=not args.json)
+                search = await load_search(conn, index_path, embedder)
+
+                async def retrieve(query: str) -> list[str]:
+                    return [c.product_id for c in await search.search(query, top_k=10)]
+
+                return await evaluate(retrieve, queries)
+            finally:
+                await conn.close()
+
+    try:
+        report = asyncio.run(run())
+    except EmbeddingError as exc:
+        raise StartupError(str(exc)) from None
+    if args.json:
+        print(json.dumps({k: report[k] for k in ("overall", "by_kind", "empty")}, ensure_ascii=False))
+    else:
+        print(format_report(report, "kefu-bot hybrid retrieval"))
+        if args.show_misses:
+            for miss in report["misses"]:
+                print("  miss:", json.dumps(miss, ensure_ascii=False))
+    return 0
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     ensure_catalog(settings.database_path)
     if settings.bot_token is None:
@@ -160,6 +254,19 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--orders", help="orders CSV: order_id,user_id,product_id,quantity,total,status,created_at")
     imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
     imp.set_defaults(func=cmd_import_catalog)
+
+    idx = sub.add_parser("build-index", help="embed new or changed products into the search index (resumable)")
+    idx.add_argument("--rebuild", action="store_true", help="start from scratch (another model, or a corrupt index)")
+    idx.add_argument("--quiet", action="store_true", help="no progress bar")
+    idx.set_defaults(func=cmd_build_index)
+
+    ev = sub.add_parser("eval-retrieval", help="measure retrieval on a catalog and a query set")
+    ev.add_argument("--catalog", help="catalog JSON (a list of product records); default: the demo catalog")
+    ev.add_argument("--queries", help="queries JSON Lines; default: the shipped demo evaluation set")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument("--lexical-only", action="store_true", help="measure without the vector index")
+    ev.add_argument("--show-misses", action="store_true", help="list the queries missed at rank 3")
+    ev.set_defaults(func=cmd_eval_retrieval)
     return parser
 
 

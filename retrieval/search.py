@@ -1,0 +1,142 @@
+"""Hybrid product search: dense (embeddings) fused with lexical (BM25 + name/brand matches), and a
+confidence rule so that a thing the shop does not sell returns no candidates at all."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.documents import RetrievalDoc
+from retrieval.embedders import Embedder, QueryVectorCache
+from retrieval.index import VectorIndex
+from retrieval.lexical import LexicalIndex
+
+log = logging.getLogger(__name__)
+
+WARNING = ("这些只是检索候选，不是事实：价格、库存、品牌和优惠必须用 get_product_details / get_promotions "
+           "按 product_id 核实后才能告诉顾客。")
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """How the signals add up and when to trust them. Dense cosine is standardized over the catalog
+    (z-score) first, so the numbers do not depend on the embedding model's score range."""
+
+    name: float = 2.0
+    brand: float = 1.0
+    bm25: float = 1.0
+    dense_floor_z: float = 3.3        # a short query without a name anchor: trust dense from this z-score
+    dense_floor_z_latin: float = 2.3  # …or this for a query in Latin letters (the catalog is Chinese)
+    described_words: int = 3          # a query of this many content words describes a need…
+    described_floor_z: float = 2.0    # …and is trusted from this z-score
+    lexical_coverage: float = 0.5     # …or when this share of its words is in the catalog
+    lexical_floor: float = 4.0        # …and the best raw BM25 score reaches this
+    keep_within: float = 2.5          # candidates must score within this of the best one
+
+
+@dataclass
+class Signals:
+    """Per-product signals for one query, plus the query-level facts the confidence rule reads."""
+
+    name: np.ndarray
+    brand: np.ndarray
+    bm25: np.ndarray           # normalized to 0..1 by the best product
+    bm25_max: float            # the best raw BM25 score
+    coverage: float            # share of the query's words found anywhere in the catalog
+    latin: bool                # the query is written in Latin letters
+    words: int                 # content words in the query: a short noun phrase or a described need
+    dense_z: np.ndarray | None = None
+    cosine: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    product_id: str
+    product_name: str
+    retrieval_score: float
+
+    def as_tool_result(self) -> dict:
+        return {"product_id": self.product_id, "product_name": self.product_name,
+                "retrieval_score": round(self.retrieval_score, 4), "is_verified_fact": False}
+
+
+class ProductSearch:
+    """Holds the catalog's retrieval documents, the lexical index and (optionally) the vectors."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc], embedder: Embedder | None = None,
+                 index: VectorIndex | None = None, weights: FusionWeights | None = None):
+        self.docs = list(docs)
+        self.lexical = LexicalIndex(self.docs)
+        self.weights = weights or FusionWeights()
+        self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
+        self._matrix: np.ndarray | None = None
+        if self._cache is not None and index is not None:
+            positions, vectors = index.vectors_for([d.product_id for d in self.docs])
+            matrix = np.zeros((len(self.docs), index.dimensions), dtype=np.float32)
+            matrix[positions] = vectors
+            self._has_vector = np.zeros(len(self.docs), dtype=bool)
+            self._has_vector[positions] = True
+            missing = len(self.docs) - len(positions)
+            if missing:
+                log.warning("%d products are not in the search index yet; run `python bot.py build-index`",
+                            missing)
+            self._matrix = matrix
+
+    @property
+    def dense(self) -> bool:
+        return self._matrix is not None
+
+    async def signals(self, query: str) -> Signals:
+        """Every per-product signal for `query` (used by search and by the evaluation)."""
+        tokens = self.lexical.query_tokens(query)
+        bm25 = self.lexical.bm25(tokens)
+        top = float(bm25.max()) if len(bm25) else 0.0
+        letters = [c for c in query if c.isalpha()]
+        out = Signals(
+            name=self.lexical.name_match(query), brand=self.lexical.brand_match(query),
+            bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
+            coverage=sum(t in self.lexical.vocabulary for t in tokens) / len(tokens) if tokens else 0.0,
+            latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
+            words=len(self.lexical.content_words(query)))
+        if self._matrix is not None and self._cache is not None:
+            vector = await self._cache.vector(query)
+            cosine = self._matrix @ vector
+            present = cosine[self._has_vector]
+            mean, std = float(present.mean()), float(present.std()) or 1.0
+            out.cosine = cosine
+            out.dense_z = np.where(self._has_vector, (cosine - mean) / std, 0.0)
+        return out
+
+    def fuse(self, s: Signals) -> tuple[np.ndarray, bool]:
+        """(fused scores, confident?): something the shop does not sell should not be confident."""
+        w = self.weights
+        lexical = w.name * s.name + w.brand * s.brand * ((s.name + s.bm25) > 0) + w.bm25 * s.bm25
+        described = s.words >= w.described_words
+        confident = bool((s.name > 0).any() or (s.brand > 0).any()) or (
+            described and s.coverage >= w.lexical_coverage and s.bm25_max >= w.lexical_floor)
+        if s.dense_z is None:
+            return lexical, confident
+        best_z = float(s.dense_z.max())
+        floor = w.dense_floor_z_latin if s.latin else w.dense_floor_z
+        return s.dense_z + lexical, confident or best_z >= floor or (described and best_z >= w.described_floor_z)
+
+    async def search(self, query: str, top_k: int = 5) -> list[Candidate]:
+        top_k = max(1, min(int(top_k), 10))
+        if not self.docs or not (query or "").strip():
+            return []
+        fused, confident = self.fuse(await self.signals(query))
+        if not confident:
+            return []
+        order = np.argsort(-fused, kind="stable")[:top_k]
+        best = float(fused[order[0]])
+        return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
+                for i in order if float(fused[i]) >= best - self.weights.keep_within]
+
+    async def search_products(self, query: str, top_k: int = 5) -> dict:
+        """The `search_products` tool result: unverified candidates and the warning that says so."""
+        candidates = await self.search(query, top_k)
+        return {"status": "candidates" if candidates else "no_match", "is_verified_fact": False,
+                "candidates": [c.as_tool_result() for c in candidates], "warning": WARNING}

@@ -1,0 +1,48 @@
+"""Builds the pieces of retrieval from configuration: the embedder, the index, the search."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import aiosqlite
+
+from db.catalog import products_for_retrieval
+from retrieval.documents import RetrievalDoc, doc_from_product
+from retrieval.embedders import Embedder, LocalE5Embedder, OpenAIEmbedder
+from retrieval.index import IndexProblem, VectorIndex
+from retrieval.search import ProductSearch
+
+log = logging.getLogger(__name__)
+
+
+def make_embedder(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
+                  dimensions: int | None = None, timeout: float = 20.0, max_retries: int = 2) -> Embedder:
+    """The remote embedder when a model is configured, else the bundled local one."""
+    if not model:
+        return LocalE5Embedder()
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(api_key=api_key or "unused", base_url=base_url, timeout=timeout, max_retries=max_retries)
+    return OpenAIEmbedder(client, model, dimensions)
+
+
+async def catalog_docs(conn: aiosqlite.Connection) -> list[RetrievalDoc]:
+    return [doc_from_product(row) for row in await products_for_retrieval(conn)]
+
+
+async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Embedder) -> ProductSearch:
+    """The search over the catalog: hybrid with the index, lexical only (with a warning) without it.
+
+    A corrupt index or one built with another model raises IndexProblem with the command that fixes it.
+    """
+    docs = await catalog_docs(conn)
+    index = None
+    try:
+        index = await asyncio.to_thread(VectorIndex.load, index_path, embedder.name, embedder.dimensions or None)
+    except FileNotFoundError:
+        log.warning("no search index at %s: lexical search only; run `python bot.py build-index`", index_path)
+    except IndexProblem:
+        raise
+    return await asyncio.to_thread(ProductSearch, docs, embedder if index else None, index)

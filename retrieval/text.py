@@ -1,0 +1,84 @@
+"""Chinese text folding and tokenizing for retrieval: NFKC, lower case, traditional → simplified,
+jieba words, pinyin for input-method typos, and English brand names mapped to the Chinese ones."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+import jieba
+import opencc
+from pypinyin import lazy_pinyin
+
+jieba.setLogLevel(logging.WARNING)
+
+BRAND_ALIASES = {
+    "nike": "耐克", "adidas": "阿迪达斯", "yonex": "尤尼克斯", "spalding": "斯伯丁", "decathlon": "迪卡侬",
+    "li-ning": "李宁", "lining": "李宁", "li ning": "李宁", "wilson": "威尔胜", "mikasa": "米卡萨",
+    "dhs": "红双喜", "head": "海德", "salomon": "萨洛蒙", "asics": "亚瑟士", "kailas": "凯乐石",
+    "keep": "Keep", "lululemon": "露露乐蒙", "mcdavid": "麦克戴维", "giant": "捷安特", "micro": "米高",
+    "thermos": "膳魔师", "speedo": "速比涛", "arena": "阿瑞娜", "anta": "安踏", "under armour": "安德玛",
+    "ua": "安德玛", "garmin": "佳明", "black diamond": "黑钻", "mobi garden": "牧高笛", "puma": "彪马",
+}
+
+STOPWORDS = frozenset(
+    "的 了 吗 呢 吧 啊 呀 嘛 么 我 你 您 他 她 它 我们 你们 想 要 想要 需要 有 有没有 没有 是 不是 在 和 与 或 及 "
+    "请问 请 问 一下 一个 个 什么 怎么 怎样 如何 哪个 哪些 哪款 哪种 多少 多少钱 钱 价格 价钱 售价 卖 卖不卖 买 "
+    "推荐 介绍 能 可以 可 吗? 店里 店 本店 你们家 贵店 用 用的 给 找 还 也 都 就 很 太 比较 挺 啥 这 那 这个 那个 "
+    "款 种 件 些 点 上 下 里 时 时候 the a an for of to and with in on".split()
+)
+_PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
+_converter = opencc.OpenCC("t2s")
+_tokenizer_lock = threading.Lock()
+
+
+def fold(text: str) -> str:
+    """NFKC, lower case, traditional → simplified, English brand names → the catalog's Chinese ones."""
+    text = _converter.convert(unicodedata.normalize("NFKC", text or "").lower())
+    for alias, brand in BRAND_ALIASES.items():
+        if alias in text and re.search(rf"(?<![a-z]){re.escape(alias)}(?![a-z])", text):
+            text = f"{text} {brand.lower()}"
+    return text
+
+
+def compact(text: str) -> str:
+    """Folded text with whitespace and punctuation removed, for substring matching."""
+    return _PUNCT.sub("", fold(text))
+
+
+@lru_cache(maxsize=4096)
+def pinyin_of(text: str) -> str:
+    """Toneless pinyin of the Chinese characters, space separated ('篮球' → 'lan qiu')."""
+    return " ".join(p for p in lazy_pinyin(text, errors="ignore") if p.strip())
+
+
+def plain_words(text: str) -> list[str]:
+    """Words by jieba's own dictionary alone (no catalog words): how a customer's compound reads."""
+    with _tokenizer_lock:
+        jieba.initialize()
+    return [w for w in jieba.lcut(fold(text)) if w.strip() and not _PUNCT.fullmatch(w)]
+
+
+class Tokenizer:
+    """jieba with the catalog's product names and brands added as words; stopwords dropped."""
+
+    def __init__(self, extra_words: Iterable[str] = ()):
+        self._jieba = jieba.Tokenizer()
+        with _tokenizer_lock:
+            self._jieba.initialize()
+        for word in extra_words:
+            word = compact(word)
+            if len(word) >= 2:
+                self._jieba.add_word(word, freq=20000)
+
+    def words(self, text: str) -> list[str]:
+        """Precise-mode words (no overlapping sub-words), stopwords kept: for word-order checks."""
+        return [w for w in self._jieba.lcut(fold(text)) if w.strip() and not _PUNCT.fullmatch(w)]
+
+    def tokens(self, text: str) -> list[str]:
+        words = self._jieba.lcut_for_search(fold(text))
+        return [w for w in (w.strip() for w in words) if w and w not in STOPWORDS and not _PUNCT.fullmatch(w)]

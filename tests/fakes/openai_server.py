@@ -1,0 +1,100 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, so the real openai client is exercised end
+to end: /v1/embeddings and /v1/chat/completions, with scripted replies and misbehaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+
+def fake_vector(text: str, dimensions: int) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dimensions)
+    return [float(x) for x in vector / np.linalg.norm(vector)]
+
+
+# A chat reply is either a dict (an OpenAI "message") or an int HTTP status, or "stall".
+ChatReply = dict[str, Any] | int | str
+ChatScript = Callable[[dict[str, Any]], ChatReply]
+
+
+@dataclass
+class FakeOpenAI:
+    dimensions: int = 16
+    embedding_faults: list[str] = field(default_factory=list)   # per request: "ok", "short", "500"
+    chat_replies: list[ChatReply] = field(default_factory=list)  # consumed in order
+    chat_function: ChatScript | None = None                      # or computed from the request
+    requests: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
+    stall_seconds: float = 30.0
+    url: str = ""
+    _runner: web.AppRunner | None = None
+
+    async def start(self) -> FakeOpenAI:
+        app = web.Application()
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _record(self, path: str, body: dict, request: web.Request) -> None:
+        self.requests.append((path, body, {"authorization": request.headers.get("Authorization", "")}))
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self._record("embeddings", body, request)
+        fault = self.embedding_faults.pop(0) if self.embedding_faults else "ok"
+        if fault == "500":
+            return web.json_response({"error": {"message": "boom", "type": "server_error"}}, status=500)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        dims = body.get("dimensions") or self.dimensions
+        data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dims)} for i, t in enumerate(texts)]
+        if fault == "short":
+            data = data[:-1]
+        return web.json_response({"object": "list", "data": data, "model": body["model"],
+                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self._record("chat", body, request)
+        if self.chat_function is not None:
+            reply = self.chat_function(body)
+        elif self.chat_replies:
+            reply = self.chat_replies.pop(0)
+        else:
+            reply = {"role": "assistant", "content": "（脚本已用完）"}
+        if reply == "stall":
+            await asyncio.sleep(self.stall_seconds)
+            reply = {"role": "assistant", "content": "too late"}
+        if isinstance(reply, int):
+            return web.json_response({"error": {"message": "scripted failure", "type": "server_error"}},
+                                     status=reply, headers={"retry-after-ms": "10"})
+        message = dict(reply)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        return web.json_response({
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None, **message},
+                         "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        })
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str = "call_1") -> dict[str, Any]:
+    """One OpenAI tool call; `arguments` may be a raw string to script malformed JSON."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}

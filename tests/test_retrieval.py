@@ -1,0 +1,243 @@
+"""Retrieval: documents, the persisted incremental index, embedders (local and a real HTTP double),
+and the hybrid search with its confidence rule."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from openai import AsyncOpenAI
+
+from db.build import write_catalog
+from db.records import demo_catalog
+from retrieval.documents import doc_from_product
+from retrieval.embedders import EmbeddingError, LocalE5Embedder, OpenAIEmbedder, QueryVectorCache
+from retrieval.index import IndexProblem, VectorIndex, build_index
+from retrieval.search import WARNING, ProductSearch
+from tests.fakes.openai_server import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def docs():
+    return [doc_from_product(p.__dict__) for p in demo_catalog().products]
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    return LocalE5Embedder()
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory, docs, local_embedder):
+    import asyncio
+
+    path = tmp_path_factory.mktemp("index") / "shop.index"
+    asyncio.run(build_index(path, docs, local_embedder, progress=False))
+    return VectorIndex.load(path, local_embedder.name)
+
+
+@pytest.fixture
+def search(docs, local_embedder, demo_index):
+    return ProductSearch(docs, local_embedder, demo_index)
+
+
+class CountingEmbedder:
+    """A deterministic embedder that counts what it embeds and can fail after N calls."""
+
+    name, dimensions = "test:counting", 8
+
+    def __init__(self, fail_after: int | None = None):
+        self.embedded: list[str] = []
+        self.fail_after = fail_after
+        self.calls = 0
+
+    async def embed_passages(self, texts):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            raise KeyboardInterrupt
+        self.embedded += texts
+        return np.array([[len(t), *([1.0] * 7)] for t in texts], dtype=np.float32)
+
+    embed_queries = embed_passages
+
+
+def test_documents_never_hold_price_or_stock(docs):
+    football = next(d for d in docs if d.product_id == "001")
+    assert "120" not in football.text and "50" not in football.text
+    changed = doc_from_product({**demo_catalog().products[0].__dict__, "price": "1", "stock_quantity": 0})
+    assert changed.content_hash == football.content_hash
+
+
+def test_base_name_drops_the_pack_note(docs):
+    assert next(d for d in docs if d.product_id == "012").base_name == "乒乓球"
+
+
+async def test_index_is_incremental_and_drops_removed(tmp_path, docs):
+    path = tmp_path / "i.index"
+    embedder = CountingEmbedder()
+    first = await build_index(path, docs, embedder, progress=False, chunk=16)
+    assert (first.embedded, first.kept, first.removed) == (len(docs), 0, 0)
+    again = await build_index(path, docs, embedder, progress=False)
+    assert (again.embedded, again.kept) == (0, len(docs))
+    edited = [replace(docs[0], text=docs[0].text + "。新款"), *docs[1:-1]]
+    third = await build_index(path, edited, embedder, progress=False)
+    assert (third.embedded, third.kept, third.removed) == (1, len(docs) - 2, 2)
+    index = VectorIndex.load(path, embedder.name)
+    assert sorted(index.ids) == sorted(d.product_id for d in edited)
+
+
+async def test_interrupted_build_resumes_without_losing_work(tmp_path, docs):
+    path = tmp_path / "i.index"
+    with pytest.raises(KeyboardInterrupt):
+        await build_index(path, docs, CountingEmbedder(fail_after=2), progress=False, chunk=10)
+    assert len(VectorIndex.load(path, CountingEmbedder.name).ids) == 20
+    resumed = CountingEmbedder()
+    report = await build_index(path, docs, resumed, progress=False, chunk=10)
+    assert (report.kept, report.embedded) == (20, len(docs) - 20)
+    assert len(resumed.embedded) == len(docs) - 20
+
+
+async def test_model_mismatch_and_corruption_name_the_fix(tmp_path, docs):
+    path = tmp_path / "i.index"
+    await build_index(path, docs[:3], CountingEmbedder(), progress=False)
+    with pytest.raises(IndexProblem, match="built with test:counting .*build-index --rebuild"):
+        VectorIndex.load(path, "local:other-model", 384)
+    path.write_bytes(b"garbage")
+    with pytest.raises(IndexProblem, match="unreadable.*build-index --rebuild"):
+        VectorIndex.load(path, CountingEmbedder.name)
+    report = await build_index(path, docs[:3], CountingEmbedder(), rebuild=True, progress=False)
+    assert report.embedded == 3
+
+
+async def test_remote_embedder_over_real_http():
+    fake = await FakeOpenAI(dimensions=12).start()
+    try:
+        client = AsyncOpenAI(api_key="sk-test", base_url=fake.url, timeout=5, max_retries=1)
+        embedder = OpenAIEmbedder(client, "text-embedding-v3", 12, batch_size=10)
+        vectors = await embedder.embed_passages([f"商品{i}" for i in range(25)])
+        assert vectors.shape == (25, 12)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+        assert [len(body["input"]) for _, body, _ in fake.requests] == [10, 10, 5]
+        assert fake.requests[0][1]["dimensions"] == 12
+        fake.embedding_faults = ["short"]
+        with pytest.raises(EmbeddingError, match="returned 1 vectors for 2 inputs"):
+            await embedder.embed_passages(["a", "b"])
+        fake.embedding_faults = ["500"]   # retried once by the client, then fine
+        assert (await embedder.embed_queries(["跑步鞋"])).shape == (1, 12)
+        fake.embedding_faults = ["500", "500"]
+        with pytest.raises(EmbeddingError) as info:
+            await embedder.embed_queries(["跑步鞋"])
+        assert "sk-test" not in str(info.value)
+        await client.close()
+    finally:
+        await fake.stop()
+
+
+async def test_query_vectors_are_cached():
+    embedder = CountingEmbedder()
+    cache = QueryVectorCache(embedder, size=2)
+    for q in ["a", "a", "b", "a", "c", "b"]:
+        await cache.vector(q)
+    assert embedder.embedded == ["a", "b", "c", "b"]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("我准备跑马拉松，需要透气并且能支撑足弓的装备", "004"),
+    ("足球多少钱", "001"),
+    ("籃球", "002"),
+    ("兰球", "002"),
+    ("nike足球", "001"),
+    ("羽毛球拍买两支", "003"),
+    ("跑不鞋", "004"),
+])
+async def test_search_finds_the_product(search, query, expected):
+    candidates = await search.search(query, 3)
+    assert candidates and candidates[0].product_id == expected
+
+
+@pytest.mark.parametrize("query", ["无人机", "店里有无人机吗", "钓鱼竿", "高尔夫球杆", "跑步机", "拳击手套有吗"])
+async def test_things_not_sold_return_no_candidates(search, query):
+    assert await search.search(query, 5) == []
+
+
+async def test_tool_result_is_marked_unverified_and_top_k_is_clamped(search):
+    result = await search.search_products("跑步鞋", top_k=50)
+    assert result["is_verified_fact"] is False and result["warning"] == WARNING
+    assert 1 <= len(result["candidates"]) <= 10
+    assert all(c["is_verified_fact"] is False and set(c) == {"product_id", "product_name", "retrieval_score",
+                                                            "is_verified_fact"} for c in result["candidates"])
+    assert len(await search.search("运动", top_k=0)) == 1
+    assert (await search.search_products("无人机"))["status"] == "no_match"
+
+
+async def test_lexical_only_search_without_an_index(docs):
+    lexical = ProductSearch(docs)
+    assert not lexical.dense
+    assert (await lexical.search("瑜伽垫"))[0].product_id == "005"
+    assert await lexical.search("无人机") == []
+
+
+def test_eval_command_prints_the_metrics_as_json(tmp_path):
+    catalog = tmp_path / "c.json"
+    catalog.write_text(json.dumps([{"product_id": "A", "product_name": "跑步鞋", "description": "透气 足弓支撑"},
+                                   {"product_id": "B", "product_name": "篮球", "brand": "斯伯丁"},
+                                   {"product_id": "C", "product_name": "瑜伽垫", "description": "防滑"}],
+                                  ensure_ascii=False), encoding="utf-8")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in [
+        {"query": "跑步鞋子", "relevant": ["A"], "kind": "synonym"},
+        {"query": "斯伯丁", "relevant": ["B"], "kind": "brand"},
+        {"query": "无人机", "relevant": [], "kind": "absent"}]), encoding="utf-8")
+    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "eval-retrieval", "--catalog", str(catalog),
+                             "--queries", str(queries), "--json"], capture_output=True, text=True, timeout=300,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report) == {"overall", "by_kind", "empty"}
+    assert set(report["overall"]) >= {"recall@1", "recall@3", "mrr@10"}
+    assert set(report["by_kind"]) == {"synonym", "brand"}
+    assert report["empty"] == {"count": 1, "returned_candidates": 0.0}
+    assert report["overall"]["recall@1"] == 1.0
+
+
+def test_eval_command_reports_bad_query_lines(tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "a", "relevant": ["1"]}\nnot json\n', encoding="utf-8")
+    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "eval-retrieval", "--queries", str(queries)],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 1 and "q.jsonl line 2" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_shipped_evaluation_set_meets_its_floor(docs):
+    """A regression floor well under the measured figures (see bench/README.md)."""
+    result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "eval-retrieval", "--json"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)
+    report = json.loads(result.stdout)
+    assert report["overall"]["recall@3"] >= 0.9 and report["overall"]["recall@1"] >= 0.85
+    assert report["empty"]["returned_candidates"] <= 0.2
+    lines = (ROOT / "retrieval/evalsets/demo_queries.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) >= 100
+
+
+def test_build_index_command_is_incremental(tmp_path):
+    db = tmp_path / "shop.db"
+    write_catalog(db, demo_catalog(), source="demo")
+    env = {"DATABASE_PATH": str(db), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    import os
+
+    env = {**os.environ, **env}
+    first = subprocess.run([sys.executable, str(ROOT / "bot.py"), "build-index", "--quiet"], capture_output=True,
+                           text=True, timeout=300, cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert f"embedded {len(demo_catalog().products)}, kept 0" in first.stdout
+    second = subprocess.run([sys.executable, str(ROOT / "bot.py"), "build-index", "--quiet"], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path, env=env)
+    assert "embedded 0, kept" in second.stdout
+    assert (tmp_path / "shop.index").exists()
