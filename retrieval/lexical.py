@@ -26,6 +26,17 @@ def _spans(text: str, min_len: int = 2) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n) for j in range(i + min_len, n + 1)]
 
 
+def _as_arrays(hits: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+    best: dict[int, float] = {}
+    for doc, weight in hits:
+        best[doc] = max(best.get(doc, 0.0), weight)
+    return np.fromiter(best, dtype=np.int64), np.fromiter(best.values(), dtype=np.float32)
+
+
+def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
+    scores[docs] = np.maximum(scores[docs], weights)
+
+
 def _is_han(text: str) -> bool:
     return all("\u4e00" <= c <= "\u9fff" for c in text)
 
@@ -55,6 +66,9 @@ class LexicalIndex:
             self._index_name(i, doc, name_tokens)
         self.vocabulary = {t for bag in bags for t in bag}
         self._build_postings(bags)
+        self._name_arrays = {k: _as_arrays(v) for k, v in self._names.items()}
+        self._pinyin_arrays = {k: _as_arrays(v) for k, v in self._name_pinyin.items()}
+        self._pair_arrays = {k: np.fromiter(v, dtype=np.int64) for k, v in self._pairs.items()}
 
     def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str]) -> None:
         whole = compact(doc.base_name)
@@ -90,12 +104,12 @@ class LexicalIndex:
         return self.tokenizer.tokens(query)
 
     def bm25(self, tokens: Sequence[str]) -> np.ndarray:
-        scores = np.zeros(self.size, dtype=np.float32)
-        for token in set(tokens):
-            posting = self._postings.get(token)
-            if posting is not None:
-                np.add.at(scores, posting[0], posting[1])
-        return scores
+        hits = [self._postings[t] for t in set(tokens) if t in self._postings]
+        if not hits:
+            return np.zeros(self.size, dtype=np.float32)
+        rows = np.concatenate([h[0] for h in hits])
+        weights = np.concatenate([h[1] for h in hits])
+        return np.bincount(rows, weights=weights, minlength=self.size).astype(np.float32)
 
     def name_match(self, query: str) -> np.ndarray:
         """Per product, in 0..1: how long a piece of its name the query holds (literally, as a homophone,
@@ -113,27 +127,23 @@ class LexicalIndex:
                    and w not in self._names]
         words = self.tokenizer.words(folded)
 
-        def voided(piece: str, whole_name: bool) -> bool:
-            if any(piece in w and piece != w for w in foreign):
-                return True
-            return not whole_name and self._qualified_by_unknown(piece, words)
-
         for i, j in _spans(folded):
             piece = folded[i:j]
-            literal = self._names.get(piece, ())
-            sounded = self._name_pinyin.get(" ".join(syllables[i:j]), ()) if _is_han(piece) else ()
-            pairs = self._pairs.get(piece, ()) if j - i == 2 else ()
-            if not (literal or sounded or pairs):
+            literal = self._name_arrays.get(piece)
+            sounded = self._pinyin_arrays.get(" ".join(syllables[i:j])) if _is_han(piece) else None
+            pairs = self._pair_arrays.get(piece) if j - i == 2 else None
+            if literal is None and sounded is None and pairs is None:
                 continue
-            for doc, weight in literal:
-                if not voided(piece, weight >= len(piece)):
-                    scores[doc] = max(scores[doc], weight)
-            for doc, weight in sounded:
-                if not voided(piece, weight >= len(piece) * PINYIN_SCORE):
-                    scores[doc] = max(scores[doc], weight)
-            for doc in pairs:
-                if not voided(piece, False):
-                    scores[doc] = max(scores[doc], PAIR_SCORE * 2)
+            if any(piece in w and piece != w for w in foreign):
+                continue
+            qualified = self._qualified_by_unknown(piece, words)  # voids partial matches only
+            for found, full in ((literal, len(piece)), (sounded, len(piece) * PINYIN_SCORE)):
+                if found is not None:
+                    docs, weights = found
+                    keep = weights >= full if qualified else slice(None)
+                    _raise(scores, docs[keep], weights[keep])
+            if pairs is not None and not qualified:
+                _raise(scores, pairs, PAIR_SCORE * 2)
         top = scores.max() if self.size else 0
         return scores / top if top > 0 else scores
 

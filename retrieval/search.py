@@ -84,6 +84,11 @@ class ProductSearch:
                 log.warning("%d products are not in the search index yet; run `python bot.py build-index`",
                             missing)
             self._matrix = matrix
+            # Catalog-wide mean and spread of q·v without touching every row per query:
+            # mean = q·μ and E[(q·v)²] = qᵀ G q with G = VᵀV / n (a d×d matrix).
+            present = matrix[self._has_vector] if len(positions) else matrix[:1]
+            self._mean_vector = present.mean(axis=0)
+            self._gram = (present.T @ present) / max(len(present), 1)
 
     @property
     def dense(self) -> bool:
@@ -104,10 +109,12 @@ class ProductSearch:
         if self._matrix is not None and self._cache is not None:
             vector = await self._cache.vector(query)
             cosine = self._matrix @ vector
-            present = cosine[self._has_vector]
-            mean, std = float(present.mean()), float(present.std()) or 1.0
+            mean = float(vector @ self._mean_vector)
+            std = float(np.sqrt(max(float(vector @ self._gram @ vector) - mean * mean, 1e-12)))
             out.cosine = cosine
-            out.dense_z = np.where(self._has_vector, (cosine - mean) / std, 0.0)
+            z = (cosine - mean) / std
+            z[~self._has_vector] = 0.0
+            out.dense_z = z
         return out
 
     def fuse(self, s: Signals) -> tuple[np.ndarray, bool]:
@@ -130,7 +137,11 @@ class ProductSearch:
         fused, confident = self.fuse(await self.signals(query))
         if not confident:
             return []
-        order = np.argsort(-fused, kind="stable")[:top_k]
+        if len(fused) > top_k:
+            head = np.argpartition(-fused, top_k - 1)[:top_k]
+            order = head[np.argsort(-fused[head], kind="stable")]
+        else:
+            order = np.argsort(-fused, kind="stable")
         best = float(fused[order[0]])
         return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
                 for i in order if float(fused[i]) >= best - self.weights.keep_within]
