@@ -73,10 +73,10 @@ def load_settings() -> Settings:
         raise StartupError(f"invalid {name}: {first['msg']}") from None
 
 
-def ensure_catalog(path: Path) -> None:
-    """Create the demo catalog at `path` if there is no file there yet."""
+def ensure_catalog(path: Path) -> bool:
+    """Create the demo catalog at `path` if there is no file there yet; True when it was created."""
     if path.exists():
-        return
+        return False
     from db.build import write_catalog
     from db.records import demo_catalog
 
@@ -85,6 +85,7 @@ def ensure_catalog(path: Path) -> None:
     except OSError as exc:
         raise StartupError(f"DATABASE_PATH: cannot create the demo catalog at {path} ({exc.strerror})") from None
     log.warning("no catalog at %s: created the demo catalog", path)
+    return True
 
 
 # --- subcommands ------------------------------------------------------------------------------------
@@ -225,14 +226,72 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def chat_model_from(settings: Settings):
+    """The remote chat model when OPENAI_API_KEY is set, else None (the agent's offline model)."""
+    if settings.openai_api_key is None:
+        return None
+    from agent.openai_model import OpenAIChatModel
+
+    return OpenAIChatModel.from_settings(settings.openai_api_key.get_secret_value(),
+                                         str(settings.openai_base_url) if settings.openai_base_url else None,
+                                         settings.llm_model, settings.llm_timeout_seconds, settings.llm_max_retries)
+
+
+async def build_agent(settings: Settings):
+    """Open the catalog read-only, load the search, choose the model: the agent and what to close."""
+    from agent.turn import Agent
+    from db.connection import CatalogUnavailable, open_readonly
+    from retrieval.index import IndexProblem
+    from retrieval.service import load_search
+
+    try:
+        conn = await open_readonly(settings.database_path)
+    except CatalogUnavailable as exc:
+        raise StartupError(f"DATABASE_PATH: {exc}") from None
+    try:
+        search = await load_search(conn, settings.resolved_index_path, embedder_from(settings))
+    except IndexProblem as exc:
+        await conn.close()
+        raise StartupError(f"INDEX_PATH: {exc}") from None
+    model = chat_model_from(settings)
+    agent = Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds)
+    return agent, conn, model
+
+
+def prepare_catalog(settings: Settings) -> None:
+    """First run: create the demo catalog and its search index (55 products, a few seconds).
+    An existing catalog's index is never built at start-up: `python bot.py build-index` does that."""
+    if ensure_catalog(settings.database_path) and not settings.resolved_index_path.exists():
+        cmd_build_index(argparse.Namespace(rebuild=False, quiet=True), settings)
+
+
+def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    from agent.memory import InProcessMemory
+    from handlers.console import run_console
+
+    prepare_catalog(settings)
+
+    async def run() -> int:
+        agent, conn, model = await build_agent(settings)
+        try:
+            return await run_console(agent, InProcessMemory(warn=False), show_trace=args.show_trace)
+        finally:
+            await conn.close()
+            if model is not None:
+                await model.close()
+
+    return asyncio.run(run())
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    ensure_catalog(settings.database_path)
     if settings.bot_token is None:
-        print("No BOT_TOKEN is set, and the console chat is not built yet (it lands with the agent).")
-        print(f"The catalog is ready at {settings.database_path}.")
-        return 0
-    print("Telegram mode is not built yet (it lands with the Telegram issue).")
-    return 0
+        return cmd_console(args, settings)
+    ensure_catalog(settings.database_path)
+    print("Telegram mode is not built yet (it lands with the Telegram issue); "
+          "unset BOT_TOKEN to use the console chat.", file=sys.stderr)
+    return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,7 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="run the bot (Telegram with BOT_TOKEN, else the console chat); the default")
+    run.add_argument("--show-trace", action="store_true", help="console: print each turn's trace")
     run.set_defaults(func=cmd_run)
+
+    console = sub.add_parser("console", help="chat with the bot in this terminal (demo catalog by default)")
+    console.add_argument("--show-trace", action="store_true", help="print each turn's trace")
+    console.set_defaults(func=cmd_console)
 
     init = sub.add_parser("init-db", help="build the demo catalog")
     init.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
@@ -274,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     if getattr(args, "func", None) is None:
-        args = build_parser().parse_args(["run", *(argv or [])])
+        args = build_parser().parse_args(["run"])
     try:
         return args.func(args, load_settings())
     except StartupError as exc:

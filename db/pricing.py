@@ -30,6 +30,8 @@ def money(value: Decimal) -> Decimal:
 
 def measure_word(product_name: str) -> str:
     """The Chinese measure word a customer would use for this product (for condition notes)."""
+    if "装）" in product_name or "装)" in product_name:
+        return "盒"
     for suffix, word in (("拍", "支"), ("鞋", "双"), ("袜", "双"), ("垫", "张"), ("球", "个"), ("杖", "根")):
         if product_name.endswith(suffix):
             return word

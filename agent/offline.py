@@ -1,0 +1,102 @@
+"""The offline model: deterministic, no network. It reads the conversation like any chat model,
+calls the same tools through the same loop, and writes its answers from verified results only —
+so they pass the same validator. Used when no API key is configured, and as the degraded mode."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from agent import answers, intent
+from agent.models import Message, ModelReply, ToolCall
+from agent.tools import SUBMIT
+from guardrails.fallback import SAFE_FALLBACK
+from guardrails.figures import DISCOUNT, MONEY, find_mentions
+
+_FOCUS = re.compile(r"focus_product_ids: ([^;]+);")
+_ORDER_ID = re.compile(r"\b([A-Z]\d{3,})\b")
+
+
+def _focus(messages: Sequence[Message]) -> list[str]:
+    for message in messages:
+        if message["role"] == "system":
+            m = _FOCUS.search(message.get("content") or "")
+            if m and m.group(1).strip() != "none":
+                return [x for x in m.group(1).strip().split(",") if x]
+    return []
+
+
+def _this_turn(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """(the customer's message, tool results since it, names of tools already called)."""
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    results, called = [], []
+    for message in messages[last_user + 1:]:
+        if message["role"] == "tool":
+            try:
+                results.append(json.loads(message["content"]))
+            except (TypeError, json.JSONDecodeError):
+                continue
+        for tc in message.get("tool_calls") or []:
+            called.append(tc["function"]["name"])
+    return messages[last_user]["content"] or "", results, called
+
+
+class OfflineModel:
+    name = "offline"
+
+    def __init__(self) -> None:
+        self._counter = 0
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> ModelReply:
+        self._counter += 1
+        return ModelReply(None, [ToolCall(f"offline_{self._counter}", name, json.dumps(arguments, ensure_ascii=False))])
+
+    def _submit(self, answer: str, citations: list[str], status: str = "grounded") -> ModelReply:
+        return self._call(SUBMIT, {"answer": answer, "citation_ids": citations, "status": status})
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]],
+                       tool_choice: str = "auto") -> ModelReply:
+        question, results, called = _this_turn(messages)
+        focus = _focus(messages)
+        if any(r.get("accepted") is False for r in results):
+            return self._submit(SAFE_FALLBACK, [], "insufficient_evidence")
+        if not results:
+            return self._first_step(question, focus)
+        findings = answers.Findings()
+        for result in results:
+            findings.add(result)
+        last = called[-1] if called else ""
+        if last == "list_my_orders":
+            if findings.orders:
+                return self._submit(*answers.orders_answer(findings))
+            return self._submit(answers.NO_ORDERS, [], "insufficient_evidence")
+        if last == "search_knowledge":
+            if findings.documents:
+                return self._submit(*answers.policy_answer(findings))
+            return self._submit(answers.NO_POLICY, [], "insufficient_evidence")
+        if findings.products:
+            wants_price = bool(intent.PRICE.search(question) or intent.requested_quantity(question)
+                               or intent.PROMOTION.search(question) or intent.is_first_purchase(question))
+            wants_more = not wants_price and not intent.STOCK.search(question) and len(findings.products) > 1
+            claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
+            return self._submit(*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
+                                                        claimed_other_figure=claimed))
+        if focus and intent.is_follow_up(question) and "get_product_details" not in called:
+            return self._call("get_product_details", {"product_ids": focus})
+        return self._submit(answers.not_sold_answer(question), [], "insufficient_evidence")
+
+    def _first_step(self, question: str, focus: list[str]) -> ModelReply:
+        if intent.MODIFY.search(question):
+            return self._submit(answers.REFUSE_CHANGE, [])
+        if intent.GREETING.match(question):
+            return self._submit(answers.THANKS if intent.THANKS.search(question) else answers.GREETING, [])
+        if intent.ORDER.search(question):
+            order_id = _ORDER_ID.search(question.upper())
+            return self._call("list_my_orders", {"order_id": order_id.group(1)} if order_id else {})
+        if intent.POLICY.search(question):
+            return self._call("search_knowledge", {"query": question[:200]})
+        if focus and intent.is_follow_up(question):
+            return self._call("get_product_details", {"product_ids": focus})
+        return self._call("search_products", {"query": question[:200], "top_k": 3})

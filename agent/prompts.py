@@ -1,0 +1,38 @@
+"""What the chat model is told. The rules mirror what the validator enforces, so an honest model
+passes on its first submission."""
+
+from __future__ import annotations
+
+from agent.memory import ChatMemory
+
+SYSTEM_PROMPT = """你是一家运动用品网店的中文客服助手。你只能根据工具返回的已核实数据回答。
+
+规则：
+1. 先用工具检索：search_products 只给出候选商品（不是事实）；价格、库存、品牌、优惠必须来自
+   get_product_details / get_promotions / calculate_final_price 的结果（常常已在 prepared_evidence 中一并给出）。
+2. 金额一律用 calculate_final_price 的结果，绝不自己计算，也不要说出工具结果里没有的数字。
+3. 顾客说出的价格、折扣不是证据：不要确认、不要重复，直接给出核实后的数字。
+4. 不能修改价格、库存、优惠或订单：礼貌拒绝，说明商品数据以系统为准。
+5. 店里没有的商品，直接说明没有销售，不要编造任何信息。
+6. 最后必须调用 submit_answer 提交答案：answer 用简体中文，citation_ids 填写答案所依据的证据编号
+   （如 product:001、promotion:P001、calc:001:2:regular、doc:D001、order:A1001），
+   status 为 grounded；若证据不足以回答，用 insufficient_evidence 且答案中不写任何商品数字。
+7. 如果 submit_answer 被拒绝，按拒绝原因修改后重新提交。"""
+
+
+def context_message(memory: ChatMemory) -> str:
+    """A machine-readable line about the conversation's focus, for follow-ups like '那买两个呢'."""
+    focus = ",".join(memory.focus_product_ids) or "none"
+    quantity = memory.last_quantity if memory.last_quantity is not None else "none"
+    return (f"对话上下文（系统提供）：focus_product_ids: {focus}; last_quantity: {quantity}。"
+            "顾客没有提到新商品时，指的是 focus_product_ids 中的商品。")
+
+
+def build_messages(question: str, memory: ChatMemory) -> list[dict]:
+    messages: list[dict] = [{"role": "system", "content": SYSTEM_PROMPT},
+                            {"role": "system", "content": context_message(memory)}]
+    for turn in memory.turns:
+        messages.append({"role": "user", "content": turn.user})
+        messages.append({"role": "assistant", "content": turn.assistant})
+    messages.append({"role": "user", "content": question})
+    return messages

@@ -1,0 +1,44 @@
+"""The structured record of one turn: what was called, what was verified, what the validator said.
+The audit log is built on it; it never holds a secret."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class ToolTrace:
+    name: str
+    arguments: Any
+    status: str
+    duration_ms: float
+    evidence_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerdictTrace:
+    ok: bool
+    codes: list[str]
+    model: str
+
+
+@dataclass
+class TurnTrace:
+    model: str
+    tool_calls: list[ToolTrace] = field(default_factory=list)
+    verdicts: list[VerdictTrace] = field(default_factory=list)
+    evidence_ids: list[str] = field(default_factory=list)
+    citations: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    degraded: bool = False
+    degraded_reason: str | None = None
+    fallback: bool = False
+    status: str = ""
+    latency_ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

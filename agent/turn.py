@@ -1,0 +1,159 @@
+"""The grounded turn: model ⇄ tools within a budget, every submission checked by the validator,
+degraded to the offline model (same ledger) and finally to the safe fallback. Validate first, then
+send: nothing unvalidated is ever returned."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+import aiosqlite
+
+from agent import intent
+from agent.memory import ChatMemory
+from agent.models import ChatModel, Message, ModelError
+from agent.offline import OfflineModel
+from agent.prompts import build_messages
+from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
+from agent.trace import ToolTrace, TurnTrace, VerdictTrace
+from guardrails.fallback import SAFE_FALLBACK
+from guardrails.ledger import EvidenceLedger
+from guardrails.validator import validate
+from retrieval.search import ProductSearch
+
+log = logging.getLogger(__name__)
+
+USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer, the evidence ids it rests on "
+              "and a status; plain text never reaches the customer.")
+
+
+@dataclass
+class TurnResult:
+    answer: str
+    status: str                      # grounded | insufficient_evidence | fallback
+    citations: list[str] = field(default_factory=list)
+    focus_product_ids: list[str] = field(default_factory=list)
+    quantity: int | None = None
+    trace: TurnTrace | None = None
+
+
+@dataclass
+class _Released:
+    answer: str
+    citations: list[str]
+    status: str
+
+
+class _GiveUp(Exception):
+    """This model will not produce a releasable answer in this turn."""
+
+
+class Agent:
+    """Answers one customer message. Dependencies are passed in; nothing here knows Telegram."""
+
+    def __init__(self, conn: aiosqlite.Connection, search: ProductSearch, model: ChatModel | None = None, *,
+                 max_model_calls: int = 6, max_rejections: int = 2, turn_budget_seconds: float = 40.0):
+        self.conn, self.search = conn, search
+        self.offline = OfflineModel()
+        self.model = model or self.offline
+        self.max_model_calls, self.max_rejections = max_model_calls, max_rejections
+        self.turn_budget_seconds = turn_budget_seconds
+        self.schemas = tool_schemas()
+
+    async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
+        started = time.perf_counter()
+        memory = memory or ChatMemory()
+        trace = TurnTrace(model=self.model.name)
+        ledger = EvidenceLedger()
+        quantity = intent.requested_quantity(text)
+        if quantity is None and intent.is_follow_up(text):
+            quantity = memory.last_quantity
+        runner = ToolRunner(self.conn, self.search, ledger, str(user_id), quantity=quantity,
+                            first_purchase=intent.is_first_purchase(text))
+        released = None
+        deadline = started + self.turn_budget_seconds
+        if self.model is not self.offline:
+            try:
+                async with asyncio.timeout(self.turn_budget_seconds):
+                    released = await self._loop(self.model, build_messages(text, memory), runner, ledger, text, trace)
+            except (ModelError, _GiveUp, TimeoutError) as exc:
+                reason = "turn budget spent" if isinstance(exc, TimeoutError) else str(exc)
+                log.warning("remote model gave no releasable answer (%s): degrading to the offline model", reason)
+                trace.degraded, trace.degraded_reason = True, reason
+        if released is None:
+            try:
+                remaining = max(deadline - time.perf_counter(), 5.0)
+                async with asyncio.timeout(remaining):
+                    released = await self._loop(self.offline, build_messages(text, memory), runner, ledger, text,
+                                                trace)
+            except (ModelError, _GiveUp, TimeoutError) as exc:
+                log.error("offline model gave no releasable answer (%s): safe fallback", exc)
+        if released is None:
+            trace.fallback = True
+            released = _Released(SAFE_FALLBACK, [], "fallback")
+        trace.status = released.status
+        trace.citations = released.citations
+        trace.evidence_ids = list(ledger.entries)
+        trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        focus, last_quantity = self._focus(released, ledger)
+        return TurnResult(released.answer, released.status, released.citations, focus, last_quantity, trace)
+
+    @staticmethod
+    def _focus(released: _Released, ledger: EvidenceLedger) -> tuple[list[str], int | None]:
+        """Products and quantity of the last verified answer, for follow-ups."""
+        if released.status != "grounded":
+            return [], None
+        focus, quantity = [], None
+        for entry in ledger.cited(released.citations):
+            if entry.kind in ("product", "calc"):
+                focus += [p for p in sorted(entry.product_ids) if p not in focus]
+            if entry.kind == "calc":
+                quantity = entry.record.get("quantity")
+        return focus, quantity
+
+    async def _loop(self, model: ChatModel, messages: list[Message], runner: ToolRunner, ledger: EvidenceLedger,
+                    question: str, trace: TurnTrace) -> _Released:
+        rejections = 0
+        for call_number in range(self.max_model_calls):
+            reply = await model.complete(messages, self.schemas, "required" if call_number == 0 else "auto")
+            trace.model_calls += 1
+            trace.prompt_tokens += reply.prompt_tokens
+            trace.completion_tokens += reply.completion_tokens
+            trace.retries += reply.retries
+            messages.append(reply.as_message())
+            if not reply.tool_calls:
+                rejections += 1
+                trace.verdicts.append(VerdictTrace(False, ["NO_SUBMISSION"], model.name))
+                if rejections > self.max_rejections:
+                    raise _GiveUp("the model kept answering without submit_answer")
+                messages.append({"role": "system", "content": USE_SUBMIT})
+                continue
+            for tool_call in reply.tool_calls:
+                started = time.perf_counter()
+                try:
+                    args = parse_arguments(tool_call.name, tool_call.arguments)
+                    if isinstance(args, SubmitAnswer):
+                        verdict = validate(question, args.answer, args.citation_ids, ledger, args.status)
+                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, model.name))
+                        if verdict.ok:
+                            return _Released(args.answer.strip(), list(dict.fromkeys(args.citation_ids)),
+                                             args.status)
+                        rejections += 1
+                        result = {"accepted": False, "reasons": verdict.codes, "message": verdict.message}
+                        if rejections > self.max_rejections:
+                            raise _GiveUp(f"answer rejected {rejections} times ({', '.join(verdict.codes)})")
+                    else:
+                        before = set(ledger.entries)
+                        result = await runner.run(tool_call.name, args)
+                        trace.tool_calls.append(ToolTrace(
+                            tool_call.name, args.model_dump(), str(result.get("status")),
+                            round((time.perf_counter() - started) * 1000, 2),
+                            [e for e in ledger.entries if e not in before]))
+                except ToolError as exc:
+                    result = exc.as_result()
+                    trace.tool_calls.append(ToolTrace(tool_call.name, tool_call.arguments[:500], exc.code,
+                                                      round((time.perf_counter() - started) * 1000, 2)))
+                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": to_json(result)})
+        raise _GiveUp(f"no releasable answer within {self.max_model_calls} model calls")
