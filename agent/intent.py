@@ -48,3 +48,8 @@ def is_first_purchase(text: str) -> bool:
 def is_follow_up(text: str) -> bool:
     """True when nothing is left once question words are removed: '那买两个呢', '有优惠吗'."""
     return len(_FOLLOW_UP_NOISE.sub("", text)) == 0
+
+
+def is_description(text: str) -> bool:
+    """True when the customer describes a need in a sentence rather than naming a product."""
+    return len(_FOLLOW_UP_NOISE.sub("", text)) >= 6

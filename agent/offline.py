@@ -16,7 +16,7 @@ from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions
 
 _FOCUS = re.compile(r"focus_product_ids: ([^;]+);")
-_ORDER_ID = re.compile(r"\b([A-Z]\d{3,})\b")
+_ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
 
 def _focus(messages: Sequence[Message]) -> list[str]:
@@ -79,7 +79,8 @@ class OfflineModel:
         if findings.products:
             wants_price = bool(intent.PRICE.search(question) or intent.requested_quantity(question)
                                or intent.PROMOTION.search(question) or intent.is_first_purchase(question))
-            wants_more = not wants_price and not intent.STOCK.search(question) and len(findings.products) > 1
+            wants_more = (not wants_price and not intent.STOCK.search(question) and len(findings.products) > 1
+                          and intent.is_description(question))
             claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
             return self._submit(*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
                                                         claimed_other_figure=claimed))

@@ -105,13 +105,12 @@ class Agent:
         """Products and quantity of the last verified answer, for follow-ups."""
         if released.status != "grounded":
             return [], None
-        focus, quantity = [], None
-        for entry in ledger.cited(released.citations):
-            if entry.kind in ("product", "calc"):
-                focus += [p for p in sorted(entry.product_ids) if p not in focus]
-            if entry.kind == "calc":
-                quantity = entry.record.get("quantity")
-        return focus, quantity
+        cited = ledger.cited(released.citations)
+        calcs = [e for e in cited if e.kind == "calc"]
+        if calcs:
+            return sorted(calcs[-1].product_ids), calcs[-1].record.get("quantity")
+        products = [e for e in cited if e.kind == "product"]
+        return (sorted(products[0].product_ids), None) if products else ([], None)
 
     async def _loop(self, model: ChatModel, messages: list[Message], runner: ToolRunner, ledger: EvidenceLedger,
                     question: str, trace: TurnTrace) -> _Released:

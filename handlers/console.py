@@ -36,7 +36,7 @@ async def run_console(agent: Agent, memory: MemoryStore, *, show_trace: bool = F
         if not text:
             continue
         if text in ("/quit", "/exit", "退出"):
-            say("再见！")
+            say("客服：再见！")
             return 0
         if text == "/reset":
             await memory.reset(chat_id)

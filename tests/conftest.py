@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,10 @@ import pytest
 from db.build import write_catalog
 from db.connection import open_readonly
 from db.records import demo_catalog
+from retrieval.documents import doc_from_product
+from retrieval.embedders import LocalE5Embedder
+from retrieval.index import VectorIndex, build_index
+from retrieval.search import ProductSearch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,3 +32,27 @@ async def conn(demo_db):
         yield connection
     finally:
         await connection.close()
+
+
+@pytest.fixture(scope="session")
+def docs():
+    return [doc_from_product(p.__dict__) for p in demo_catalog().products]
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    return LocalE5Embedder()
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory, docs, local_embedder):
+    path = tmp_path_factory.mktemp("index") / "shop.index"
+    asyncio.run(build_index(path, docs, local_embedder, progress=False))
+    return VectorIndex.load(path, local_embedder.name)
+
+
+@pytest.fixture(scope="session")
+def search(docs, local_embedder, demo_index):
+    return ProductSearch(docs, local_embedder, demo_index)
+
+

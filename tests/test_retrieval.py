@@ -16,36 +16,12 @@ from openai import AsyncOpenAI
 from db.build import write_catalog
 from db.records import demo_catalog
 from retrieval.documents import doc_from_product
-from retrieval.embedders import EmbeddingError, LocalE5Embedder, OpenAIEmbedder, QueryVectorCache
+from retrieval.embedders import EmbeddingError, OpenAIEmbedder, QueryVectorCache
 from retrieval.index import IndexProblem, VectorIndex, build_index
 from retrieval.search import WARNING, ProductSearch
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="session")
-def docs():
-    return [doc_from_product(p.__dict__) for p in demo_catalog().products]
-
-
-@pytest.fixture(scope="session")
-def local_embedder():
-    return LocalE5Embedder()
-
-
-@pytest.fixture(scope="session")
-def demo_index(tmp_path_factory, docs, local_embedder):
-    import asyncio
-
-    path = tmp_path_factory.mktemp("index") / "shop.index"
-    asyncio.run(build_index(path, docs, local_embedder, progress=False))
-    return VectorIndex.load(path, local_embedder.name)
-
-
-@pytest.fixture
-def search(docs, local_embedder, demo_index):
-    return ProductSearch(docs, local_embedder, demo_index)
 
 
 class CountingEmbedder:
