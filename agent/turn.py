@@ -54,12 +54,14 @@ class Agent:
     """Answers one customer message. Dependencies are passed in; nothing here knows Telegram."""
 
     def __init__(self, conn: aiosqlite.Connection, search: ProductSearch, model: ChatModel | None = None, *,
-                 max_model_calls: int = 6, max_rejections: int = 2, turn_budget_seconds: float = 40.0):
+                 max_model_calls: int = 6, max_rejections: int = 2, turn_budget_seconds: float = 40.0,
+                 prepare: bool = True):
         self.conn, self.search = conn, search
         self.offline = OfflineModel()
         self.model = model or self.offline
         self.max_model_calls, self.max_rejections = max_model_calls, max_rejections
         self.turn_budget_seconds = turn_budget_seconds
+        self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.schemas = tool_schemas()
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
@@ -71,7 +73,7 @@ class Agent:
         if quantity is None and intent.is_follow_up(text):
             quantity = memory.last_quantity
         runner = ToolRunner(self.conn, self.search, ledger, str(user_id), quantity=quantity,
-                            first_purchase=intent.is_first_purchase(text))
+                            first_purchase=intent.is_first_purchase(text), prepare=self.prepare)
         released = None
         deadline = started + self.turn_budget_seconds
         if self.model is not self.offline:
