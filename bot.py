@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -45,6 +46,10 @@ class Settings(BaseSettings):
     embedding_dimensions: int | None = Field(None, ge=1, le=8192)
     operator_ids: Annotated[list[int], NoDecode] = Field(default_factory=list)
     memory_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
+    redis_prefix: str = "kefu:"
+    rate_limit_messages: int = Field(20, ge=1, le=10_000)
+    rate_limit_window_seconds: int = Field(60, ge=1, le=86_400)
+    max_message_chars: int = Field(1000, ge=10, le=4096)
     audit_path: Path = Path("data/audit.jsonl")
 
     @field_validator("operator_ids", mode="before")
@@ -285,13 +290,93 @@ def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(run())
 
 
+async def connect_redis(settings: Settings):
+    """A Redis client that answers, or None without REDIS_URL; an unreachable Redis stops start-up."""
+    if settings.redis_url is None:
+        return None
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(str(settings.redis_url), socket_timeout=5, socket_connect_timeout=5,
+                            health_check_interval=30)
+    try:
+        await client.ping()
+    except Exception as exc:   # noqa: BLE001 - whatever the reason, the line below says what to fix
+        await client.aclose()
+        raise StartupError(f"REDIS_URL: Redis does not answer ({type(exc).__name__})") from None
+    return client
+
+
+async def run_telegram(settings: Settings) -> int:
+    from agent.audit import AuditLog
+    from agent.memory import InProcessMemory
+    from agent.memory_redis import RedisMemory
+    from handlers.app import TelegramOptions, make_bot, run_polling, run_webhook
+    from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
+    from handlers.telegram import Limits, build_dispatcher
+
+    if settings.bot_mode == "webhook" and (settings.webhook_url is None or settings.webhook_secret is None):
+        raise StartupError("BOT_MODE=webhook needs WEBHOOK_URL and WEBHOOK_SECRET")
+    redis = await connect_redis(settings)
+    agent, conn, model = await build_agent(settings)
+    audit = AuditLog(settings.audit_path)
+    try:
+        if redis is not None:
+            memory = RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix)
+            guards = RedisGuards(redis, settings.redis_prefix, settings.rate_limit_messages,
+                                 settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30)
+        else:
+            memory = InProcessMemory()
+            guards = LocalGuards(settings.rate_limit_messages, settings.rate_limit_window_seconds)
+        sequencer = ChatSequencer()
+        dispatcher = build_dispatcher(agent=agent, memory=memory, guards=guards, sequencer=sequencer, audit=audit,
+                                      limits=Limits(settings.max_message_chars))
+        options = TelegramOptions(
+            token=settings.bot_token.get_secret_value(),
+            api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
+            mode=settings.bot_mode, webhook_url=str(settings.webhook_url) if settings.webhook_url else None,
+            webhook_secret=settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
+            port=settings.webhook_port)
+        bot = make_bot(options)
+        if settings.bot_mode == "webhook":
+            await run_webhook(dispatcher, bot, sequencer, guards, options)
+        else:
+            await run_polling(dispatcher, bot, sequencer, options)
+        log.info("stopped")
+        return 0
+    finally:
+        audit.close()
+        await conn.close()
+        if model is not None:
+            await model.close()
+        if redis is not None:
+            await redis.aclose()
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
     if settings.bot_token is None:
         return cmd_console(args, settings)
-    ensure_catalog(settings.database_path)
-    print("Telegram mode is not built yet (it lands with the Telegram issue); "
-          "unset BOT_TOKEN to use the console chat.", file=sys.stderr)
-    return 1
+    prepare_catalog(settings)
+    return asyncio.run(run_telegram(settings))
+
+
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.audit import follow, summary_line, tail
+
+    path = Path(args.path) if args.path else settings.audit_path
+    records = tail(path, args.n, args.chat, args.blocked)
+    if not records and not args.follow:
+        print(f"No matching audit records in {path}.")
+    for record in records:
+        print(json.dumps(record, ensure_ascii=False) if args.json else summary_line(record))
+    if args.follow:
+        try:
+            for record in follow(path, args.chat, args.blocked):
+                print(json.dumps(record, ensure_ascii=False) if args.json else summary_line(record), flush=True)
+        except KeyboardInterrupt:
+            return 0
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -331,6 +416,17 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--lexical-only", action="store_true", help="measure without the vector index")
     ev.add_argument("--show-misses", action="store_true", help="list the queries missed at rank 3")
     ev.set_defaults(func=cmd_eval_retrieval)
+
+    audit = sub.add_parser("audit", help="read the audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    audit_tail = audit_sub.add_parser("tail", help="the latest turns (and, with -f, new ones as they come)")
+    audit_tail.add_argument("-f", "--follow", action="store_true", help="keep printing new records")
+    audit_tail.add_argument("-n", type=int, default=20, help="how many records (default 20)")
+    audit_tail.add_argument("--chat", help="only this chat id")
+    audit_tail.add_argument("--blocked", action="store_true", help="only turns with a blocked draft, degraded or fallback")
+    audit_tail.add_argument("--json", action="store_true", help="print the raw JSON records")
+    audit_tail.add_argument("--path", help="audit file (default: AUDIT_PATH)")
+    audit_tail.set_defaults(func=cmd_audit)
     return parser
 
 

@@ -1,0 +1,115 @@
+"""The audit log: one JSON record per turn, built from the turn trace, appended to a rotated JSON Lines
+file off the event loop, and summarized in one log line. It never holds a token or an API key."""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+import queue
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent.turn import TurnResult
+
+log = logging.getLogger("kefu.audit")
+
+
+def build_record(*, chat_id: str, user_id: str, message: str, result: TurnResult,
+                 update_id: int | None = None) -> dict[str, Any]:
+    trace = result.trace.as_dict() if result.trace else {}
+    return {
+        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        "chat_id": str(chat_id), "user_id": str(user_id), "update_id": update_id,
+        "message": message, "answer": result.answer, "status": result.status,
+        "citations": result.citations,
+        "blocked": any(not v["ok"] for v in trace.get("verdicts", [])),
+        **{k: trace.get(k) for k in ("model", "model_calls", "prompt_tokens", "completion_tokens", "retries",
+                                     "degraded", "degraded_reason", "fallback", "latency_ms", "evidence_ids",
+                                     "tool_calls", "verdicts")},
+    }
+
+
+class AuditLog:
+    """Appends records through a queue to a RotatingFileHandler running in its own thread."""
+
+    def __init__(self, path: Path, max_bytes: int = 20 * 1024 * 1024, backups: int = 5):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups,
+                                                       encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        self._queue: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+        self._listener = logging.handlers.QueueListener(self._queue, handler)
+        self._file_logger = logging.Logger(f"kefu.audit.file.{id(self)}")
+        self._file_logger.addHandler(logging.handlers.QueueHandler(self._queue))
+        self._file_logger.propagate = False
+        self._listener.start()
+
+    def record(self, **fields: Any) -> dict[str, Any]:
+        record = build_record(**fields)
+        self._file_logger.info(json.dumps(record, ensure_ascii=False))
+        log.info("turn chat=%s status=%s calls=%s degraded=%s fallback=%s blocked=%s latency_ms=%s",
+                 record["chat_id"], record["status"], record["model_calls"], record["degraded"], record["fallback"],
+                 record["blocked"], record["latency_ms"])
+        return record
+
+    def close(self) -> None:
+        self._listener.stop()
+        for handler in self._listener.handlers:
+            handler.close()
+
+
+def _matches(record: dict[str, Any], chat: str | None, blocked: bool) -> bool:
+    if chat is not None and record.get("chat_id") != chat:
+        return False
+    return not blocked or bool(record.get("blocked") or record.get("degraded") or record.get("fallback"))
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def tail(path: Path, count: int = 20, chat: str | None = None, blocked: bool = False) -> list[dict[str, Any]]:
+    """The last `count` matching records of the current file."""
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        records = [r for r in map(_parse, handle) if r is not None and _matches(r, chat, blocked)]
+    return records[-count:]
+
+
+def follow(path: Path, chat: str | None = None, blocked: bool = False, poll: float = 0.5,
+           stop_after: float | None = None) -> Iterator[dict[str, Any]]:
+    """New matching records as they are appended (survives rotation)."""
+    started = time.monotonic()
+    position = path.stat().st_size if path.exists() else 0
+    inode = path.stat().st_ino if path.exists() else None
+    while stop_after is None or time.monotonic() - started < stop_after:
+        if path.exists():
+            stat = path.stat()
+            if stat.st_ino != inode or stat.st_size < position:
+                inode, position = stat.st_ino, 0   # rotated
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                handle.seek(position)
+                for line in handle:
+                    record = _parse(line)
+                    if record is not None and _matches(record, chat, blocked):
+                        yield record
+                position = handle.tell()
+        time.sleep(poll)
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    flags = [name for name in ("blocked", "degraded", "fallback") if record.get(name)]
+    codes = sorted({c for v in record.get("verdicts") or [] for c in v.get("codes", [])})
+    return (f"{record.get('time')} chat={record.get('chat_id')} {record.get('status')} "
+            f"calls={record.get('model_calls')} {','.join(flags) or 'ok'}{' ' + ','.join(codes) if codes else ''}\n"
+            f"  Q: {record.get('message')}\n  A: {record.get('answer')}")

@@ -1,0 +1,59 @@
+"""Conversation memory in Redis: per chat, a list of the last turns and a hash with the focus.
+Append-and-trim is one MULTI/EXEC transaction; both keys expire after the configured TTL."""
+
+from __future__ import annotations
+
+import json
+
+from redis.asyncio import Redis
+
+from agent.memory import MAX_TURNS, ChatMemory, Turn
+
+
+class RedisMemory:
+    def __init__(self, redis: Redis, ttl_seconds: int = 7 * 24 * 3600, max_turns: int = MAX_TURNS,
+                 prefix: str = "kefu:"):
+        self._redis, self._ttl, self._max_turns, self._prefix = redis, ttl_seconds, max_turns, prefix
+
+    def _keys(self, chat_id: str) -> tuple[str, str]:
+        base = f"{self._prefix}chat:{chat_id}"
+        return f"{base}:turns", f"{base}:focus"
+
+    async def load(self, chat_id: str) -> ChatMemory:
+        turns_key, focus_key = self._keys(chat_id)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.lrange(turns_key, 0, -1)
+            pipe.hgetall(focus_key)
+            raw_turns, focus = await pipe.execute()
+        turns = []
+        for raw in raw_turns:
+            try:
+                item = json.loads(raw)
+                turns.append(Turn(str(item["user"]), str(item["assistant"])))
+            except (ValueError, KeyError, TypeError):
+                continue   # a damaged entry is skipped, never fatal
+        focus = {_text(k): _text(v) for k, v in (focus or {}).items()}
+        ids = [x for x in focus.get("product_ids", "").split(",") if x]
+        quantity = focus.get("quantity")
+        return ChatMemory(turns, ids, int(quantity) if quantity and quantity.isdigit() else None)
+
+    async def append(self, chat_id: str, turn: Turn, focus_product_ids: list[str] | None,
+                     last_quantity: int | None) -> None:
+        turns_key, focus_key = self._keys(chat_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(turns_key, json.dumps({"user": turn.user, "assistant": turn.assistant}, ensure_ascii=False))
+            pipe.ltrim(turns_key, -self._max_turns, -1)
+            pipe.expire(turns_key, self._ttl)
+            if focus_product_ids:
+                pipe.delete(focus_key)
+                pipe.hset(focus_key, mapping={"product_ids": ",".join(focus_product_ids),
+                                              "quantity": "" if last_quantity is None else str(last_quantity)})
+            pipe.expire(focus_key, self._ttl)
+            await pipe.execute()
+
+    async def reset(self, chat_id: str) -> None:
+        await self._redis.delete(*self._keys(chat_id))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,98 @@
+"""Running the Telegram bot: polling (default) or webhook, a /healthz endpoint, and a graceful shutdown
+(stop taking updates, finish turns in flight, then the caller closes Redis, the database, the model)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
+from aiohttp import web
+
+from handlers.guards import ChatSequencer
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_PATH = "/telegram/webhook"
+DRAIN_SECONDS = 45.0
+
+
+@dataclass(frozen=True)
+class TelegramOptions:
+    token: str
+    api_base: str | None = None
+    mode: str = "polling"
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    port: int = 8080
+    request_timeout: float = 30.0
+
+
+def make_bot(options: TelegramOptions) -> Bot:
+    """A Bot with its own aiohttp session, pointed at a self-hosted Bot API server when configured."""
+    api = TelegramAPIServer.from_base(options.api_base) if options.api_base else None
+    session = AiohttpSession(api=api, timeout=options.request_timeout) if api else \
+        AiohttpSession(timeout=options.request_timeout)
+    return Bot(options.token, session=session)
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok", "in_flight": request.app["sequencer"].in_flight})
+
+
+def _register_shutdown(dispatcher: Dispatcher, sequencer: ChatSequencer) -> None:
+    async def finish_turns() -> None:
+        if sequencer.in_flight:
+            log.info("shutting down: waiting for %d turn(s) in flight", sequencer.in_flight)
+        if not await sequencer.drain(DRAIN_SECONDS):
+            log.warning("shutting down with %d turn(s) unfinished after %.0f s", sequencer.in_flight, DRAIN_SECONDS)
+
+    dispatcher.shutdown.register(finish_turns)
+
+
+async def run_polling(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, options: TelegramOptions) -> None:
+    _register_shutdown(dispatcher, sequencer)
+    app = web.Application()
+    app["sequencer"] = sequencer
+    app.router.add_get("/healthz", _health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", options.port).start()   # noqa: S104 - container health port
+    try:
+        await bot.delete_webhook(drop_pending_updates=False)
+        await dispatcher.start_polling(bot, handle_signals=True, polling_timeout=20, close_bot_session=True)
+    finally:
+        await runner.cleanup()
+
+
+async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, guards, options: TelegramOptions,
+                      ) -> None:
+    """Serve Telegram's POSTs; the secret token is checked on each; one replica registers the webhook."""
+    _register_shutdown(dispatcher, sequencer)
+    app = web.Application()
+    app["sequencer"] = sequencer
+    app.router.add_get("/healthz", _health)
+    SimpleRequestHandler(dispatcher=dispatcher, bot=bot, secret_token=options.webhook_secret).register(
+        app, path=WEBHOOK_PATH)
+    setup_application(app, dispatcher, bot=bot)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", options.port).start()   # noqa: S104 - Telegram must reach it
+    if await guards.claim_once("set-webhook", 300):
+        await bot.set_webhook(f"{options.webhook_url.rstrip('/')}{WEBHOOK_PATH}", secret_token=options.webhook_secret,
+                              drop_pending_updates=False)
+        log.info("webhook registered")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("webhook mode: listening on port %d", options.port)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()   # stops taking requests, runs the dispatcher's shutdown (drains turns)

@@ -1,0 +1,65 @@
+"""Sending answers to Telegram: HTML-escaped, split at Telegram's 4096-character limit on paragraph or
+line boundaries, with bounded retries for flood control and a plain-text retry for entity errors."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+
+from aiogram import Bot
+from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+
+log = logging.getLogger(__name__)
+
+TELEGRAM_LIMIT = 4096
+MAX_RETRY_AFTER_ATTEMPTS = 3
+MAX_RETRY_AFTER_SECONDS = 30
+
+
+def split_text(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
+    """Pieces of at most `limit` characters, cut at a paragraph, then a line, then a sentence end."""
+    text = text.strip()
+    pieces: list[str] = []
+    while len(text) > limit:
+        window = text[:limit]
+        cut = max(window.rfind("\n\n"), -1)
+        if cut <= 0:
+            cut = window.rfind("\n")
+        if cut <= 0:
+            cut = max(window.rfind(p) for p in "。！？；!?;") + 1
+        if cut <= 0:
+            cut = limit
+        pieces.append(text[:cut].strip())
+        text = text[cut:].strip()
+    if text:
+        pieces.append(text)
+    return pieces
+
+
+async def _send(bot: Bot, chat_id: int, text: str) -> None:
+    """One piece: HTML first; entity trouble → once as plain text; flood control → wait, bounded."""
+    plain = False
+    for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + 1):
+        try:
+            if plain:
+                await bot.send_message(chat_id, text, parse_mode=None)
+            else:
+                await bot.send_message(chat_id, html.escape(text, quote=False), parse_mode="HTML")
+            return
+        except TelegramRetryAfter as exc:
+            if attempt == MAX_RETRY_AFTER_ATTEMPTS:
+                raise
+            wait = min(float(exc.retry_after), MAX_RETRY_AFTER_SECONDS)
+            log.warning("Telegram flood control: waiting %.1f s before resending", wait)
+            await asyncio.sleep(wait)
+        except TelegramBadRequest as exc:
+            if plain or "entit" not in str(exc).lower() and "parse" not in str(exc).lower():
+                raise
+            log.warning("Telegram refused the HTML entities; resending as plain text")
+            plain = True
+
+
+async def send_answer(bot: Bot, chat_id: int, text: str) -> None:
+    for piece in split_text(text):
+        await _send(bot, chat_id, piece)
