@@ -1,0 +1,25 @@
+# kefu-bot: a small, non-root image. Data (catalog, index, audit log) lives in the /data volume.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    DATABASE_PATH=/data/shop.db AUDIT_PATH=/data/audit.jsonl WEBHOOK_PORT=8080
+
+WORKDIR /app
+COPY pyproject.toml README.md bot.py ./
+COPY db ./db
+COPY agent ./agent
+COPY retrieval ./retrieval
+COPY guardrails ./guardrails
+COPY handlers ./handlers
+RUN pip install . \
+    && useradd --create-home --uid 10001 kefu \
+    && mkdir -p /data && chown kefu:kefu /data
+
+USER kefu
+VOLUME ["/data"]
+EXPOSE 8080
+# /healthz answers in both polling and webhook mode.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('WEBHOOK_PORT', '8080'), timeout=4)"
+STOPSIGNAL SIGTERM
+CMD ["python", "bot.py"]

@@ -1,0 +1,45 @@
+"""The compose file parses with a real Compose-spec parser (no Docker engine needed) and documents
+the bring-up; the image runs as a non-root user with a health check."""
+
+from pathlib import Path
+
+import pytest
+from compose_spec import PyCompose
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def compose():
+    return PyCompose.from_yaml((ROOT / "docker-compose.yml").read_text(encoding="utf-8")).to_dict()
+
+
+def test_compose_has_redis_with_persistence_and_the_bot(compose):
+    services = compose["services"]
+    assert set(services) == {"redis", "bot"}
+    assert "--appendonly" in services["redis"]["command"] and services["redis"]["healthcheck"]
+    bot = services["bot"]
+    assert bot["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert bot["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+    assert bot["healthcheck"] and ".env" in str(bot["env_file"])
+    assert set(compose["volumes"]) == {"redis-data", "bot-data"}
+
+
+def test_the_parser_is_strict():
+    with pytest.raises(ValueError):
+        PyCompose.from_yaml("services:\n  bot:\n    imagee: nope\n")
+
+
+def test_env_example_documents_every_setting():
+    from bot import Settings
+
+    documented = {line.split("=")[0] for line in (ROOT / ".env.example").read_text().splitlines()
+                  if line and not line.startswith("#")}
+    expected = {name.upper() for name in Settings.model_fields} - {"DATABASE_PATH", "INDEX_PATH", "AUDIT_PATH",
+                                                                     "REDIS_URL", "REDIS_PREFIX"}
+    assert expected <= documented
+
+
+def test_dockerfile_runs_as_non_root_with_a_healthcheck():
+    text = (ROOT / "Dockerfile").read_text()
+    assert "USER kefu" in text and "HEALTHCHECK" in text and 'CMD ["python", "bot.py"]' in text

@@ -1,0 +1,168 @@
+"""End to end: the real `python bot.py` process polls a fake Telegram Bot API server on 127.0.0.1
+through TELEGRAM_API_BASE, with real Redis and the offline model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from handlers import texts
+from tests.fakes.telegram_server import FakeTelegram
+from tests.redis_support import REDIS_TEST_URL, connect, drop_prefix, unique_prefix
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BotProcess:
+    def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, **env: str):
+        self.fake, self.workdir = fake, workdir
+        self.env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "BOT_MODE"}}
+        self.env.update({"BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url, "REDIS_URL": REDIS_TEST_URL,
+                         "REDIS_PREFIX": prefix, "DATABASE_PATH": str(workdir / "data" / "shop.db"),
+                         "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
+                         "MAX_MESSAGE_CHARS": "200", **env})
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        polls = sum(1 for m, _ in self.fake.calls if m == "getUpdates")
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bot.py"), cwd=self.workdir, env=self.env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while sum(1 for m, _ in self.fake.calls if m == "getUpdates") <= polls:
+            if self.process.returncode is not None or time.monotonic() > deadline:
+                output = (await self.process.stdout.read()).decode(errors="replace")
+                raise AssertionError(f"the bot did not start polling:\n{output}")
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> tuple[int, str]:
+        assert self.process is not None
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            output = (await asyncio.wait_for(self.process.stdout.read(), 60)).decode(errors="replace")
+            code = await asyncio.wait_for(self.process.wait(), 60)
+        except TimeoutError:
+            self.process.kill()
+            raise
+        return code, output
+
+
+@pytest.fixture
+async def world(tmp_path):
+    fake = await FakeTelegram().start()
+    redis = await connect()
+    prefix = unique_prefix()
+    bots: list[BotProcess] = []
+
+    def bot(**env: str) -> BotProcess:
+        process = BotProcess(fake, tmp_path, prefix, **env)
+        bots.append(process)
+        return process
+
+    try:
+        yield fake, bot, tmp_path
+    finally:
+        for process in bots:
+            if process.process is not None and process.process.returncode is None:
+                process.process.kill()
+                await process.process.wait()
+        await drop_prefix(redis, prefix)
+        await redis.aclose()
+        await fake.stop()
+
+
+async def test_conversations_through_the_real_bot_process(world):
+    fake, bot, workdir = world
+    process = bot()
+    await process.start()
+
+    # the seed dialogue, across three messages
+    for question in ["足球多少钱", "有优惠吗", "那买两个呢"]:
+        await fake.say(1, question)
+        await fake.wait_replies(1, len(fake.replies(1)) + 1)
+    first, promo, two = fake.replies(1)
+    assert "120元" in first and "9折" in promo and "216元" in two
+
+    # /reset forgets the conversation
+    await fake.say(1, "/reset")
+    await fake.say(1, "那买两个呢")
+    replies = await fake.wait_replies(1, 5)
+    assert replies[3] == texts.RESET and "216" not in replies[4]
+
+    # two chats interleaved keep their own memory
+    await fake.say(2, "羽毛球拍多少钱")
+    await fake.say(3, "篮球多少钱")
+    await fake.wait_replies(2, 1)
+    await fake.wait_replies(3, 1)
+    await fake.say(3, "那买两个呢")
+    await fake.say(2, "那买两个呢")
+    assert "480元" in (await fake.wait_replies(2, 2))[1]
+    assert "200元" in (await fake.wait_replies(3, 2))[1] and "半价" in fake.replies(3)[1]
+
+    # a burst of ten messages from one chat is answered in order
+    names = ["足球", "篮球", "羽毛球拍", "跑步鞋", "瑜伽垫", "网球拍", "排球", "哑铃", "跳绳", "泡沫轴"]
+    for name in names:
+        await fake.say(4, f"{name}多少钱")
+    burst = await fake.wait_replies(4, 10)
+    assert all(name in reply for name, reply in zip(names, burst, strict=True)), burst
+
+    # non-text and over-long messages get polite notes
+    await fake.push(fake.message(5, None, photo=[{"file_id": "p", "file_unique_id": "p", "width": 1, "height": 1}]))
+    await fake.say(5, "我想问" * 100)
+    assert await fake.wait_replies(5, 2) == [texts.ONLY_TEXT, texts.TOO_LONG.format(limit=200)]
+
+    assert all(s.parse_mode == "HTML" for s in fake.sent if "售价" in s.text)
+    code, output = await process.stop()
+    assert code == 0, output
+    assert fake.token not in output and "Traceback" not in output
+
+    # the audit log has one record per answered turn, readable with `audit tail`
+    records = [json.loads(line) for line in (workdir / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 3 + 1 + 4 + 10 + 0
+    assert records[2]["message"] == "那买两个呢" and "calc:001:2:regular" in records[2]["citations"]
+    assert all(fake.token not in json.dumps(r, ensure_ascii=False) for r in records)
+    tail = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "bot.py"), "audit", "tail", "--chat", "1",
+                                                "-n", "2", cwd=workdir, env=process.env,
+                                                stdout=asyncio.subprocess.PIPE)
+    shown = (await tail.stdout.read()).decode()
+    assert "那买两个呢" in shown and "chat=1" in shown and "羽毛球拍" not in shown
+
+
+async def test_restart_keeps_memory_and_flood_control_is_survived(world):
+    fake, bot, _ = world
+    first = bot()
+    await first.start()
+    await fake.say(21, "足球多少钱")
+    await fake.wait_replies(21, 1)
+    code, _ = await first.stop()
+    assert code == 0
+
+    second = bot()
+    await second.start()
+    fake.send_failures = ["429"]        # Telegram's flood control on the next reply
+    await fake.say(21, "那买两个呢")
+    replies = await fake.wait_replies(21, 2)
+    assert "216元" in replies[1]         # memory survived the restart (Redis); the 429 was waited out
+
+    # graceful shutdown: a turn in flight is finished before the process exits
+    await fake.say(22, "羽毛球拍买两支")
+    while not any(m == "sendChatAction" and str(f.get("chat_id")) == "22" for m, f in fake.calls):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    code, output = await second.stop()
+    assert code == 0, output
+    assert "480元" in fake.replies(22)[0]
