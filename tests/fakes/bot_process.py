@@ -1,0 +1,59 @@
+"""The real `python bot.py` process, configured to poll a FakeTelegram server, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from tests.fakes.telegram_server import FakeTelegram
+from tests.redis_support import REDIS_TEST_URL
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BotProcess:
+    def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, **env: str):
+        self.fake, self.workdir = fake, workdir
+        self.env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "BOT_MODE"}}
+        self.env.update({"BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url, "REDIS_URL": REDIS_TEST_URL,
+                         "REDIS_PREFIX": prefix, "DATABASE_PATH": str(workdir / "data" / "shop.db"),
+                         "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
+                         "MAX_MESSAGE_CHARS": "200", **env})
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        polls = sum(1 for m, _ in self.fake.calls if m == "getUpdates")
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bot.py"), cwd=self.workdir, env=self.env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while sum(1 for m, _ in self.fake.calls if m == "getUpdates") <= polls:
+            if self.process.returncode is not None or time.monotonic() > deadline:
+                output = (await self.process.stdout.read()).decode(errors="replace")
+                raise AssertionError(f"the bot did not start polling:\n{output}")
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> tuple[int, str]:
+        assert self.process is not None
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            output = (await asyncio.wait_for(self.process.stdout.read(), 60)).decode(errors="replace")
+            code = await asyncio.wait_for(self.process.wait(), 60)
+        except TimeoutError:
+            self.process.kill()
+            raise
+        return code, output
+
+
