@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from contextlib import asynccontextmanager
 
 import pytest
 from openai import AsyncOpenAI
@@ -276,49 +277,41 @@ async def test_openai_model_end_to_end(conn, search):
     assert "sk-secret" not in json.dumps(result.trace.as_dict())
 
 
-async def test_openai_http_500_is_retried_then_degrades(conn, search):
-    fake = await FakeOpenAI(chat_replies=[500, 500, 500]).start()
-    model = OpenAIChatModel(AsyncOpenAI(api_key="sk-secret", base_url=fake.url, timeout=5, max_retries=2), "m")
+@asynccontextmanager
+async def remote(replies=(), stall_seconds=30.0, **client):
+    """A FakeOpenAI server and the real OpenAIChatModel talking to it."""
+    fake = await FakeOpenAI(chat_replies=list(replies), stall_seconds=stall_seconds).start()
+    model = OpenAIChatModel(AsyncOpenAI(api_key="sk-secret", base_url=fake.url, **client), "m")
     try:
-        result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
+        yield fake, model
     finally:
         await model.close()
         await fake.stop()
+
+
+async def test_openai_http_500_is_retried_then_degrades(conn, search):
+    async with remote([500, 500, 500], timeout=5, max_retries=2) as (fake, model):
+        result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
     assert len(fake.requests) == 3 and result.trace.degraded
     assert "HTTP 500" in result.trace.degraded_reason and "120元" in result.answer
 
 
 async def test_openai_429_then_success(conn, search):
-    fake = await FakeOpenAI(chat_replies=[429, {"tool_calls": [tool_call("search_products", {"query": "足球"})]},
-                                          {"tool_calls": [tool_call("submit_answer", {
-                                              "answer": "足球售价120元。", "citation_ids": ["product:001"],
-                                              "status": "grounded"})]}]).start()
-    model = OpenAIChatModel(AsyncOpenAI(api_key="k", base_url=fake.url, timeout=5, max_retries=2), "m")
-    try:
+    replies = [429, {"tool_calls": [tool_call("search_products", {"query": "足球"})]},
+               {"tool_calls": [tool_call("submit_answer", {"answer": "足球售价120元。", "citation_ids": ["product:001"],
+                                                           "status": "grounded"})]}]
+    async with remote(replies, timeout=5, max_retries=2) as (_, model):
         result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
-    finally:
-        await model.close()
-        await fake.stop()
     assert result.answer == "足球售价120元。" and result.trace.retries == 1 and not result.trace.degraded
 
 
 async def test_openai_stall_past_the_timeout_degrades(conn, search):
-    fake = await FakeOpenAI(chat_replies=["stall"], stall_seconds=5).start()
-    model = OpenAIChatModel(AsyncOpenAI(api_key="k", base_url=fake.url, timeout=0.3, max_retries=0), "m")
-    try:
+    async with remote(["stall"], stall_seconds=5, timeout=0.3, max_retries=0) as (_, model):
         result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
-    finally:
-        await model.close()
-        await fake.stop()
     assert result.trace.degraded and "timed out" in result.trace.degraded_reason and "120元" in result.answer
 
 
 async def test_turn_budget_bounds_a_slow_model(conn, search):
-    fake = await FakeOpenAI(chat_replies=["stall"], stall_seconds=5).start()
-    model = OpenAIChatModel(AsyncOpenAI(api_key="k", base_url=fake.url, timeout=30, max_retries=0), "m")
-    try:
+    async with remote(["stall"], stall_seconds=5, timeout=30, max_retries=0) as (_, model):
         result = await Agent(conn, search, model, turn_budget_seconds=0.5).answer("足球多少钱", user_id="u")
-    finally:
-        await model.close()
-        await fake.stop()
     assert result.trace.degraded_reason == "turn budget spent" and "120元" in result.answer

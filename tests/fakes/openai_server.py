@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
+from tests.fakes.local_http import serve
+
 
 def fake_vector(text: str, dimensions: int) -> list[float]:
     seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
@@ -40,12 +42,8 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/v1"
+        self._runner, base = await serve(app)
+        self.url = f"{base}/v1"
         return self
 
     async def stop(self) -> None:

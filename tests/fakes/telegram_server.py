@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.local_http import serve
+
 BOT_USER = {"id": 4242, "is_bot": True, "first_name": "kefu", "username": "kefu_test_bot"}
 
 
@@ -40,12 +42,7 @@ class FakeTelegram:
         self._changed = asyncio.Condition()
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve(app)
         return self
 
     async def stop(self) -> None:
