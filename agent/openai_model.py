@@ -23,6 +23,7 @@ class OpenAIChatModel:
         self._model = model
         self._temperature = temperature
         self.name = f"openai:{model}"
+        self._required_ok = True   # some compatible servers reject tool_choice="required"; then "auto"
 
     @classmethod
     def from_settings(cls, api_key: str, base_url: str | None, model: str, timeout: float,
@@ -32,6 +33,19 @@ class OpenAIChatModel:
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]],
                        tool_choice: str = "auto") -> ModelReply:
+        if tool_choice == "required" and not self._required_ok:
+            tool_choice = "auto"
+        try:
+            return await self._complete(messages, tools, tool_choice)
+        except ModelError as exc:
+            if tool_choice == "required" and "HTTP 400" in str(exc):
+                log.warning("the endpoint refused tool_choice=required; using auto from now on")
+                self._required_ok = False
+                return await self._complete(messages, tools, "auto")
+            raise
+
+    async def _complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]],
+                        tool_choice: str) -> ModelReply:
         try:
             raw = await self._client.chat.completions.with_raw_response.create(
                 model=self._model, messages=list(messages), tools=list(tools), tool_choice=tool_choice,

@@ -96,3 +96,4 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
         await stop.wait()
     finally:
         await runner.cleanup()   # stops taking requests, runs the dispatcher's shutdown (drains turns)
+        await bot.session.close()

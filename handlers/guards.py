@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
 
 from redis.asyncio import Redis
+
+log = logging.getLogger(__name__)
 
 Rate = Literal["ok", "notify", "drop"]
 
@@ -76,6 +79,9 @@ class RedisGuards:
         lock = self.redis.lock(f"{self.prefix}lock:chat:{chat_id}", timeout=self.lock_seconds,
                                blocking_timeout=self.lock_seconds, sleep=0.05)
         acquired = await lock.acquire()
+        if not acquired:
+            log.warning("chat %s: another process held the chat lock for %.0f s; answering anyway",
+                        chat_id, self.lock_seconds)
         try:
             yield
         finally:

@@ -315,3 +315,13 @@ async def test_turn_budget_bounds_a_slow_model(conn, search):
     async with remote(["stall"], stall_seconds=5, timeout=30, max_retries=0) as (_, model):
         result = await Agent(conn, search, model, turn_budget_seconds=0.5).answer("足球多少钱", user_id="u")
     assert result.trace.degraded_reason == "turn budget spent" and "120元" in result.answer
+
+
+async def test_endpoint_without_tool_choice_required_falls_back_to_auto(conn, search):
+    replies = [400, {"tool_calls": [tool_call("search_products", {"query": "足球"})]},
+               {"tool_calls": [tool_call("submit_answer", {"answer": "足球售价120元。", "citation_ids": ["product:001"],
+                                                           "status": "grounded"})]}]
+    async with remote(replies, timeout=5, max_retries=0) as (fake, model):
+        result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
+    assert result.answer == "足球售价120元。" and not result.trace.degraded
+    assert [body["tool_choice"] for _, body, _ in fake.requests] == ["required", "auto", "auto"]

@@ -122,3 +122,37 @@ async def test_restart_keeps_memory_and_flood_control_is_survived(world):
     code, output = await second.stop()
     assert code == 0, output
     assert "480元" in fake.replies(22)[0]
+
+
+async def test_webhook_mode_with_two_replicas(world):
+    import aiohttp
+
+    fake, bot, _ = world
+    env = {"BOT_MODE": "webhook", "WEBHOOK_SECRET": "s3cret-token", "WEBHOOK_URL": "https://shop.example/"}
+    first, second = bot(**env), bot(**env)
+    await first.start()
+    await second.start()
+    registrations = [f for m, f in fake.calls if m == "setWebhook"]
+    assert len(registrations) == 1   # one replica registers, not every one
+    assert registrations[0]["url"] == "https://shop.example/telegram/webhook"
+    assert registrations[0]["secret_token"] == "s3cret-token"
+
+    async def post(process, payload, secret="s3cret-token"):
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"http://127.0.0.1:{process.port}/telegram/webhook", json=payload,
+                                 headers={"X-Telegram-Bot-Api-Secret-Token": secret}) as response:
+                return response.status
+
+    question = {"update_id": 9001, **fake.message(31, "足球多少钱")}
+    assert await post(first, question, secret="wrong") == 401
+    assert await post(first, question) == 200
+    assert "120元" in (await fake.wait_replies(31, 1))[0]
+    assert await post(second, question) == 200          # Telegram re-sent it to another replica
+    follow_up = {"update_id": 9002, **fake.message(31, "那买两个呢")}
+    assert await post(second, follow_up) == 200        # the other replica shares the conversation
+    replies = await fake.wait_replies(31, 2)
+    assert len(replies) == 2 and "216元" in replies[1]
+    for process in (first, second):
+        code, output = await process.stop()
+        assert code == 0, output
+    assert len(fake.replies(31)) == 2                   # after both drained: still answered once

@@ -25,23 +25,41 @@ def free_port() -> int:
 class BotProcess:
     def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, **env: str):
         self.fake, self.workdir = fake, workdir
-        self.env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "BOT_MODE"}}
+        self.env = {k: v for k, v in os.environ.items()
+                    if k not in {"OPENAI_API_KEY", "BOT_MODE", "WEBHOOK_URL", "WEBHOOK_SECRET"}}
         self.env.update({"BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url, "REDIS_URL": REDIS_TEST_URL,
                          "REDIS_PREFIX": prefix, "DATABASE_PATH": str(workdir / "data" / "shop.db"),
                          "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
                          "MAX_MESSAGE_CHARS": "200", **env})
         self.process: asyncio.subprocess.Process | None = None
 
+    @property
+    def port(self) -> int:
+        return int(self.env["WEBHOOK_PORT"])
+
+    async def _healthy(self) -> bool:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        except OSError:
+            return False
+        writer.write(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
+        answer = await reader.read()
+        writer.close()
+        return b" 200 " in answer.split(b"\r\n")[0] + b" "
+
     async def start(self) -> None:
+        """Start the process; ready when it polls (polling mode) or answers /healthz (webhook mode)."""
+        webhook = self.env.get("BOT_MODE") == "webhook"
         polls = sum(1 for m, _ in self.fake.calls if m == "getUpdates")
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "bot.py"), cwd=self.workdir, env=self.env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         deadline = time.monotonic() + 120
-        while sum(1 for m, _ in self.fake.calls if m == "getUpdates") <= polls:
+        while not (await self._healthy() if webhook else
+                   sum(1 for m, _ in self.fake.calls if m == "getUpdates") > polls):
             if self.process.returncode is not None or time.monotonic() > deadline:
                 output = (await self.process.stdout.read()).decode(errors="replace")
-                raise AssertionError(f"the bot did not start polling:\n{output}")
+                raise AssertionError(f"the bot did not start:\n{output}")
             await asyncio.sleep(0.05)
 
     async def stop(self) -> tuple[int, str]:
