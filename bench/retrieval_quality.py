@@ -41,13 +41,13 @@ async def main(args) -> None:
         await conn.close()
         await build_index(index_path, docs, embedder, progress=False)
         index = VectorIndex.load(index_path, embedder.name)
-        write_json_index(json_index, index.ids, index.vectors)
+        write_json_index(json_index, index.ids, index.vectors[:, 0])   # the original: one document vector
         search = ProductSearch(docs, embedder, index)
 
         async def hybrid(q):
             return [c.product_id for c in await search.search(q, 10)]
 
-        async def dense_only(q):
+        async def dense_only(q):   # the mean of the views, no confidence rule
             s = await search.signals(q)
             return [docs[i].product_id for i in np.argsort(-s.dense_z)[:10]]
 

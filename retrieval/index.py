@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.documents import RetrievalDoc
+from retrieval.documents import RECIPE, VIEWS, RetrievalDoc
 from retrieval.embedders import Embedder
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FIX = "run `python bot.py build-index --rebuild`"
 
 
@@ -38,7 +38,7 @@ class VectorIndex:
 
     @classmethod
     def empty(cls, model: str, dimensions: int) -> VectorIndex:
-        return cls(model, dimensions, [], [], np.zeros((0, dimensions), dtype=np.float32))
+        return cls(model, dimensions, [], [], np.zeros((0, VIEWS, dimensions), dtype=np.float32))
 
     @classmethod
     def load(cls, path: Path, model: str, dimensions: int | None = None) -> VectorIndex:
@@ -53,13 +53,15 @@ class VectorIndex:
             raise
         except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
             raise IndexProblem(f"the search index {path} is unreadable ({type(exc).__name__}); {FIX}") from None
-        if meta.get("format_version") != FORMAT_VERSION or not (len(ids) == len(hashes) == len(vectors)):
+        if meta.get("format_version") != FORMAT_VERSION or meta.get("recipe") != RECIPE:
+            raise IndexProblem(f"the search index {path} was made by another version of kefu-bot; {FIX}")
+        if not len(ids) == len(hashes) == len(vectors):
             raise IndexProblem(f"the search index {path} is inconsistent; {FIX}")
         if meta.get("model") != model or (dimensions and meta.get("dimensions") != dimensions):
             raise IndexProblem(
                 f"the search index {path} was built with {meta.get('model')} ({meta.get('dimensions')} dimensions) "
                 f"but the bot is configured for {model} ({dimensions or 'any'} dimensions); {FIX}")
-        if vectors.ndim != 2 or (len(ids) and vectors.shape[1] != meta["dimensions"]):
+        if vectors.ndim != 3 or (len(ids) and vectors.shape[1:] != (VIEWS, meta["dimensions"])):
             raise IndexProblem(f"the search index {path} has vectors of the wrong shape; {FIX}")
         return cls(meta["model"], int(meta["dimensions"]), ids, hashes, vectors)
 
@@ -71,18 +73,18 @@ class VectorIndex:
             with os.fdopen(fd, "wb") as handle:
                 np.savez(handle, ids=np.array(self.ids, dtype=str), hashes=np.array(self.hashes, dtype=str),
                          vectors=self.vectors.astype(np.float32),
-                         meta=np.array(json.dumps({"format_version": FORMAT_VERSION, "model": self.model,
-                                                   "dimensions": self.dimensions})))
+                         meta=np.array(json.dumps({"format_version": FORMAT_VERSION, "recipe": RECIPE,
+                                                   "model": self.model, "dimensions": self.dimensions})))
             os.replace(tmp, path)
         finally:
             Path(tmp).unlink(missing_ok=True)
 
     def vectors_for(self, product_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(row positions in `product_ids`, vectors) for the ids this index holds."""
+        """(row positions in `product_ids`, their (views × dimensions) vectors) for the ids this index holds."""
         where = {pid: i for i, pid in enumerate(self.ids)}
         rows = [(pos, where[pid]) for pos, pid in enumerate(product_ids) if pid in where]
         if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dimensions), dtype=np.float32)
+            return np.zeros(0, dtype=np.int64), np.zeros((0, VIEWS, self.dimensions), dtype=np.float32)
         positions, idx = zip(*rows, strict=True)
         return np.asarray(positions), self.vectors[list(idx)]
 
@@ -124,7 +126,8 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
     try:
         for start in range(0, len(todo), chunk):
             batch = todo[start:start + chunk]
-            vectors = await embedder.embed_passages([d.text for d in batch])
+            flat = await embedder.embed_passages([text for d in batch for text in d.views])
+            vectors = flat.reshape(len(batch), VIEWS, -1)
             ids += [d.product_id for d in batch]
             hashes += [d.content_hash for d in batch]
             blocks.append(vectors)
@@ -138,6 +141,6 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
             bar.close()
     if not todo and (removed or not exists or rebuild):
         dims = embedder.dimensions
-        vectors = np.vstack(blocks) if blocks else np.zeros((0, dims), dtype=np.float32)
+        vectors = np.vstack(blocks) if blocks else np.zeros((0, VIEWS, dims), dtype=np.float32)
         await asyncio.to_thread(VectorIndex(embedder.name, dims, ids, hashes, vectors).save, path)
     return BuildReport(len(todo), len(keep), removed, time.perf_counter() - started)

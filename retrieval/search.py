@@ -48,8 +48,26 @@ class Signals:
     coverage: float            # share of the query's words found anywhere in the catalog
     latin: bool                # the query is written in Latin letters
     words: int                 # content words in the query: a short noun phrase or a described need
-    dense_z: np.ndarray | None = None
-    cosine: np.ndarray | None = None
+    dense_z: np.ndarray | None = None   # ranking: mean of the product's views
+    best_document_z: float | None = None  # the confidence rule: best document-view z among the top ranked
+
+
+CONFIDENCE_POOL = 64
+
+
+def _spread(vector: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    """Mean and standard deviation of q·v over the catalog, from its mean vector and Gram matrix."""
+    mean_vector, gram = stats
+    mean = float(vector @ mean_vector)
+    return mean, float(np.sqrt(max(float(vector @ gram @ vector) - mean * mean, 1e-12)))
+
+
+def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores, best first."""
+    if len(scores) > k:
+        head = np.argpartition(-scores, k - 1)[:k]
+        return head[np.argsort(-scores[head], kind="stable")]
+    return np.argsort(-scores, kind="stable")
 
 
 @dataclass(frozen=True)
@@ -75,20 +93,33 @@ class ProductSearch:
         self._matrix: np.ndarray | None = None
         if self._cache is not None and index is not None:
             positions, vectors = index.vectors_for([d.product_id for d in self.docs])
-            matrix = np.zeros((len(self.docs), index.dimensions), dtype=np.float32)
-            matrix[positions] = vectors
             self._has_vector = np.zeros(len(self.docs), dtype=bool)
             self._has_vector[positions] = True
             missing = len(self.docs) - len(positions)
             if missing:
                 log.warning("%d products are not in the search index yet; run `python bot.py build-index`",
                             missing)
-            self._matrix = matrix
-            # Catalog-wide mean and spread of q·v without touching every row per query:
-            # mean = q·μ and E[(q·v)²] = qᵀ G q with G = VᵀV / n (a d×d matrix).
-            present = matrix[self._has_vector] if len(positions) else matrix[:1]
-            self._mean_vector = present.mean(axis=0)
-            self._gram = (present.T @ present) / max(len(present), 1)
+            # Ranking reads the mean of the views; the confidence rule reads the document view alone.
+            self._matrix = self._rows(positions, vectors.mean(axis=1), index.dimensions)
+            self._document = self._rows(positions, vectors[:, 0], index.dimensions)
+            self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document))}
+
+    def _rows(self, positions: np.ndarray, vectors: np.ndarray, dimensions: int) -> np.ndarray:
+        matrix = np.zeros((len(self.docs), dimensions), dtype=np.float32)
+        matrix[positions] = vectors
+        return matrix
+
+    def _moments(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Catalog-wide mean vector and Gram matrix, so the mean and spread of q·v over every product
+        come from a d×d product per query: mean = q·μ, E[(q·v)²] = qᵀ G q with G = VᵀV / n."""
+        present = matrix[self._has_vector] if self._has_vector.any() else matrix[:1]
+        return present.mean(axis=0), (present.T @ present) / max(len(present), 1)
+
+    def _z(self, vector: np.ndarray, matrix: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        mean, std = _spread(vector, stats)
+        z = (matrix @ vector - mean) / std
+        z[~self._has_vector] = 0.0
+        return z
 
     @property
     def dense(self) -> bool:
@@ -108,25 +139,25 @@ class ProductSearch:
             words=len(self.lexical.content_words(query)))
         if self._matrix is not None and self._cache is not None:
             vector = await self._cache.vector(query)
-            cosine = self._matrix @ vector
-            mean = float(vector @ self._mean_vector)
-            std = float(np.sqrt(max(float(vector @ self._gram @ vector) - mean * mean, 1e-12)))
-            out.cosine = cosine
-            z = (cosine - mean) / std
-            z[~self._has_vector] = 0.0
-            out.dense_z = z
+            out.dense_z = self._z(vector, self._matrix, self._stats["rank"])
+            # The document view is scored only for the top of the ranking: its best z-score is all the
+            # confidence rule needs, and a second full pass over the catalog would double the cost.
+            top = _top_indices(out.dense_z, CONFIDENCE_POOL)
+            mean, std = _spread(vector, self._stats["doc"])
+            out.best_document_z = float(((self._document[top] @ vector - mean) / std).max())
         return out
 
     def fuse(self, s: Signals) -> tuple[np.ndarray, bool]:
         """(fused scores, confident?): something the shop does not sell should not be confident."""
         w = self.weights
-        lexical = w.name * s.name + w.brand * s.brand * ((s.name + s.bm25) > 0) + w.bm25 * s.bm25
         described = s.words >= w.described_words
+        # BM25 counts in proportion to how many of the query's words the catalog uses at all.
+        lexical = w.name * s.name + w.brand * s.brand * ((s.name + s.bm25) > 0) + w.bm25 * s.coverage * s.bm25
         confident = bool((s.name > 0).any() or (s.brand > 0).any()) or (
             described and s.coverage >= w.lexical_coverage and s.bm25_max >= w.lexical_floor)
         if s.dense_z is None:
             return lexical, confident
-        best_z = float(s.dense_z.max())
+        best_z = s.best_document_z if s.best_document_z is not None else float(s.dense_z.max())
         floor = w.dense_floor_z_latin if s.latin else w.dense_floor_z
         return s.dense_z + lexical, confident or best_z >= floor or (described and best_z >= w.described_floor_z)
 
@@ -137,11 +168,7 @@ class ProductSearch:
         fused, confident = self.fuse(await self.signals(query))
         if not confident:
             return []
-        if len(fused) > top_k:
-            head = np.argpartition(-fused, top_k - 1)[:top_k]
-            order = head[np.argsort(-fused[head], kind="stable")]
-        else:
-            order = np.argsort(-fused, kind="stable")
+        order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
         return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
                 for i in order if float(fused[i]) >= best - self.weights.keep_within]

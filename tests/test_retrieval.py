@@ -77,7 +77,7 @@ async def test_interrupted_build_resumes_without_losing_work(tmp_path, docs):
     resumed = CountingEmbedder()
     report = await build_index(path, docs, resumed, progress=False, chunk=10)
     assert (report.kept, report.embedded) == (20, len(docs) - 20)
-    assert len(resumed.embedded) == len(docs) - 20
+    assert len(resumed.embedded) == 2 * (len(docs) - 20)   # two views per product
 
 
 async def test_model_mismatch_and_corruption_name_the_fix(tmp_path, docs):
