@@ -32,7 +32,9 @@ _CODE_FOR_KIND = {MONEY: UNVERIFIED_AMOUNT, DISCOUNT: UNVERIFIED_DISCOUNT, STOCK
                   QUANTITY: UNVERIFIED_QUANTITY}
 _WORD_FOR_KIND = {MONEY: "amount", DISCOUNT: "discount", STOCK: "stock figure", QUANTITY: "quantity"}
 _PRODUCT_ID = re.compile(r"(?:商品\s*ID|商品编号|产品编号|编号|ID)\s*[:：#]?\s*([A-Za-z0-9][A-Za-z0-9_-]*)", re.I)
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;\n]*")
+# Figures are checked clause by clause: a clause that names a product may only state that product's
+# figures ("足球200元，篮球120元" with both products cited is still a swap).
+_CLAUSE = re.compile(r"[^。！？!?；;\n，,]+[。！？!?；;\n，,]*")
 _AFFIRMATION = re.compile(r"^\s*(?:是的|对的|对|没错|正确|确实|是这样|嗯)")
 _FACT_KINDS = {"product", "calc", "order", "doc"}
 
@@ -127,7 +129,7 @@ def validate(question: str, answer: str, citation_ids: Iterable[str], ledger: Ev
 
     customer_figures = {m.value for m in find_mentions(question or "") if m.value is not None}
     names = ledger.product_names
-    for sentence in _SENTENCE.findall(answer) or [answer]:
+    for sentence in _CLAUSE.findall(answer) or [answer]:
         named = _products_named(sentence, names)
         pool = [e for e in cited if e.product_ids & named or e.kind == "doc"] if named else cited
         for mention in find_mentions(sentence):

@@ -125,6 +125,9 @@ async def test_invented_and_swapped_product_ids_are_blocked(conn):
     assert v.UNVERIFIED_AMOUNT in swapped_name.codes and "different product" in swapped_name.message
     both = validate("q", "足球售价120元；篮球售价200元。", cites, ledger)
     assert both.ok, both.message
+    swapped_in_one_sentence = validate("q", "足球售价200元，篮球售价120元。", cites, ledger)
+    assert swapped_in_one_sentence.codes == [v.UNVERIFIED_AMOUNT]
+    assert validate("q", "足球售价120元，篮球售价200元。", cites, ledger).ok
 
 
 @pytest.mark.parametrize("lie", ["足球库存51件。", "足球还剩100个。", "足球库存四十九个。", "足球现货5件。"])
