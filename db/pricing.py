@@ -108,7 +108,6 @@ def price_order(product: dict[str, Any], promotions: list[dict[str, Any]], quant
                 "message": f"库存不足：需要{total_units}{unit}，当前库存{stock}{unit}"}
 
     final_total = best[0] if best else subtotal
-    per_unit = money(final_total / quantity)
     used = [p for p in promotions if p is applied or p["promotion_id"] in {b["promotion_id"] for b in benefits}]
     return {
         **base,
@@ -122,8 +121,6 @@ def price_order(product: dict[str, Any], promotions: list[dict[str, Any]], quant
         "subtotal": subtotal,
         "discount_amount": money(subtotal - final_total),
         "final_total": final_total,
-        # What one paid unit comes to, stated only when it is exact (216 for 2 → 108; 100 for 3 → none).
-        "final_unit_price": per_unit if per_unit * quantity == final_total else None,
         "applied_promotion": None if applied is None else {
             "promotion_id": applied["promotion_id"], "promotion_text": applied["promotion_text"],
             "discount_type": applied["discount_type"], "discount_value": applied["discount_value"]},

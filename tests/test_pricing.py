@@ -148,9 +148,3 @@ def test_fixed_reduction_never_goes_below_zero():
 def test_missing_price_is_not_guessed():
     result = price_order({**_product(), "price": None}, [], 1)
     assert result["status"] == "price_unavailable"
-
-
-async def test_final_unit_price_only_when_exact(conn):
-    assert (await calculate_final_price(conn, "001", 2))["final_unit_price"] == D("108.00")
-    assert price_order(_product(price="100"), [_promo("A", "fixed_reduction", "100", min_spend="300")],
-                       3)["final_unit_price"] is None   # 200 / 3 is not a whole number of cents
