@@ -31,3 +31,38 @@ def test_console_reset_and_trace(tmp_path):
     assert '"model_calls": 2' in result.stdout and '"calc:001:1:regular"' in result.stdout
     last = [line for line in result.stdout.splitlines() if "客服：" in line][-1]
     assert "216" not in last   # memory was reset: "那买两个呢" has no product any more
+
+
+async def test_console_with_a_remote_model_that_fails_degrades_and_hides_the_key(tmp_path):
+    import asyncio
+
+    from tests.fakes.openai_server import FakeOpenAI
+
+    fake = await FakeOpenAI(chat_replies=[500] * 10).start()
+    env = {k: v for k, v in os.environ.items() if k not in {"BOT_TOKEN", "REDIS_URL"}}
+    env.update({"DATABASE_PATH": str(tmp_path / "data" / "shop.db"), "OPENAI_API_KEY": "sk-VERY-SECRET",
+                "OPENAI_BASE_URL": fake.url, "LLM_MAX_RETRIES": "0"})
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bot.py"), "console", cwd=tmp_path, env=env, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        output, _ = await asyncio.wait_for(process.communicate("足球多少钱\n".encode()), 300)
+    finally:
+        await fake.stop()
+    text = output.decode()
+    assert process.returncode == 0, text
+    assert "120元" in text and "HTTP 500" in text          # degraded to the offline model, and logged why
+    assert "sk-VERY-SECRET" not in text
+    assert fake.requests and fake.requests[0][2]["authorization"] == "Bearer sk-VERY-SECRET"
+
+
+def test_unreachable_redis_stops_startup_with_one_line(tmp_path):
+    result = run([], "", tmp_path)   # console: Redis is not needed
+    assert result.returncode == 0
+    env_run = subprocess.run(
+        [sys.executable, str(ROOT / "bot.py")], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "BOT_TOKEN": "1:SECRET", "REDIS_URL": "redis://127.0.0.1:1/0",
+             "DATABASE_PATH": str(tmp_path / "data" / "shop.db")})
+    assert env_run.returncode == 2
+    assert "REDIS_URL: Redis does not answer" in env_run.stderr and "Traceback" not in env_run.stderr
+    assert "SECRET" not in env_run.stderr
