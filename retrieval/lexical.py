@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pypinyin import lazy_pinyin
@@ -19,6 +20,15 @@ PART_NAME_SCORE = 0.6   # a word of a name ('泳镜' in '防雾泳镜') counts l
 PINYIN_SCORE = 0.9      # a homophone of a name piece (兰球 for 篮球) counts a little less than the piece
 PAIR_SCORE = 0.3        # two characters of a name (山鞋 of 登山鞋 in 爬山鞋): a weak anchor
 MAX_QUERY_CHARS = 64
+
+
+@dataclass(frozen=True)
+class QueryText:
+    """A query folded (NFKC, simplified, lower case, no punctuation) and tokenized, once."""
+
+    folded: str
+    tokens: list[str]   # search-mode words, for BM25
+    words: list[str]    # precise-mode words, for word-order checks and counting content words
 
 
 def _spans(text: str, min_len: int = 2) -> list[tuple[int, int]]:
@@ -47,12 +57,10 @@ class LexicalIndex:
     def __init__(self, docs: Sequence[RetrievalDoc]):
         self.size = len(docs)
         self.tokenizer = Tokenizer([d.base_name for d in docs] + [d.brand for d in docs])
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._names: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        self._name_pinyin: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        names: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        sounds: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        pairs: dict[str, set[int]] = defaultdict(set)
         self._brands: dict[str, list[int]] = defaultdict(list)
-        self._pairs: dict[str, set[int]] = defaultdict(set)
-        self.vocabulary: set[str] = set()
 
         bags: list[Counter[str]] = []
         for i, doc in enumerate(docs):
@@ -63,31 +71,31 @@ class LexicalIndex:
             for token in self.tokenizer.tokens(doc.brand):
                 bag[token] += BRAND_WEIGHT
             bags.append(bag)
-            self._index_name(i, doc, name_tokens)
-        self.vocabulary = {t for bag in bags for t in bag}
-        self._build_postings(bags)
-        self._name_arrays = {k: _as_arrays(v) for k, v in self._names.items()}
-        self._pinyin_arrays = {k: _as_arrays(v) for k, v in self._name_pinyin.items()}
-        self._pair_arrays = {k: np.fromiter(v, dtype=np.int64) for k, v in self._pairs.items()}
+            self._index_name(i, doc, name_tokens, names, sounds, pairs)
+        self.vocabulary: set[str] = {t for bag in bags for t in bag}
+        self._postings = self._build_postings(bags)
+        self._names = {k: _as_arrays(v) for k, v in names.items()}
+        self._sounds = {k: _as_arrays(v) for k, v in sounds.items()}
+        self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
 
-    def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str]) -> None:
+    def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs) -> None:
         whole = compact(doc.base_name)
         parts = {whole: 1.0} | {t: PART_NAME_SCORE for t in name_tokens if len(t) >= 2 and t != whole}
         for text, score in parts.items():
-            self._names[text].append((i, score * len(text)))
+            names[text].append((i, score * len(text)))
             if _is_han(text):
-                self._name_pinyin[pinyin_of(text)].append((i, score * len(text) * PINYIN_SCORE))
+                sounds[pinyin_of(text)].append((i, score * len(text) * PINYIN_SCORE))
         for k in range(len(whole) - 1):
             pair = whole[k:k + 2]
             if _is_han(pair) and pair not in parts:
-                self._pairs[pair].add(i)
+                pairs[pair].add(i)
         brand = compact(doc.brand)
         if len(brand) >= 2:
             self._brands[brand].append(i)
 
-    def _build_postings(self, bags: list[Counter[str]]) -> None:
+    def _build_postings(self, bags: list[Counter[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         if not bags:
-            return
+            return {}
         lengths = np.array([sum(b.values()) for b in bags], dtype=np.float32)
         avg = float(lengths.mean()) or 1.0
         df: Counter[str] = Counter(t for bag in bags for t in bag)
@@ -98,10 +106,16 @@ class LexicalIndex:
                 idf = math.log(1 + (self.size - df[token] + 0.5) / (df[token] + 0.5))
                 rows[token][0].append(i)
                 rows[token][1].append(idf * tf * (K1 + 1) / (tf + norm))
-        self._postings = {t: (np.array(ix), np.array(w, dtype=np.float32)) for t, (ix, w) in rows.items()}
+        return {t: (np.array(ix), np.array(w, dtype=np.float32)) for t, (ix, w) in rows.items()}
 
-    def query_tokens(self, query: str) -> list[str]:
-        return self.tokenizer.tokens(query)
+    def analyze(self, query: str) -> QueryText:
+        """Fold and tokenize a query once, for every lexical signal."""
+        folded = compact(query)[:MAX_QUERY_CHARS]
+        return QueryText(folded, self.tokenizer.tokens(query), self.tokenizer.words(folded))
+
+    def content_words(self, q: QueryText) -> list[str]:
+        """The query's words that carry meaning (precise mode, stopwords dropped)."""
+        return [w for w in q.words if w not in STOPWORDS]
 
     def bm25(self, tokens: Sequence[str]) -> np.ndarray:
         hits = [self._postings[t] for t in set(tokens) if t in self._postings]
@@ -111,7 +125,7 @@ class LexicalIndex:
         weights = np.concatenate([h[1] for h in hits])
         return np.bincount(rows, weights=weights, minlength=self.size).astype(np.float32)
 
-    def name_match(self, query: str) -> np.ndarray:
+    def name_match(self, q: QueryText) -> np.ndarray:
         """Per product, in 0..1: how long a piece of its name the query holds (literally, as a homophone,
         or as two shared characters), relative to the best match of any product.
 
@@ -119,19 +133,18 @@ class LexicalIndex:
         滑板车 is not 滑板), nor is a piece under a qualifier the catalog does not know
         (拳击手套 is not 健身手套)."""
         scores = np.zeros(self.size, dtype=np.float32)
-        folded = compact(query)[:MAX_QUERY_CHARS]
+        folded, words = q.folded, q.words
         syllables = lazy_pinyin(folded, errors=lambda run: list(run))
         if len(syllables) != len(folded):
             syllables = [pinyin_of(c) or c for c in folded]
         foreign = [w for w in plain_words(folded) if len(w) >= 3 and w not in self.vocabulary
                    and w not in self._names]
-        words = self.tokenizer.words(folded)
 
         for i, j in _spans(folded):
             piece = folded[i:j]
-            literal = self._name_arrays.get(piece)
-            sounded = self._pinyin_arrays.get(" ".join(syllables[i:j])) if _is_han(piece) else None
-            pairs = self._pair_arrays.get(piece) if j - i == 2 else None
+            literal = self._names.get(piece)
+            sounded = self._sounds.get(" ".join(syllables[i:j])) if _is_han(piece) else None
+            pairs = self._pairs.get(piece) if j - i == 2 else None
             if literal is None and sounded is None and pairs is None:
                 continue
             if any(piece in w and piece != w for w in foreign):
@@ -156,14 +169,9 @@ class LexicalIndex:
                     return True
         return False
 
-    def brand_match(self, query: str) -> np.ndarray:
+    def brand_match(self, q: QueryText) -> np.ndarray:
         scores = np.zeros(self.size, dtype=np.float32)
-        folded = compact(query)
-        for i, j in _spans(folded):
-            for doc in self._brands.get(folded[i:j], ()):
+        for i, j in _spans(q.folded):
+            for doc in self._brands.get(q.folded[i:j], ()):
                 scores[doc] = 1.0
         return scores
-
-    def content_words(self, query: str) -> list[str]:
-        """The query's words that carry meaning (precise mode, stopwords dropped)."""
-        return [w for w in self.tokenizer.words(query) if w not in STOPWORDS]

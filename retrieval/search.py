@@ -3,6 +3,7 @@ confidence rule so that a thing the shop does not sell returns no candidates at 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ class ProductSearch:
         self.weights = weights or FusionWeights()
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
         self._matrix: np.ndarray | None = None
-        if self._cache is not None and index is not None:
+        if self._cache is not None:
             positions, vectors = index.vectors_for([d.product_id for d in self.docs])
             self._has_vector = np.zeros(len(self.docs), dtype=bool)
             self._has_vector[positions] = True
@@ -115,10 +116,14 @@ class ProductSearch:
         present = matrix[self._has_vector] if self._has_vector.any() else matrix[:1]
         return present.mean(axis=0), (present.T @ present) / max(len(present), 1)
 
-    def _z(self, vector: np.ndarray, matrix: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    @staticmethod
+    def _z(vector: np.ndarray, rows: np.ndarray, stats: tuple[np.ndarray, np.ndarray],
+           present: np.ndarray | None = None) -> np.ndarray:
+        """z-scores of q·v for `rows` against the whole catalog's spread; rows without a vector → 0."""
         mean, std = _spread(vector, stats)
-        z = (matrix @ vector - mean) / std
-        z[~self._has_vector] = 0.0
+        z = (rows @ vector - mean) / std
+        if present is not None:
+            z[~present] = 0.0
         return z
 
     @property
@@ -126,25 +131,30 @@ class ProductSearch:
         return self._matrix is not None
 
     async def signals(self, query: str) -> Signals:
-        """Every per-product signal for `query` (used by search and by the evaluation)."""
-        tokens = self.lexical.query_tokens(query)
-        bm25 = self.lexical.bm25(tokens)
+        """Every per-product signal for `query` (used by search and by the evaluation).
+
+        The query is embedded on the embedder's thread; the scoring (jieba, pinyin, a pass over every
+        product) runs in a worker thread too, so the event loop is never held for milliseconds."""
+        vector = await self._cache.vector(query) if self._cache is not None else None
+        return await asyncio.to_thread(self._signals, query, vector)
+
+    def _signals(self, query: str, vector: np.ndarray | None) -> Signals:
+        q = self.lexical.analyze(query)
+        bm25 = self.lexical.bm25(q.tokens)
         top = float(bm25.max()) if len(bm25) else 0.0
         letters = [c for c in query if c.isalpha()]
         out = Signals(
-            name=self.lexical.name_match(query), brand=self.lexical.brand_match(query),
+            name=self.lexical.name_match(q), brand=self.lexical.brand_match(q),
             bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
-            coverage=sum(t in self.lexical.vocabulary for t in tokens) / len(tokens) if tokens else 0.0,
+            coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
-            words=len(self.lexical.content_words(query)))
-        if self._matrix is not None and self._cache is not None:
-            vector = await self._cache.vector(query)
-            out.dense_z = self._z(vector, self._matrix, self._stats["rank"])
+            words=len(self.lexical.content_words(q)))
+        if vector is not None and self._matrix is not None:
+            out.dense_z = self._z(vector, self._matrix, self._stats["rank"], self._has_vector)
             # The document view is scored only for the top of the ranking: its best z-score is all the
             # confidence rule needs, and a second full pass over the catalog would double the cost.
-            top = _top_indices(out.dense_z, CONFIDENCE_POOL)
-            mean, std = _spread(vector, self._stats["doc"])
-            out.best_document_z = float(((self._document[top] @ vector - mean) / std).max())
+            top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
+            out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
         return out
 
     def fuse(self, s: Signals) -> tuple[np.ndarray, bool]:
