@@ -97,9 +97,14 @@ class BuildReport:
     seconds: float
 
 
+CHECKPOINT_SECONDS = 30.0
+
+
 async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedder, *, rebuild: bool = False,
                       chunk: int = 128, progress: bool = True) -> BuildReport:
-    """Embed only new or changed documents, drop removed ones, checkpoint after every chunk."""
+    """Embed only new or changed documents and drop removed ones. Finished work is saved every
+    CHECKPOINT_SECONDS and whenever the build stops early (Ctrl-C, an embedder error), so a rerun
+    resumes where it left off; the whole file is not rewritten after every chunk."""
     started = time.perf_counter()
     exists = await asyncio.to_thread(path.exists)
     index = None
@@ -117,30 +122,37 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
     blocks = [index.vectors[keep]] if keep else []
     done = set(ids)
     todo = [d for d in docs if d.product_id not in done]
+    unsaved = bool(removed or not exists or rebuild)
+
+    async def save() -> None:
+        nonlocal unsaved
+        dims = embedder.dimensions or (blocks[-1].shape[-1] if blocks else 0)
+        vectors = np.vstack(blocks) if blocks else np.zeros((0, VIEWS, dims), dtype=np.float32)
+        await asyncio.to_thread(VectorIndex(embedder.name, dims, list(ids), list(hashes), vectors).save, path)
+        unsaved = False
 
     bar = None
     if progress and todo:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="product", desc="embedding", file=sys.stderr, mininterval=0.5)
+    last_save = time.monotonic()
     try:
         for start in range(0, len(todo), chunk):
             batch = todo[start:start + chunk]
             flat = await embedder.embed_passages([text for d in batch for text in d.views])
-            vectors = flat.reshape(len(batch), VIEWS, -1)
-            ids += [d.product_id for d in batch]
-            hashes += [d.content_hash for d in batch]
-            blocks.append(vectors)
-            dims = embedder.dimensions or vectors.shape[1]
-            checkpoint = VectorIndex(embedder.name, dims, list(ids), list(hashes), np.vstack(blocks))
-            await asyncio.to_thread(checkpoint.save, path)
+            blocks.append(flat.reshape(len(batch), VIEWS, -1))
+            ids.extend(d.product_id for d in batch)
+            hashes.extend(d.content_hash for d in batch)
+            unsaved = True
+            if time.monotonic() - last_save >= CHECKPOINT_SECONDS:
+                await save()
+                last_save = time.monotonic()
             if bar is not None:
                 bar.update(len(batch))
     finally:
         if bar is not None:
             bar.close()
-    if not todo and (removed or not exists or rebuild):
-        dims = embedder.dimensions
-        vectors = np.vstack(blocks) if blocks else np.zeros((0, VIEWS, dims), dtype=np.float32)
-        await asyncio.to_thread(VectorIndex(embedder.name, dims, ids, hashes, vectors).save, path)
+        if unsaved:
+            await save()
     return BuildReport(len(todo), len(keep), removed, time.perf_counter() - started)

@@ -11,7 +11,7 @@ import aiosqlite
 from db.catalog import products_for_retrieval
 from retrieval.documents import RetrievalDoc, doc_from_product
 from retrieval.embedders import Embedder, LocalE5Embedder, OpenAIEmbedder
-from retrieval.index import IndexProblem, VectorIndex
+from retrieval.index import VectorIndex
 from retrieval.search import ProductSearch
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,4 @@ async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Em
         index = await asyncio.to_thread(VectorIndex.load, index_path, embedder.name, embedder.dimensions or None)
     except FileNotFoundError:
         log.warning("no search index at %s: lexical search only; run `python bot.py build-index`", index_path)
-    except IndexProblem:
-        raise
     return await asyncio.to_thread(ProductSearch, docs, embedder if index else None, index)

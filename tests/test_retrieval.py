@@ -116,6 +116,19 @@ async def test_remote_embedder_over_real_http():
         await fake.stop()
 
 
+async def test_remote_embedder_builds_an_index_without_declared_dimensions(tmp_path, docs):
+    fake = await FakeOpenAI(dimensions=12).start()
+    try:
+        client = AsyncOpenAI(api_key="sk-test", base_url=fake.url, timeout=5, max_retries=0)
+        embedder = OpenAIEmbedder(client, "text-embedding-v3")
+        report = await build_index(tmp_path / "r.index", docs[:7], embedder, progress=False, chunk=3)
+        await client.close()
+    finally:
+        await fake.stop()
+    index = VectorIndex.load(tmp_path / "r.index", "openai:text-embedding-v3", 12)
+    assert report.embedded == 7 and index.vectors.shape == (7, 2, 12)
+
+
 async def test_query_vectors_are_cached():
     embedder = CountingEmbedder()
     cache = QueryVectorCache(embedder, size=2)
