@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
@@ -78,17 +79,23 @@ def load_settings() -> Settings:
         raise StartupError(f"invalid {name}: {first['msg']}") from None
 
 
+def write_catalog_or_stop(path: Path, catalog, source: str) -> None:
+    """Write a catalog; a path that cannot be written is one clear line naming DATABASE_PATH."""
+    from db.build import write_catalog
+
+    try:
+        write_catalog(path, catalog, source=source)
+    except OSError as exc:
+        raise StartupError(f"DATABASE_PATH: cannot write the catalog at {path} ({exc.strerror})") from None
+
+
 def ensure_catalog(path: Path) -> bool:
     """Create the demo catalog at `path` if there is no file there yet; True when it was created."""
     if path.exists():
         return False
-    from db.build import write_catalog
     from db.records import demo_catalog
 
-    try:
-        write_catalog(path, demo_catalog(), source="demo")
-    except OSError as exc:
-        raise StartupError(f"DATABASE_PATH: cannot create the demo catalog at {path} ({exc.strerror})") from None
+    write_catalog_or_stop(path, demo_catalog(), "demo")
     log.warning("no catalog at %s: created the demo catalog", path)
     return True
 
@@ -96,7 +103,6 @@ def ensure_catalog(path: Path) -> bool:
 # --- subcommands ------------------------------------------------------------------------------------
 
 def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
-    from db.build import write_catalog
     from db.records import demo_catalog
 
     path = Path(args.path) if args.path else settings.database_path
@@ -104,17 +110,13 @@ def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
         print(f"A catalog already exists at {path}; add --force to rebuild it from the demo data.")
         return 1
     catalog = demo_catalog()
-    try:
-        write_catalog(path, catalog, source="demo")
-    except OSError as exc:
-        raise StartupError(f"cannot write the catalog at {path} ({exc.strerror})") from None
+    write_catalog_or_stop(path, catalog, "demo")
     print(f"Demo catalog written to {path}: {len(catalog.products)} products, "
           f"{len(catalog.promotions)} promotions, {len(catalog.knowledge)} policy documents.")
     return 0
 
 
 def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
-    from db.build import write_catalog
     from db.records import CatalogError, read_catalog_csv
 
     path = Path(args.path) if args.path else settings.database_path
@@ -127,10 +129,7 @@ def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Import refused: {len(exc.problems)} problem(s); nothing was written, {path} is unchanged.",
               file=sys.stderr)
         return 1
-    try:
-        write_catalog(path, catalog, source=f"import:{Path(args.products).name}")
-    except OSError as exc:
-        raise StartupError(f"cannot write the catalog at {path} ({exc.strerror})") from None
+    write_catalog_or_stop(path, catalog, f"import:{Path(args.products).name}")
     print(f"Catalog written to {path}: {len(catalog.products)} products, {len(catalog.promotions)} promotions, "
           f"{len(catalog.knowledge)} policy documents, {len(catalog.orders)} order lines.")
     print("Run `python bot.py build-index` to update the search index for the new catalog.")
@@ -147,7 +146,6 @@ def embedder_from(settings: Settings):
 
 
 def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
 
     from db.connection import CatalogUnavailable, open_readonly
     from retrieval.embedders import EmbeddingError
@@ -179,8 +177,6 @@ def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
-    import json
     import tempfile
 
     from db.build import write_catalog
@@ -271,7 +267,6 @@ def prepare_catalog(settings: Settings) -> None:
 
 
 def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
 
     from agent.memory import InProcessMemory
     from handlers.console import run_console
@@ -353,7 +348,6 @@ async def run_telegram(settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
 
     if settings.bot_token is None:
         return cmd_console(args, settings)

@@ -45,6 +45,20 @@ async def _health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "in_flight": request.app["sequencer"].in_flight})
 
 
+def _app_with_health(sequencer: ChatSequencer) -> web.Application:
+    app = web.Application()
+    app["sequencer"] = sequencer
+    app.router.add_get("/healthz", _health)
+    return app
+
+
+async def _serve(app: web.Application, port: int) -> web.AppRunner:
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", port).start()   # noqa: S104 - health checks and Telegram reach it
+    return runner
+
+
 def _register_shutdown(dispatcher: Dispatcher, sequencer: ChatSequencer) -> None:
     async def finish_turns() -> None:
         if sequencer.in_flight:
@@ -57,12 +71,7 @@ def _register_shutdown(dispatcher: Dispatcher, sequencer: ChatSequencer) -> None
 
 async def run_polling(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, options: TelegramOptions) -> None:
     _register_shutdown(dispatcher, sequencer)
-    app = web.Application()
-    app["sequencer"] = sequencer
-    app.router.add_get("/healthz", _health)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", options.port).start()   # noqa: S104 - container health port
+    runner = await _serve(_app_with_health(sequencer), options.port)
     try:
         await bot.delete_webhook(drop_pending_updates=False)
         await dispatcher.start_polling(bot, handle_signals=True, polling_timeout=20, close_bot_session=True)
@@ -74,15 +83,11 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
                       ) -> None:
     """Serve Telegram's POSTs; the secret token is checked on each; one replica registers the webhook."""
     _register_shutdown(dispatcher, sequencer)
-    app = web.Application()
-    app["sequencer"] = sequencer
-    app.router.add_get("/healthz", _health)
+    app = _app_with_health(sequencer)
     SimpleRequestHandler(dispatcher=dispatcher, bot=bot, secret_token=options.webhook_secret).register(
         app, path=WEBHOOK_PATH)
     setup_application(app, dispatcher, bot=bot)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", options.port).start()   # noqa: S104 - Telegram must reach it
+    runner = await _serve(app, options.port)
     if await guards.claim_once("set-webhook", 300):
         await bot.set_webhook(f"{options.webhook_url.rstrip('/')}{WEBHOOK_PATH}", secret_token=options.webhook_secret,
                               drop_pending_updates=False)
