@@ -37,11 +37,9 @@ class Findings:
     documents: list[dict[str, Any]] = field(default_factory=list)
     orders: list[dict[str, Any]] | None = None
     candidates: list[str] = field(default_factory=list)
-    searched: bool = False
 
     def add(self, result: dict[str, Any]) -> None:
         if "candidates" in result:
-            self.searched = True
             self.candidates = [c["product_id"] for c in result["candidates"]]
         for part in (result, *(result.get("prepared_evidence") or {}).values()):
             if not isinstance(part, dict):

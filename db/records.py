@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from importlib import resources
+from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 from db.schema import DISCOUNT_TYPES, EXTRA_CONDITIONS
 
@@ -201,6 +203,7 @@ def parse_order(row: Mapping[str, object], where: str) -> tuple[OrderRecord | No
 # --- whole-source readers ------------------------------------------------------------------------------
 
 PRODUCT_COLUMNS = ("product_id", "product_name")
+_PRODUCT_ID = attrgetter("product_id")
 PROMOTION_COLUMNS = ("promotion_id", "product_id", "promotion_text", "discount_type")
 
 
@@ -223,28 +226,26 @@ def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[str, dict[s
             for row in reader:
                 if not any(_text(v) for v in row.values()):
                     continue  # blank line
-                if None in row:
-                    yield f"{path.name} line {reader.line_num}", {"__extra__": "x"}
-                    continue
-                yield f"{path.name} line {reader.line_num}", row
+                # csv puts surplus fields under the key None: report the line instead of parsing it
+                yield f"{path.name} line {reader.line_num}", (None if None in row else row)
         except (UnicodeDecodeError, csv.Error) as exc:
             raise CatalogError([f"{path} line {reader.line_num}: unreadable ({exc})"]) from None
 
 
-def _collect(rows, parse, key: str, problems: list[str]) -> list:
+def _collect(rows, parse, identity: Callable[[Any], object], what: str, problems: list[str]) -> list:
+    """Parse every row, collecting problems; `identity` names a record for the duplicate check."""
     records, seen = [], {}
     for where, row in rows:
-        if "__extra__" in row:
+        if row is None:
             problems.append(f"{where}: more fields than the header has columns")
             continue
         record, errs = parse(row, where)
         problems.extend(errs)
         if record is None:
             continue
-        ident = getattr(record, key) if key != "order" else (record.order_id, record.product_id)
+        ident = identity(record)
         if ident in seen:
-            problems.append(f"{where}: duplicate {key if key != 'order' else 'order line'} {ident!r} "
-                            f"(first at {seen[ident]})")
+            problems.append(f"{where}: duplicate {what} {ident!r} (first at {seen[ident]})")
             continue
         seen[ident] = where
         records.append(record)
@@ -266,20 +267,21 @@ def read_catalog_csv(products: Path, promotions: Path | None = None, knowledge: 
     """Read and validate a shop's spreadsheets; raise CatalogError listing every bad line."""
     problems: list[str] = []
 
-    def section(path, required, parse, key):
+    def section(path, required, parse, identity, what):
         if path is None:
             return []
         try:
-            return _collect(_csv_rows(path, required), parse, key, problems)
+            return _collect(_csv_rows(path, required), parse, identity, what, problems)
         except CatalogError as exc:
             problems.extend(exc.problems)
             return []
 
     catalog = Catalog(
-        products=section(products, PRODUCT_COLUMNS, parse_product, "product_id"),
-        promotions=section(promotions, PROMOTION_COLUMNS, parse_promotion, "promotion_id"),
-        knowledge=section(knowledge, ("doc_id", "title", "content"), parse_knowledge, "doc_id"),
-        orders=section(orders, ("order_id", "user_id", "product_id", "quantity", "total"), parse_order, "order"),
+        products=section(products, PRODUCT_COLUMNS, parse_product, _PRODUCT_ID, "product_id"),
+        promotions=section(promotions, PROMOTION_COLUMNS, parse_promotion, attrgetter("promotion_id"), "promotion_id"),
+        knowledge=section(knowledge, ("doc_id", "title", "content"), parse_knowledge, attrgetter("doc_id"), "doc_id"),
+        orders=section(orders, ("order_id", "user_id", "product_id", "quantity", "total"), parse_order,
+                       lambda r: (r.order_id, r.product_id), "order line"),
     )
     if not catalog.products and not problems:
         problems.append(f"{products}: contains no products")
@@ -307,7 +309,7 @@ def read_catalog_json(path: Path) -> Catalog:
             rows.append((f"{path.name} record {i}", item))
         else:
             problems.append(f"{path.name} record {i}: expected an object")
-    products = _collect(rows, parse_product, "product_id", problems)
+    products = _collect(rows, parse_product, _PRODUCT_ID, "product_id", problems)
     if not products and not problems:
         problems.append(f"{path}: contains no products")
     if problems:

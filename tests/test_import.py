@@ -124,3 +124,9 @@ def test_cli_init_db_does_not_overwrite_without_force(tmp_path):
     again = run_bot("init-db", "--path", "shop.db", cwd=tmp_path)
     assert again.returncode == 1 and "--force" in again.stdout
     assert run_bot("init-db", "--path", "shop.db", "--force", cwd=tmp_path).returncode == 0
+
+
+def test_a_line_with_surplus_fields_is_named(tmp_path):
+    products = write(tmp_path / "p.csv", HEADER + "A1,好球,牌子,10,5,,,\nA2,坏行,牌子,10,5,,,,多余\n")
+    with pytest.raises(CatalogError, match="p.csv line 3: more fields than the header has columns"):
+        read_catalog_csv(products)
