@@ -277,6 +277,14 @@ async def test_openai_model_end_to_end(conn, search):
     assert "sk-secret" not in json.dumps(result.trace.as_dict())
 
 
+# An honest remote model's two replies to 足球多少钱: search, then a grounded answer.
+HONEST_FOOTBALL = [
+    {"tool_calls": [tool_call("search_products", {"query": "足球"})]},
+    {"tool_calls": [tool_call("submit_answer", {"answer": "足球售价120元。", "citation_ids": ["product:001"],
+                                                "status": "grounded"})]},
+]
+
+
 @asynccontextmanager
 async def remote(replies=(), stall_seconds=30.0, **client):
     """A FakeOpenAI server and the real OpenAIChatModel talking to it."""
@@ -297,10 +305,7 @@ async def test_openai_http_500_is_retried_then_degrades(conn, search):
 
 
 async def test_openai_429_then_success(conn, search):
-    replies = [429, {"tool_calls": [tool_call("search_products", {"query": "足球"})]},
-               {"tool_calls": [tool_call("submit_answer", {"answer": "足球售价120元。", "citation_ids": ["product:001"],
-                                                           "status": "grounded"})]}]
-    async with remote(replies, timeout=5, max_retries=2) as (_, model):
+    async with remote([429, *HONEST_FOOTBALL], timeout=5, max_retries=2) as (_, model):
         result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
     assert result.answer == "足球售价120元。" and result.trace.retries == 1 and not result.trace.degraded
 
@@ -318,10 +323,7 @@ async def test_turn_budget_bounds_a_slow_model(conn, search):
 
 
 async def test_endpoint_without_tool_choice_required_falls_back_to_auto(conn, search):
-    replies = [400, {"tool_calls": [tool_call("search_products", {"query": "足球"})]},
-               {"tool_calls": [tool_call("submit_answer", {"answer": "足球售价120元。", "citation_ids": ["product:001"],
-                                                           "status": "grounded"})]}]
-    async with remote(replies, timeout=5, max_retries=0) as (fake, model):
+    async with remote([400, *HONEST_FOOTBALL], timeout=5, max_retries=0) as (fake, model):
         result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
     assert result.answer == "足球售价120元。" and not result.trace.degraded
     assert [body["tool_choice"] for _, body, _ in fake.requests] == ["required", "auto", "auto"]
