@@ -1,15 +1,31 @@
 """Natural Chinese answers written from verified tool results only (the offline model's voice).
 
-Every figure in these answers is copied from a verified result and every sentence names only the
-product whose evidence holds its figures, so the answers pass the same validator as any model's."""
+Every figure in these answers is copied from a verified typed record, stated in its own role (售价,
+原价/优惠/实付 for a stated quantity) with its conditions in the same sentence, and every sentence names
+only the product whose evidence holds its figures — so the answers pass the same validator as any model's."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
+from agent.tools import DetailsResult, SearchResult
+from db.facts import (
+    DiscountType,
+    Order,
+    OrderList,
+    PolicyDocument,
+    PolicyDocuments,
+    Product,
+    ProductDetails,
+    Promotion,
+    PromotionList,
+    Quote,
+    QuoteRefusal,
+    Status,
+)
 from db.pricing import measure_word
 from guardrails.figures import find_mentions
 
@@ -21,84 +37,98 @@ NO_ORDERS = "抱歉，没有查到您账号下的相关订单。请确认订单�
 NO_POLICY = "抱歉，我没有查到这方面的店铺政策说明。建议您联系人工客服确认，以免给您不准确的信息。"
 
 
-def yuan(value: Any) -> str:
-    """'120.00' → '120元', '28.5' → '28.50元': exact, from the database's Decimal text."""
-    amount = Decimal(str(value))
+def yuan(amount: Decimal) -> str:
+    """120.00 → '120元', 28.5 → '28.50元': exact, from the database's Decimal."""
     return f"{int(amount)}元" if amount == amount.to_integral_value() else f"{amount:.2f}元"
 
 
 @dataclass
 class Findings:
-    """Everything verified in this turn, gathered from tool results (JSON-decoded)."""
+    """Everything verified in this turn, gathered from the typed tool results."""
 
-    products: dict[str, dict[str, Any]] = field(default_factory=dict)
-    promotions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    calculation: dict[str, Any] | None = None
-    documents: list[dict[str, Any]] = field(default_factory=list)
-    orders: list[dict[str, Any]] | None = None
+    products: dict[str, Product] = field(default_factory=dict)
+    promotions: dict[str, list[Promotion]] = field(default_factory=dict)
+    calculation: Quote | QuoteRefusal | None = None
+    documents: list[PolicyDocument] = field(default_factory=list)
+    orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
 
-    def add(self, result: dict[str, Any]) -> None:
-        if "candidates" in result:
-            self.candidates = [c["product_id"] for c in result["candidates"]]
-        for part in (result, *(result.get("prepared_evidence") or {}).values()):
-            if not isinstance(part, dict):
-                continue
-            if part.get("status") == "verified":
-                for product in part.get("products") or []:
-                    self.products.setdefault(product["product_id"], product)
-                for pid in part.get("product_ids") or []:
+    @classmethod
+    def gather(cls, results: Iterable[object]) -> Findings:
+        findings = cls()
+        for result in results:
+            findings.add(result)
+        return findings
+
+    def add(self, result: object) -> None:
+        match result:
+            case SearchResult(candidates=candidates, prepared_evidence=prepared):
+                self.candidates = [c.product_id for c in candidates]
+                if prepared:
+                    for part in (prepared.product_details, prepared.promotions, prepared.calculation):
+                        self.add(part)
+            case DetailsResult(details=details, prepared_evidence=prepared):
+                self.add(details)
+                if prepared:
+                    self.add(prepared.promotions)
+                    self.add(prepared.calculation)
+            case ProductDetails(products=products):
+                for product in products:
+                    self.products.setdefault(product.product_id, product)
+            case PromotionList(product_ids=ids, promotions=promotions):
+                for pid in ids:
                     self.promotions.setdefault(pid, [])
-                for promo in part.get("promotions") or []:
-                    listed = self.promotions.setdefault(promo["product_id"], [])
-                    if promo["promotion_id"] not in {p["promotion_id"] for p in listed}:
+                for promo in promotions:
+                    listed = self.promotions.setdefault(promo.product_id, [])
+                    if promo.promotion_id not in {p.promotion_id for p in listed}:
                         listed.append(promo)
-                if "documents" in part:
-                    self.documents = part["documents"]
-                if "orders" in part:
-                    self.orders = part["orders"]
-            if str(part.get("evidence_id", "")).startswith("calc:") or part.get("status") == "insufficient_stock":
-                self.calculation = part
-            if "orders" in part and part.get("status") == "not_found":
-                self.orders = []
+            case Quote():
+                self.calculation = result
+            case QuoteRefusal(status=Status.INSUFFICIENT_STOCK):
+                self.calculation = result
+            case PolicyDocuments(documents=documents) if documents:
+                self.documents = list(documents)
+            case OrderList(orders=orders):
+                self.orders = list(orders)
 
 
-def _label(product: dict[str, Any]) -> str:
-    return f"{product['product_name']}（{product['brand']}）" if product.get("brand") else product["product_name"]
+def _label(product: Product) -> str:
+    return f"{product.product_name}（{product.brand}）" if product.brand else product.product_name
 
 
-def _promotion_sentence(product: dict[str, Any], promos: list[dict[str, Any]]) -> tuple[str, list[str]]:
+def _promotion_sentence(product: Product, promos: list[Promotion]) -> tuple[str, list[str]]:
     if not promos:
-        return f"{product['product_name']}目前没有优惠活动。", []
-    texts = "；".join(f"“{p['promotion_text']}”" for p in promos)
-    return f"{product['product_name']}当前优惠：{texts}。", [f"promotion:{p['promotion_id']}" for p in promos]
+        return f"{product.product_name}目前没有优惠活动。", []
+    texts = "；".join(f"“{p.promotion_text}”" for p in promos)
+    return f"{product.product_name}当前优惠：{texts}。", [p.evidence_id for p in promos]
 
 
-def _calculation_sentence(product: dict[str, Any], calc: dict[str, Any]) -> tuple[str, list[str]]:
-    name, unit = product["product_name"], calc.get("unit") or measure_word(product["product_name"])
-    if calc.get("status") == "insufficient_stock":
-        return (f"抱歉，{name}当前库存{calc['available_stock']}{unit}，不够您需要的数量，"
-                "您可以减少数量后再下单。", [f"product:{product['product_id']}"])
-    qty = calc["paid_quantity"]
-    buy = "首次购买" if calc.get("is_first_purchase") else "买"
-    applied = calc.get("applied_promotion")
-    if calc.get("free_quantity"):
-        text = (f"{buy}{qty}{unit}{name}共{yuan(calc['final_total'])}，另送{calc['free_quantity']}{unit}，"
-                f"实得{calc['total_units']}{unit}。")
+def _calculation_sentence(product: Product, calc: Quote | QuoteRefusal) -> tuple[str, list[str]]:
+    name = product.product_name
+    if isinstance(calc, QuoteRefusal):
+        unit = measure_word(name)
+        return (f"抱歉，{name}当前库存{calc.available_stock}{unit}，不够您需要的数量，"
+                "您可以减少数量后再下单。", [product.evidence_id])
+    unit, qty = calc.unit, calc.quantity
+    buy = "首次购买" if calc.is_first_purchase else "买"
+    applied = calc.applied_promotion
+    if calc.free_quantity:
+        text = (f"{buy}{qty}{unit}{name}共{yuan(calc.final_total)}，另送{calc.free_quantity}{unit}，"
+                f"实得{calc.total_units}{unit}。")
     elif applied:
-        text = (f"{buy}{qty}{unit}{name}原价{yuan(calc['subtotal'])}，按“{applied['promotion_text']}”"
-                f"优惠{yuan(calc['discount_amount'])}，实付{yuan(calc['final_total'])}。")
+        text = (f"{buy}{qty}{unit}{name}原价{yuan(calc.subtotal)}，按“{applied.promotion_text}”"
+                f"优惠{yuan(calc.discount_amount)}，实付{yuan(calc.final_total)}。")
     else:
-        text = f"{buy}{qty}{unit}{name}共{yuan(calc['final_total'])}。"
-    for note in calc.get("promotion_notes") or []:
-        if not note["applied"] and note.get("reason"):
-            text += f"“{note['promotion_text']}”{note['reason']}，本单暂不适用。"
-    for benefit in calc.get("benefits") or []:
-        if benefit["discount_type"] == "gift":
-            text += f"本单可享“{benefit['promotion_text']}”。"
-        elif benefit["discount_type"] == "free_shipping":
-            text += f"本单满足“{benefit['promotion_text']}”，可以包邮。"
-    return text, [calc["evidence_id"]]
+        text = f"{buy}{qty}{unit}{name}共{yuan(calc.final_total)}。"
+    for outcome in calc.outcomes:
+        if not outcome.applied and outcome.reason:
+            text += f"“{outcome.promotion.promotion_text}”{outcome.reason}，本单暂不适用。"
+    for benefit in calc.benefits:
+        if benefit.discount_type == DiscountType.GIFT:
+            text += f"本单可享“{benefit.promotion_text}”。"
+        elif benefit.discount_type == DiscountType.FREE_SHIPPING:
+            text += f"本单满足“{benefit.promotion_text}”，可以包邮。"
+    return text, [calc.evidence_id]
 
 
 def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives: bool,
@@ -107,29 +137,28 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
     `claimed_other_figure`: the customer stated a figure of their own; say whose data this is."""
     order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
     main = findings.products[order[0]]
-    pid, unit = main["product_id"], measure_word(main["product_name"])
-    cites = [f"product:{pid}"]
+    pid, unit = main.product_id, measure_word(main.product_name)
+    cites = [main.evidence_id]
     facts = []
-    if main.get("price") is not None:
-        facts.append(f"售价{yuan(main['price'])}")
-    stock = main.get("stock_quantity")
-    if stock is not None:
-        facts.append(f"库存{stock}{unit}" if stock > 0 else "目前缺货")
+    if main.price is not None:
+        facts.append(f"售价{yuan(main.price)}")
+    if main.stock_quantity is not None:
+        facts.append(f"库存{main.stock_quantity}{unit}" if main.stock_quantity > 0 else "目前缺货")
     parts = []
     if claimed_other_figure:
         parts.append("以店铺系统核实的数据为准：")
-    if main.get("description") and wants_alternatives:
-        parts.append(f"推荐您看看{_label(main)}：{main['description']}。")
+    if main.description and wants_alternatives:
+        parts.append(f"推荐您看看{_label(main)}：{main.description}。")
         if facts:
-            parts.append(f"{main['product_name']}{'，'.join(facts)}。")
+            parts.append(f"{main.product_name}{'，'.join(facts)}。")
     else:
         parts.append(f"{_label(main)}{'，'.join(facts)}。" if facts else f"{_label(main)}。")
     sentence, promo_cites = _promotion_sentence(main, findings.promotions.get(pid, []))
     parts.append(sentence)
     cites += promo_cites
     calc = findings.calculation
-    if calc and calc.get("product_id") == pid and (wants_price or calc.get("applied_promotion")
-                                                   or calc.get("status") == "insufficient_stock"):
+    if calc is not None and calc.product_id == pid and (
+            wants_price or isinstance(calc, QuoteRefusal) or calc.applied_promotion is not None):
         sentence, calc_cites = _calculation_sentence(main, calc)
         parts.append(sentence)
         cites += calc_cites
@@ -138,9 +167,9 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
         if others:
             lines = []
             for other in others:
-                price = f"，售价{yuan(other['price'])}" if other.get("price") is not None else ""
+                price = f"，售价{yuan(other.price)}" if other.price is not None else ""
                 lines.append(f"{_label(other)}{price}")
-                cites.append(f"product:{other['product_id']}")
+                cites.append(other.evidence_id)
             parts.append("\n也可以看看：" + "；".join(lines) + "。")
     return "".join(parts), list(dict.fromkeys(cites))
 
@@ -160,14 +189,14 @@ def not_sold_answer(question: str) -> str:
 
 def policy_answer(findings: Findings) -> tuple[str, list[str]]:
     doc = findings.documents[0]
-    return f"关于{doc['title']}：{doc['content']}", [doc["evidence_id"]]
+    return f"关于{doc.title}：{doc.content}", [doc.evidence_id]
 
 
 def orders_answer(findings: Findings) -> tuple[str, list[str]]:
     lines, cites = [], []
     for order in findings.orders or []:
-        items = "、".join(f"{i['product_name']}{i['quantity']}{measure_word(i['product_name'])}" for i in order["items"])
-        lines.append(f"订单{order['order_id']}（{order['created_at']}）：{items}，金额{yuan(order['total'])}，"
-                     f"状态：{order['status']}。")
-        cites.append(order["evidence_id"])
+        items = "、".join(f"{i.product_name}{i.quantity}{measure_word(i.product_name)}" for i in order.items)
+        lines.append(f"订单{order.order_id}（{order.created_at}）：{items}，金额{yuan(order.total)}，"
+                     f"状态：{order.status}。")
+        cites.append(order.evidence_id)
     return "为您查到以下订单：\n" + "\n".join(lines), cites

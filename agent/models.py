@@ -41,10 +41,12 @@ class ModelError(Exception):
 
 
 class ChatModel(Protocol):
+    """`context` is the turn's typed dependency (agent.context.TurnContext); remote models ignore it."""
+
     name: str
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]],
-                       tool_choice: str = "auto") -> ModelReply: ...
+                       tool_choice: str = "auto", context: Any = None) -> ModelReply: ...
 
 
 ScriptStep = ModelReply | Exception | Callable[[Sequence[Message]], ModelReply]
@@ -60,7 +62,7 @@ class ScriptedModel:
         self.steps = list(steps)
         self.calls: list[tuple[list[Message], str]] = []
 
-    async def complete(self, messages, tools, tool_choice="auto") -> ModelReply:
+    async def complete(self, messages, tools, tool_choice="auto", context=None) -> ModelReply:
         self.calls.append((list(messages), tool_choice))
         if not self.steps:
             raise ModelError("script exhausted")

@@ -1,6 +1,7 @@
-"""The offline model: deterministic, no network. It reads the conversation like any chat model,
-calls the same tools through the same loop, and writes its answers from verified results only —
-so they pass the same validator. Used when no API key is configured, and as the degraded mode."""
+"""The offline model: deterministic, no network. It calls the same tools through the same loop, reads
+their typed results from the turn context (never by re-parsing JSON), and writes its answers from
+verified records only — so they pass the same validator. Used when no API key is configured, and as
+the degraded mode."""
 
 from __future__ import annotations
 
@@ -10,37 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent import answers, intent
+from agent.context import TurnContext
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions
+from guardrails.validator import AnswerStatus
 
-_FOCUS = re.compile(r"focus_product_ids: ([^;]+);")
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
-
-
-def _focus(messages: Sequence[Message]) -> list[str]:
-    for message in messages:
-        if message["role"] == "system":
-            m = _FOCUS.search(message.get("content") or "")
-            if m and m.group(1).strip() != "none":
-                return [x for x in m.group(1).strip().split(",") if x]
-    return []
-
-
-def _this_turn(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]], list[str]]:
-    """(the customer's message, tool results since it, names of tools already called)."""
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    results, called = [], []
-    for message in messages[last_user + 1:]:
-        if message["role"] == "tool":
-            try:
-                results.append(json.loads(message["content"]))
-            except (TypeError, json.JSONDecodeError):
-                continue
-        for tc in message.get("tool_calls") or []:
-            called.append(tc["function"]["name"])
-    return messages[last_user]["content"] or "", results, called
 
 
 class OfflineModel:
@@ -53,29 +31,29 @@ class OfflineModel:
         self._counter += 1
         return ModelReply(None, [ToolCall(f"offline_{self._counter}", name, json.dumps(arguments, ensure_ascii=False))])
 
-    def _submit(self, answer: str, citations: list[str], status: str = "grounded") -> ModelReply:
+    def _submit(self, answer: str, citations: list[str], status: str = AnswerStatus.GROUNDED) -> ModelReply:
         return self._call(SUBMIT, {"answer": answer, "citation_ids": citations, "status": status})
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]],
-                       tool_choice: str = "auto") -> ModelReply:
-        question, results, called = _this_turn(messages)
-        focus = _focus(messages)
-        if any(r.get("accepted") is False for r in results):
-            return self._submit(SAFE_FALLBACK, [], "insufficient_evidence")
-        if not results:
+                       tool_choice: str = "auto", context: TurnContext | None = None) -> ModelReply:
+        if context is None:   # called outside the turn loop: only the customer's last message is known
+            last = next(m for m in reversed(messages) if m["role"] == "user")
+            context = TurnContext(question=last.get("content") or "", user_id="")
+        question, focus, called = context.question, context.focus_product_ids, context.called
+        if context.rejections:
+            return self._submit(SAFE_FALLBACK, [], AnswerStatus.INSUFFICIENT)
+        if not context.results:
             return self._first_step(question, focus)
-        findings = answers.Findings()
-        for result in results:
-            findings.add(result)
-        last = called[-1] if called else ""
+        findings = answers.Findings.gather(result for _, result in context.results)
+        last = called[-1]
         if last == "list_my_orders":
             if findings.orders:
                 return self._submit(*answers.orders_answer(findings))
-            return self._submit(answers.NO_ORDERS, [], "insufficient_evidence")
+            return self._submit(answers.NO_ORDERS, [], AnswerStatus.INSUFFICIENT)
         if last == "search_knowledge":
             if findings.documents:
                 return self._submit(*answers.policy_answer(findings))
-            return self._submit(answers.NO_POLICY, [], "insufficient_evidence")
+            return self._submit(answers.NO_POLICY, [], AnswerStatus.INSUFFICIENT)
         if findings.products:
             wants_price = bool(intent.PRICE.search(question) or intent.requested_quantity(question)
                                or intent.PROMOTION.search(question) or intent.is_first_purchase(question))
@@ -86,7 +64,7 @@ class OfflineModel:
                                                         claimed_other_figure=claimed))
         if focus and intent.is_follow_up(question) and "get_product_details" not in called:
             return self._call("get_product_details", {"product_ids": focus})
-        return self._submit(answers.not_sold_answer(question), [], "insufficient_evidence")
+        return self._submit(answers.not_sold_answer(question), [], AnswerStatus.INSUFFICIENT)
 
     def _first_step(self, question: str, focus: list[str]) -> ModelReply:
         if intent.MODIFY.search(question):

@@ -32,7 +32,7 @@ class OpenAIChatModel:
         return cls(client, model)
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]],
-                       tool_choice: str = "auto") -> ModelReply:
+                       tool_choice: str = "auto", context: Any = None) -> ModelReply:
         if tool_choice == "required" and not self._required_ok:
             tool_choice = "auto"
         try:

@@ -3,19 +3,25 @@ filed in the turn's evidence ledger. Facts only come from `db/`; search results 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from decimal import Decimal
+from enum import Enum
 from typing import Any, Literal
 
 import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from db.catalog import get_product_details, get_promotions
+from db.facts import OrderList, PolicyDocuments, ProductDetails, PromotionList, Quote, QuoteRefusal, Status
 from db.knowledge import search_knowledge
 from db.orders import list_orders
 from db.pricing import MAX_QUANTITY, calculate_final_price
 from guardrails.ledger import EvidenceLedger
-from retrieval.search import ProductSearch
+from guardrails.validator import AnswerStatus
+from retrieval.search import WARNING, Candidate, ProductSearch
 
 SUBMIT = "submit_answer"
 
@@ -25,7 +31,8 @@ class _Args(BaseModel):
 
 
 class SearchProducts(_Args):
-    """Find candidate products for the customer's words. Candidates are NOT facts: verify them by id."""
+    """Find candidate products for the customer's words. Candidates are NOT facts: verify them by id.
+    The result usually carries prepared_evidence: verified details, promotions and a price calculation."""
 
     query: str = Field(min_length=1, max_length=200, description="the customer's need or product words, in Chinese")
     top_k: int = Field(5, ge=1, le=10)
@@ -44,7 +51,9 @@ class GetPromotions(_Args):
 
 
 class CalculateFinalPrice(_Args):
-    """The final price of buying `quantity` units, computed from the database's own price and promotions."""
+    """The final total of buying `quantity` paid units, computed from the database's own price and promotions.
+    final_total is the total for exactly that quantity (and first-purchase setting), not a unit price:
+    state it with its quantity, e.g. 买2个共216元; say 首次购买 when is_first_purchase made it lower."""
 
     product_id: str = Field(min_length=1, max_length=64)
     quantity: int = Field(ge=1, le=MAX_QUANTITY)
@@ -64,11 +73,13 @@ class ListMyOrders(_Args):
 
 
 class SubmitAnswer(_Args):
-    """Submit the final answer for the customer (Simplified Chinese), with the evidence ids it rests on."""
+    """Submit the final answer for the customer (Simplified Chinese), with the evidence ids it rests on.
+    Every figure must keep its role (售价 = unit price, 共/实付 = total for a stated quantity, 满X = threshold)
+    and the conditions it holds under (首次购买, N件及以上, 满X元) in the same sentence."""
 
     answer: str = Field(min_length=1, max_length=3000)
     citation_ids: list[str] = Field(max_length=30)
-    status: Literal["grounded", "insufficient_evidence"]
+    status: Literal[AnswerStatus.GROUNDED, AnswerStatus.INSUFFICIENT]
 
 
 TOOLS: dict[str, type[_Args]] = {
@@ -130,18 +141,89 @@ def parse_arguments(name: str, raw: str) -> _Args:
         raise ToolError("INVALID_ARGUMENTS", problems) from None
 
 
+def payload(value: Any) -> Any:
+    """A typed result as JSON-ready data: dataclass fields and public properties, Decimals as exact strings."""
+    if isinstance(value, Candidate):
+        return value.as_tool_result()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: payload(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for klass in type(value).__mro__:
+            for name, attr in vars(klass).items():
+                if isinstance(attr, property) and not name.startswith("_") and name not in out:
+                    out[name] = payload(getattr(value, name))
+        return out
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, dict):
+        return {k: payload(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [payload(v) for v in value]
+    return value
+
+
 def to_json(result: Any) -> str:
     """Tool results as JSON for the model: Decimals as exact strings, never floats."""
-    def default(value: Any) -> Any:
-        if isinstance(value, Decimal):
-            return format(value, "f")
-        raise TypeError(type(value).__name__)
+    return json.dumps(payload(result), ensure_ascii=False)
 
-    return json.dumps(result, ensure_ascii=False, default=default)
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the backend adds to a search or details result so a price question needs no more calls."""
+
+    promotions: PromotionList
+    calculation: Quote | QuoteRefusal
+    product_details: ProductDetails | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    candidates: tuple[Candidate, ...]
+    prepared_evidence: Prepared | None = None
+    is_verified_fact: bool = False
+    warning: str = WARNING
+
+    @property
+    def status(self) -> str:
+        return "candidates" if self.candidates else "no_match"
+
+
+@dataclass(frozen=True)
+class DetailsResult:
+    details: ProductDetails
+    prepared_evidence: Prepared | None = None
+
+    @property
+    def status(self) -> Status:
+        return self.details.status
+
+
+def file_evidence(ledger: EvidenceLedger, result: object) -> list[str]:
+    """File the verified facts of a typed tool result in the ledger; returns the evidence ids added."""
+    match result:
+        case SearchResult(prepared_evidence=prepared) | DetailsResult(prepared_evidence=prepared) if prepared:
+            details = result.details if isinstance(result, DetailsResult) else prepared.product_details
+            return (file_evidence(ledger, details) + file_evidence(ledger, prepared.promotions)
+                    + file_evidence(ledger, prepared.calculation))
+        case DetailsResult(details=details):
+            return file_evidence(ledger, details)
+        case ProductDetails(products=products):
+            return [ledger.add_product(p) for p in products]
+        case PromotionList(promotions=promotions):
+            return [ledger.add_promotion(p) for p in promotions]
+        case Quote():
+            return [ledger.add_quote(result)]
+        case PolicyDocuments(documents=documents):
+            return [ledger.add_document(d) for d in documents]
+        case OrderList(orders=orders):
+            return [ledger.add_order(o) for o in orders]
+    return []   # candidates, refusals, errors: nothing verified
 
 
 class ToolRunner:
-    """Runs validated tool calls for one turn and files every verified result in the ledger.
+    """Runs validated tool calls for one turn, files every verified result in the ledger and records the
+    typed result in the turn context.
 
     `prepare` lets the backend add what a price question needs (details, promotions, the calculation
     for the quantity the customer asked about) to the same tool result, saving model calls."""
@@ -150,44 +232,36 @@ class ToolRunner:
                  quantity: int | None = None, first_purchase: bool = False, prepare: bool = True):
         self.conn, self.search, self.ledger, self.user_id = conn, search, ledger, user_id
         self.quantity, self.first_purchase, self.prepare = quantity, first_purchase, prepare
+        self._tools: dict[type[_Args], Callable[[Any], Awaitable[object]]] = {
+            SearchProducts: self._search, GetProductDetails: self._details,
+            GetPromotions: lambda a: get_promotions(self.conn, a.product_ids),
+            CalculateFinalPrice: lambda a: calculate_final_price(self.conn, a.product_id, a.quantity,
+                                                                 a.is_first_purchase),
+            SearchKnowledge: lambda a: search_knowledge(self.conn, a.query),
+            ListMyOrders: lambda a: list_orders(self.conn, self.user_id, a.order_id),
+        }
 
-    async def run(self, name: str, args: _Args) -> dict[str, Any]:
-        if isinstance(args, SearchProducts):
-            result = await self.search.search_products(args.query, args.top_k)
-            ids = [c["product_id"] for c in result["candidates"]][:3]
-            if self.prepare and ids:
-                result["prepared_evidence"] = await self._prepare(ids, calculate_for=ids[0])
-            return result
-        if isinstance(args, GetProductDetails):
-            result = await get_product_details(self.conn, args.product_ids)
-            self.ledger.record(result)
-            found = [p["product_id"] for p in result["products"]]
-            if self.prepare and found:
-                extra = await self._prepare(found, calculate_for=found[0], details=False)
-                result["prepared_evidence"] = extra
-            return result
-        if isinstance(args, GetPromotions):
-            result = await get_promotions(self.conn, args.product_ids)
-        elif isinstance(args, CalculateFinalPrice):
-            result = await calculate_final_price(self.conn, args.product_id, args.quantity, args.is_first_purchase)
-        elif isinstance(args, SearchKnowledge):
-            result = await search_knowledge(self.conn, args.query)
-        elif isinstance(args, ListMyOrders):
-            result = await list_orders(self.conn, self.user_id, args.order_id)
-        else:
+    async def run(self, name: str, args: _Args) -> object:
+        tool = self._tools.get(type(args))
+        if tool is None:
             raise ToolError("UNKNOWN_TOOL", f"{name} is not run by the tool runner")
-        self.ledger.record(result)
+        result = await tool(args)
+        file_evidence(self.ledger, result)
         return result
 
-    async def _prepare(self, ids: list[str], calculate_for: str, details: bool = True) -> dict[str, Any]:
-        """Verified details, promotions and the price calculation for the likely product."""
-        out: dict[str, Any] = {}
-        if details:
-            out["product_details"] = await get_product_details(self.conn, ids)
-            self.ledger.record(out["product_details"])
-        out["promotions"] = await get_promotions(self.conn, ids)
-        self.ledger.record(out["promotions"])
-        calc = await calculate_final_price(self.conn, calculate_for, self.quantity or 1, self.first_purchase)
-        self.ledger.record(calc)
-        out["calculation"] = calc
-        return out
+    async def _search(self, args: SearchProducts) -> SearchResult:
+        candidates = tuple(await self.search.search(args.query, args.top_k))
+        ids = [c.product_id for c in candidates][:3]
+        return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None)
+
+    async def _details(self, args: GetProductDetails) -> DetailsResult:
+        details = await get_product_details(self.conn, args.product_ids)
+        found = [p.product_id for p in details.products]
+        return DetailsResult(details, await self._prepare(found, with_details=False) if self.prepare and found else None)
+
+    async def _prepare(self, ids: list[str], *, with_details: bool) -> Prepared:
+        """Verified details, promotions and the price calculation for the likely product (the first)."""
+        return Prepared(promotions=await get_promotions(self.conn, ids),
+                        calculation=await calculate_final_price(self.conn, ids[0], self.quantity or 1,
+                                                                self.first_purchase),
+                        product_details=await get_product_details(self.conn, ids) if with_details else None)

@@ -12,19 +12,22 @@ from dataclasses import dataclass, field
 import aiosqlite
 
 from agent import intent
+from agent.context import TurnContext
 from agent.memory import ChatMemory
 from agent.models import ChatModel, Message, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
 from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
 from agent.trace import ToolTrace, TurnTrace, VerdictTrace
+from db.catalog import catalog_brands
 from guardrails.fallback import SAFE_FALLBACK
-from guardrails.ledger import EvidenceLedger
-from guardrails.validator import validate
+from guardrails.ledger import EvidenceKind, EvidenceLedger
+from guardrails.validator import AnswerStatus, validate
 from retrieval.search import ProductSearch
 
 log = logging.getLogger(__name__)
 
+FALLBACK = "fallback"   # the status of a turn that ended with the safe fallback text
 USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer, the evidence ids it rests on "
               "and a status; plain text never reaches the customer.")
 
@@ -32,7 +35,7 @@ USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer,
 @dataclass
 class TurnResult:
     answer: str
-    status: str                      # grounded | insufficient_evidence | fallback
+    status: str                      # an AnswerStatus, or FALLBACK
     citations: list[str] = field(default_factory=list)
     focus_product_ids: list[str] = field(default_factory=list)
     quantity: int | None = None
@@ -63,23 +66,36 @@ class Agent:
         self.turn_budget_seconds = turn_budget_seconds
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.schemas = tool_schemas()
+        self._brands: frozenset[str] | None = None
+
+    async def _catalog_brands(self) -> frozenset[str]:
+        """The catalog's brand words, read once: any of them in an answer is a brand claim."""
+        if self._brands is None:
+            self._brands = await catalog_brands(self.conn)
+        return self._brands
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
         started = time.perf_counter()
         memory = memory or ChatMemory()
         trace = TurnTrace(model=self.model.name)
-        ledger = EvidenceLedger()
+        ledger = EvidenceLedger(await self._catalog_brands())
         quantity = intent.requested_quantity(text)
         if quantity is None and intent.is_follow_up(text):
             quantity = memory.last_quantity
+        first_purchase = intent.is_first_purchase(text)
         runner = ToolRunner(self.conn, self.search, ledger, str(user_id), quantity=quantity,
-                            first_purchase=intent.is_first_purchase(text), prepare=self.prepare)
+                            first_purchase=first_purchase, prepare=self.prepare)
+
+        def context() -> TurnContext:
+            return TurnContext(text, str(user_id), list(memory.focus_product_ids), quantity, first_purchase)
+
         released = None
         deadline = started + self.turn_budget_seconds
         if self.model is not self.offline:
             try:
                 async with asyncio.timeout(self.turn_budget_seconds):
-                    released = await self._loop(self.model, build_messages(text, memory), runner, ledger, text, trace)
+                    released = await self._loop(self.model, build_messages(text, memory), runner, ledger, context(),
+                                                trace)
             except (ModelError, _GiveUp, TimeoutError) as exc:
                 reason = "turn budget spent" if isinstance(exc, TimeoutError) else str(exc)
                 log.warning("remote model gave no releasable answer (%s): degrading to the offline model", reason)
@@ -88,13 +104,13 @@ class Agent:
             try:
                 remaining = max(deadline - time.perf_counter(), 5.0)
                 async with asyncio.timeout(remaining):
-                    released = await self._loop(self.offline, build_messages(text, memory), runner, ledger, text,
-                                                trace)
+                    released = await self._loop(self.offline, build_messages(text, memory), runner, ledger,
+                                                context(), trace)
             except (ModelError, _GiveUp, TimeoutError) as exc:
                 log.error("offline model gave no releasable answer (%s): safe fallback", exc)
         if released is None:
             trace.fallback = True
-            released = _Released(SAFE_FALLBACK, [], "fallback")
+            released = _Released(SAFE_FALLBACK, [], FALLBACK)
         trace.status = released.status
         trace.citations = released.citations
         trace.evidence_ids = list(ledger.entries)
@@ -105,20 +121,21 @@ class Agent:
     @staticmethod
     def _focus(released: _Released, ledger: EvidenceLedger) -> tuple[list[str], int | None]:
         """Products and quantity of the last verified answer, for follow-ups."""
-        if released.status != "grounded":
+        if released.status != AnswerStatus.GROUNDED:
             return [], None
         cited = ledger.cited(released.citations)
-        calcs = [e for e in cited if e.kind == "calc"]
+        calcs = [e for e in cited if e.kind == EvidenceKind.CALC]
         if calcs:
-            return sorted(calcs[-1].product_ids), calcs[-1].record.get("quantity")
-        products = [e for e in cited if e.kind == "product"]
+            return sorted(calcs[-1].product_ids), calcs[-1].record.quantity  # type: ignore[attr-defined]
+        products = [e for e in cited if e.kind == EvidenceKind.PRODUCT]
         return (sorted(products[0].product_ids), None) if products else ([], None)
 
     async def _loop(self, model: ChatModel, messages: list[Message], runner: ToolRunner, ledger: EvidenceLedger,
-                    question: str, trace: TurnTrace) -> _Released:
+                    context: TurnContext, trace: TurnTrace) -> _Released:
         rejections = 0
         for call_number in range(self.max_model_calls):
-            reply = await model.complete(messages, self.schemas, "required" if call_number == 0 else "auto")
+            reply = await model.complete(messages, self.schemas, "required" if call_number == 0 else "auto",
+                                         context=context)
             trace.model_calls += 1
             trace.prompt_tokens += reply.prompt_tokens
             trace.completion_tokens += reply.completion_tokens
@@ -136,20 +153,22 @@ class Agent:
                 try:
                     args = parse_arguments(tool_call.name, tool_call.arguments)
                     if isinstance(args, SubmitAnswer):
-                        verdict = validate(question, args.answer, args.citation_ids, ledger, args.status)
+                        verdict = validate(context.question, args.answer, args.citation_ids, ledger, args.status)
                         trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, model.name))
                         if verdict.ok:
                             return _Released(args.answer.strip(), list(dict.fromkeys(args.citation_ids)),
                                              args.status)
                         rejections += 1
+                        context.rejections += 1
                         result = {"accepted": False, "reasons": verdict.codes, "message": verdict.message}
                         if rejections > self.max_rejections:
                             raise _GiveUp(f"answer rejected {rejections} times ({', '.join(verdict.codes)})")
                     else:
                         before = set(ledger.entries)
                         result = await runner.run(tool_call.name, args)
+                        context.results.append((tool_call.name, result))
                         trace.tool_calls.append(ToolTrace(
-                            tool_call.name, args.model_dump(), str(result.get("status")),
+                            tool_call.name, args.model_dump(), str(getattr(result, "status", "")),
                             round((time.perf_counter() - started) * 1000, 2),
                             [e for e in ledger.entries if e not in before]))
                 except ToolError as exc:

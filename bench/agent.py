@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from agent import answers  # noqa: E402
 from agent.memory import ChatMemory  # noqa: E402
 from agent.models import ModelReply, ToolCall  # noqa: E402
-from agent.offline import OfflineModel, _this_turn  # noqa: E402
+from agent.offline import OfflineModel  # noqa: E402
 from agent.turn import Agent  # noqa: E402
 from db.build import write_catalog  # noqa: E402
 from db.connection import open_readonly  # noqa: E402
@@ -61,16 +61,14 @@ class OneToolAtATime:
         self.n += 1
         return ModelReply(None, [ToolCall(f"c{self.n}", name, json.dumps(args, ensure_ascii=False))])
 
-    async def complete(self, messages, tools, tool_choice="auto"):
-        question, results, called = _this_turn(messages)
+    async def complete(self, messages, tools, tool_choice="auto", context=None):
+        question, called = context.question, context.called
         if not called or called[-1] not in ("search_products", "get_product_details", "get_promotions"):
-            return await self.offline.complete(messages, tools, tool_choice)
-        findings = answers.Findings()
-        for r in results:
-            findings.add(r)
+            return await self.offline.complete(messages, tools, tool_choice, context=context)
+        findings = answers.Findings.gather(result for _, result in context.results)
         ids = findings.candidates or list(findings.products)
         if not ids:
-            return await self.offline.complete(messages, tools, tool_choice)
+            return await self.offline.complete(messages, tools, tool_choice, context=context)
         if called[-1] == "search_products":
             return self._call("get_product_details", {"product_ids": ids[:3]})
         if called[-1] == "get_product_details":

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.original_retriever import OriginalRetriever, write_json_index  # noqa: E402
 from db.build import write_catalog  # noqa: E402
-from db.records import Catalog, ProductRecord, demo_catalog  # noqa: E402
+from db.facts import Product  # noqa: E402
+from db.records import Catalog, demo_catalog  # noqa: E402
 from retrieval.documents import VIEWS, doc_from_product  # noqa: E402
 from retrieval.embedders import LocalE5Embedder  # noqa: E402
 from retrieval.evaluation import load_queries  # noqa: E402
@@ -38,7 +39,7 @@ VARIANTS = ["经典款", "升级款", "2026款", "儿童款", "女款", "男款"
             "白色", "轻量版", "加厚款", "旗舰款", "训练款", "比赛款", "限量款", "青春版", "畅销款"]
 
 
-def synthetic_catalog(size: int) -> list[ProductRecord]:
+def synthetic_catalog(size: int) -> list[Product]:
     base = demo_catalog().products
     out = []
     for i in range(size):

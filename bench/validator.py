@@ -1,5 +1,7 @@
-"""Validator benchmark: block/pass rates on the red-team corpus and validations per second,
-side by side with the shop's original validator, measured in the same run.
+"""Validator benchmark: per lie family the share blocked and per true role the share passed, for the
+grounding-v2 validator, the validator before it (kind-only checks) and the shop's original one, all on
+the same generated red-team corpus in the same run; then validations per second with the ledger
+rebuilt per answer, and the p99 time per answer.
 
     python bench/validator.py
 """
@@ -11,74 +13,55 @@ import statistics
 import sys
 import tempfile
 import time
-from decimal import Decimal
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent.tools import payload  # noqa: E402
 from bench.original_validator import numbers_seen, original_validate  # noqa: E402
+from bench.previous_validator import ledger_from, previous_validate  # noqa: E402
 from db.build import write_catalog  # noqa: E402
-from db.catalog import get_product_details, get_promotions  # noqa: E402
 from db.connection import open_readonly  # noqa: E402
-from db.pricing import calculate_final_price  # noqa: E402
 from db.records import demo_catalog  # noqa: E402
-from guardrails.ledger import EvidenceLedger  # noqa: E402
 from guardrails.validator import validate  # noqa: E402
-from tests.renderings import discount_forms  # noqa: E402
-from tests.test_validator import SCENARIOS, TRUE_TEMPLATES, lies_for, render_true  # noqa: E402
-
-PRICES = {"football": ("足球", Decimal(120), Decimal(999)), "racket": ("羽毛球拍", Decimal(300), Decimal(240)),
-          "yoga": ("瑜伽垫", Decimal(150), Decimal(130)), "basketball": ("篮球", Decimal(200), Decimal(100)),
-          "pingpong": ("乒乓球", Decimal(35), Decimal(30))}
+from tests.fakes.redteam import build_corpus  # noqa: E402
 
 
-async def build_corpus(conn):
-    """(results, citations, answer, is_true) for every truth and every lie."""
-    corpus = []
-    for name, (products, calcs, cites) in SCENARIOS.items():
-        results = [await get_product_details(conn, products), await get_promotions(conn, products)]
-        results += [await calculate_final_price(conn, pid, qty) for pid, qty in calcs]
-        for template, a, d, b in TRUE_TEMPLATES[name]:
-            corpus += [(results, cites, answer, True) for answer in render_true(template, a, d, b)]
-        label, price, other = PRICES[name]
-        corpus += [(results, cites, answer, False) for _, answer in lies_for(price, other, label)]
-        corpus += [(results, cites, f"{label}现在{text}。", False)
-                   for mult in ("0.7", "0.75") for text in discount_forms(Decimal(mult)).values()]
-        corpus += [(results, cites, f"{label}{text}。", False)
-                   for text in ("库存999件", "还剩一千个", "仅剩3件", "现货12345件")]
-        corpus += [(results, cites, f"{label}（商品ID：999）有货。", False)]
-    return corpus
+def ours(case, _records):
+    return validate(case.question, case.answer, case.citations, case.ledger()).ok
 
 
-def ours(results, cites, answer):
-    ledger = EvidenceLedger()
-    for r in results:
-        ledger.record(r)
-    return validate("多少钱？", answer, cites, ledger).ok
+def previous(case, records):
+    return previous_validate(case.answer, list(case.citations), ledger_from(records))
 
 
-def theirs(results, cites, answer):
-    verified = {p["product_id"] for r in results for p in r.get("products", [])}
-    cited_products = [c.split(":")[1] for c in cites if c.startswith("product:")]
-    return original_validate(answer, cited_products, verified, numbers_seen(results))
+def original(case, records):
+    verified = {r["product_id"] for r in records if r["evidence_id"].startswith("product:")}
+    cited = [c.split(":", 1)[1] for c in case.citations if c.startswith("product:")]
+    return original_validate(case.answer, cited, verified, numbers_seen(records))
 
 
-def rates(check, corpus):
-    blocked = sum(1 for r, c, a, true in corpus if not true and not check(r, c, a))
-    passed = sum(1 for r, c, a, true in corpus if true and check(r, c, a))
-    lies = sum(1 for *_, true in corpus if not true)
-    truths = len(corpus) - lies
-    return blocked / lies, passed / truths, lies, truths
+CHECKS = {"grounding v2": ours, "previous (kind only)": previous, "original design": original}
 
 
-def throughput(check, corpus, rounds=5):
-    per_round = []
+def records_of(case):
+    """The verified records of a case as the model sees them (JSON-ready dicts with evidence ids)."""
+    return [payload(e.record) | {"evidence_id": e.evidence_id, "status": "verified"}
+            for e in case.ledger().entries.values()]
+
+
+def timing(check, corpus, records, rounds=3):
+    per_second, per_answer = [], []
     for _ in range(rounds):
         start = time.perf_counter()
-        for r, c, a, _ in corpus:
-            check(r, c, a)
-        per_round.append(len(corpus) / (time.perf_counter() - start))
-    return statistics.median(per_round), min(per_round)
+        for case, rec in zip(corpus, records, strict=True):
+            t = time.perf_counter()
+            check(case, rec)
+            per_answer.append(time.perf_counter() - t)
+        per_second.append(len(corpus) / (time.perf_counter() - start))
+    per_answer.sort()
+    return statistics.median(per_second), per_answer[int(len(per_answer) * 0.99)] * 1000
 
 
 async def main():
@@ -90,12 +73,34 @@ async def main():
             corpus = await build_corpus(conn)
         finally:
             await conn.close()
-    print(f"corpus: {len(corpus)} answers")
-    for label, check in (("kefu-bot validator", ours), ("original validator", theirs)):
-        blocked, passed, lies, truths = rates(check, corpus)
-        median, worst = throughput(check, corpus)
-        print(f"{label:20s} lies blocked {blocked:7.2%} of {lies}  truths passed {passed:7.2%} of {truths}  "
-              f"{median:8.0f} validations/s (median of 5 rounds, worst {worst:.0f}; ledger built per answer)")
+    records = [records_of(c) for c in corpus]
+    lies, truths = sum(c.lie for c in corpus), sum(not c.lie for c in corpus)
+    print(f"corpus: {len(corpus)} answers from the demo catalog ({lies} lies, {truths} true renderings)\n")
+    right: dict[str, dict[tuple[bool, str], list[bool]]] = {}
+    for label, check in CHECKS.items():
+        table = defaultdict(list)
+        for case, rec in zip(corpus, records, strict=True):
+            table[(case.lie, case.family)].append(check(case, rec) != case.lie)
+        right[label] = table
+    header = f"{'':38s}" + "".join(f"{label:>22s}" for label in CHECKS)
+    for lie, title in ((True, "lies blocked, by family"), (False, "true renderings passed, by role")):
+        print(title)
+        print(header)
+        keys = sorted(k for k in right["grounding v2"] if k[0] == lie)
+        for key in keys + [(lie, "all")]:
+            n = sum(len(v) for k, v in right["grounding v2"].items() if k[0] == lie) if key[1] == "all" else \
+                len(right["grounding v2"][key])
+            cells = []
+            for label in CHECKS:
+                values = ([x for k, v in right[label].items() if k[0] == lie for x in v] if key[1] == "all"
+                          else right[label][key])
+                cells.append(f"{sum(values) / len(values):21.1%} ")
+            print(f"  {key[1] + f' (n={n})':36s}" + "".join(cells))
+        print()
+    for label, check in CHECKS.items():
+        rate, p99 = timing(check, corpus, records)
+        print(f"{label:22s} {rate:8.0f} validations/s (median of 3 rounds, ledger rebuilt per answer), "
+              f"p99 {p99:.2f} ms per answer")
 
 
 if __name__ == "__main__":

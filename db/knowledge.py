@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiosqlite
 
-from db.catalog import SOURCE
+from db.facts import PolicyDocument, PolicyDocuments
 
 MAX_DOCS = 3
 
@@ -16,7 +14,7 @@ def _bigrams(text: str) -> set[str]:
     return {a + b for a, b in zip(chars, chars[1:], strict=False)}
 
 
-async def search_knowledge(conn: aiosqlite.Connection, query: str, limit: int = MAX_DOCS) -> dict[str, Any]:
+async def search_knowledge(conn: aiosqlite.Connection, query: str, limit: int = MAX_DOCS) -> PolicyDocuments:
     """The policy documents sharing the most two-character pieces with `query` (title counts double)."""
     wanted = _bigrams(query or "")
     async with conn.execute("SELECT doc_id, title, content FROM knowledge_docs ORDER BY doc_id") as cur:
@@ -27,6 +25,5 @@ async def search_knowledge(conn: aiosqlite.Connection, query: str, limit: int = 
         if score:
             scored.append((score, row))
     scored.sort(key=lambda item: -item[0])
-    docs = [{"evidence_id": f"doc:{row['doc_id']}", "doc_id": row["doc_id"], "title": row["title"],
-             "content": row["content"]} for _, row in scored[:limit]]
-    return {"status": "verified" if docs else "not_found", "source": SOURCE, "documents": docs}
+    return PolicyDocuments(tuple(PolicyDocument(row["doc_id"], row["title"], row["content"])
+                                 for _, row in scored[:limit]))

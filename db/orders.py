@@ -7,12 +7,12 @@ from typing import Any
 
 import aiosqlite
 
-from db.catalog import SOURCE
+from db.facts import Order, OrderItem, OrderList
 
 MAX_ORDERS = 5
 
 
-async def list_orders(conn: aiosqlite.Connection, user_id: str, order_id: str | None = None) -> dict[str, Any]:
+async def list_orders(conn: aiosqlite.Connection, user_id: str, order_id: str | None = None) -> OrderList:
     """The user's most recent orders (or one order by id), with their lines and totals."""
     sql = ("SELECT o.order_id, o.product_id, p.product_name, o.quantity, o.total, o.status, o.created_at "
            "FROM orders o JOIN products p USING (product_id) WHERE o.user_id = ?")
@@ -23,13 +23,11 @@ async def list_orders(conn: aiosqlite.Connection, user_id: str, order_id: str | 
     sql += " ORDER BY o.created_at DESC, o.order_id, o.product_id"
     async with conn.execute(sql, args) as cur:
         rows = await cur.fetchall()
-    orders: dict[str, dict[str, Any]] = {}
+    lines: dict[str, list[Any]] = {}
     for row in rows:
-        order = orders.setdefault(row["order_id"], {
-            "evidence_id": f"order:{row['order_id']}", "order_id": row["order_id"], "status": row["status"],
-            "created_at": row["created_at"], "items": [], "total": Decimal(0)})
-        order["items"].append({"product_id": row["product_id"], "product_name": row["product_name"],
-                               "quantity": row["quantity"]})
-        order["total"] += Decimal(row["total"])
-    found = list(orders.values())[:MAX_ORDERS]
-    return {"status": "verified" if found else "not_found", "source": SOURCE, "orders": found}
+        lines.setdefault(row["order_id"], []).append(row)
+    orders = tuple(Order(order_id, group[0]["status"], group[0]["created_at"],
+                         tuple(OrderItem(r["product_id"], r["product_name"], r["quantity"]) for r in group),
+                         sum((Decimal(r["total"]) for r in group), Decimal(0)))
+                   for order_id, group in list(lines.items())[:MAX_ORDERS])
+    return OrderList(orders)

@@ -12,16 +12,28 @@ Rules (one order line, one product):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
 
 import aiosqlite
 
-from db.catalog import SOURCE, fetch_products, fetch_promotions, product_evidence_id, promotion_evidence_id
+from db.catalog import fetch_products, fetch_promotions
+from db.facts import (
+    PRICE_TYPES,
+    DiscountType,
+    Product,
+    Promotion,
+    PromotionOutcome,
+    Quote,
+    QuoteRefusal,
+    Status,
+    calc_evidence_id,
+)
+
+__all__ = ["MAX_QUANTITY", "calc_evidence_id", "calculate_final_price", "measure_word", "price_order"]
 
 CENT = Decimal("0.01")
 MAX_QUANTITY = 9999
-PRICE_TYPES = ("percentage", "fixed_reduction")
 
 
 def money(value: Decimal) -> Decimal:
@@ -38,96 +50,54 @@ def measure_word(product_name: str) -> str:
     return "件"
 
 
-def calc_evidence_id(product_id: str, quantity: int, is_first_purchase: bool) -> str:
-    return f"calc:{product_id}:{quantity}:{'first' if is_first_purchase else 'regular'}"
-
-
-def _unmet_condition(promo: dict[str, Any], quantity: int, subtotal: Decimal, first: bool, unit: str) -> str | None:
+def _unmet_condition(promo: Promotion, quantity: int, subtotal: Decimal, first: bool, unit: str) -> str | None:
     """Why `promo` does not apply, in the customer's words; None when every condition holds."""
-    min_qty = promo["minimum_quantity"]
-    if min_qty is not None and quantity < min_qty:
-        return f"需购买{min_qty}{unit}及以上"
-    min_spend = promo["minimum_spend"]
-    if min_spend is not None and subtotal < min_spend:
-        return f"需单笔满{min_spend:f}元"
-    if promo["extra_condition"] == "first_purchase" and not first:
+    if promo.minimum_quantity is not None and quantity < promo.minimum_quantity:
+        return f"需购买{promo.minimum_quantity}{unit}及以上"
+    if promo.minimum_spend is not None and subtotal < promo.minimum_spend:
+        return f"需单笔满{promo.minimum_spend:f}元"
+    if promo.first_purchase and not first:
         return "仅限首次购买"
     return None
 
 
-def _total_after(promo: dict[str, Any], subtotal: Decimal) -> Decimal:
-    if promo["discount_type"] == "percentage":
-        return money(subtotal * promo["discount_value"])
-    if promo["discount_type"] == "fixed_reduction":
-        return money(max(subtotal - promo["discount_value"], Decimal(0)))
-    return subtotal
+def _total_after(promo: Promotion, subtotal: Decimal) -> Decimal:
+    assert promo.discount_value is not None  # guaranteed for price promotions by the import checks
+    if promo.discount_type == DiscountType.PERCENTAGE:
+        return money(subtotal * promo.discount_value)
+    return money(max(subtotal - promo.discount_value, Decimal(0)))
 
 
-def price_order(product: dict[str, Any], promotions: list[dict[str, Any]], quantity: int,
-                is_first_purchase: bool = False) -> dict[str, Any]:
+def price_order(product: Product, promotions: Sequence[Promotion], quantity: int,
+                is_first_purchase: bool = False) -> Quote | QuoteRefusal:
     """Price `quantity` paid units of `product` under its `promotions` (rows from db.catalog)."""
-    product_id = product["product_id"]
-    base = {"product_id": product_id, "product_name": product["product_name"], "quantity": quantity,
-            "is_first_purchase": is_first_purchase, "source": SOURCE}
-    if product["price"] is None:
-        return {**base, "status": "price_unavailable", "message": "该商品暂无标价"}
-    unit = measure_word(product["product_name"])
-    unit_price = money(product["price"])
+    if product.price is None:
+        return QuoteRefusal(Status.PRICE_UNAVAILABLE, product.product_id, quantity, "该商品暂无标价", product)
+    unit = measure_word(product.product_name)
+    unit_price = money(product.price)
     subtotal = money(unit_price * quantity)
 
-    notes, benefits, free_units = [], [], 0
-    best: tuple[Decimal, dict[str, Any]] | None = None
+    reasons = {p.promotion_id: _unmet_condition(p, quantity, subtotal, is_first_purchase, unit) for p in promotions}
+    eligible = [p for p in promotions if reasons[p.promotion_id] is None]
+    priced = [(_total_after(p, subtotal), i, p) for i, p in enumerate(eligible) if p.discount_type in PRICE_TYPES]
+    best = min(priced, default=None)   # the lowest total; on a tie the first listed
+    free_units = sum((quantity // p.minimum_quantity) * int(p.discount_value) for p in eligible
+                     if p.discount_type == DiscountType.BUY_X_GET_Y and p.minimum_quantity and p.discount_value)
+    outcomes = []
     for promo in promotions:
-        reason = _unmet_condition(promo, quantity, subtotal, is_first_purchase, unit)
-        note = {"promotion_id": promo["promotion_id"], "promotion_text": promo["promotion_text"],
-                "discount_type": promo["discount_type"], "applied": reason is None, "reason": reason}
-        notes.append(note)
-        if reason is not None:
-            continue
-        kind = promo["discount_type"]
-        if kind in PRICE_TYPES:
-            total = _total_after(promo, subtotal)
-            if best is None or total < best[0]:
-                best = (total, promo)
-        elif kind == "buy_x_get_y":
-            free_units += (quantity // promo["minimum_quantity"]) * int(promo["discount_value"])
-            benefits.append(note)
-        else:
-            benefits.append(note)
-    applied = best[1] if best else None
-    for note in notes:  # a price promotion that lost to a better one is not "applied"
-        if note["discount_type"] in PRICE_TYPES and note["applied"] and note["promotion_id"] != (
-                applied or {}).get("promotion_id"):
-            note["applied"], note["reason"] = False, "已按更优惠的活动计算，优惠不叠加"
+        reason = reasons[promo.promotion_id]
+        if reason is None and promo.discount_type in PRICE_TYPES and (best is None or promo is not best[2]):
+            reason = "已按更优惠的活动计算，优惠不叠加"   # a price promotion that lost to a better one
+        outcomes.append(PromotionOutcome(promo, reason is None, reason))
 
-    total_units = quantity + free_units
-    stock = product["stock_quantity"]
-    if stock is not None and total_units > stock:
-        return {**base, "status": "insufficient_stock", "requested_units": total_units,
-                "available_stock": stock, "evidence_id": product_evidence_id(product_id),
-                "message": f"库存不足：需要{total_units}{unit}，当前库存{stock}{unit}"}
-
-    final_total = best[0] if best else subtotal
-    used = [p for p in promotions if p is applied or p["promotion_id"] in {b["promotion_id"] for b in benefits}]
-    return {
-        **base,
-        "status": "verified",
-        "evidence_id": calc_evidence_id(product_id, quantity, is_first_purchase),
-        "unit": unit,
-        "unit_price": unit_price,
-        "paid_quantity": quantity,
-        "free_quantity": free_units,
-        "total_units": total_units,
-        "subtotal": subtotal,
-        "discount_amount": money(subtotal - final_total),
-        "final_total": final_total,
-        "applied_promotion": None if applied is None else {
-            "promotion_id": applied["promotion_id"], "promotion_text": applied["promotion_text"],
-            "discount_type": applied["discount_type"], "discount_value": applied["discount_value"]},
-        "benefits": benefits,
-        "promotion_notes": notes,
-        "sources": [product_evidence_id(product_id)] + [promotion_evidence_id(p["promotion_id"]) for p in used],
-    }
+    stock = product.stock_quantity
+    if stock is not None and quantity + free_units > stock:
+        return QuoteRefusal(Status.INSUFFICIENT_STOCK, product.product_id, quantity,
+                            f"库存不足：需要{quantity + free_units}{unit}，当前库存{stock}{unit}", product,
+                            requested_units=quantity + free_units, available_stock=stock)
+    return Quote(product_id=product.product_id, product_name=product.product_name, unit=unit, quantity=quantity,
+                 is_first_purchase=is_first_purchase, unit_price=unit_price, subtotal=subtotal,
+                 final_total=best[0] if best else subtotal, free_quantity=free_units, outcomes=tuple(outcomes))
 
 
 def check_quantity(quantity: object) -> str | None:
@@ -142,14 +112,14 @@ def check_quantity(quantity: object) -> str | None:
 
 
 async def calculate_final_price(conn: aiosqlite.Connection, product_id: object, quantity: object,
-                                is_first_purchase: bool = False) -> dict[str, Any]:
+                                is_first_purchase: bool = False) -> Quote | QuoteRefusal:
     """Re-read the product and its promotions by id and price the order. No price parameter, ever."""
     pid = str(product_id).strip()
     problem = check_quantity(quantity)
     if problem:
-        return {"status": "invalid_quantity", "product_id": pid, "quantity": quantity, "message": problem}
+        return QuoteRefusal(Status.INVALID_QUANTITY, pid, quantity, problem)
     products = await fetch_products(conn, [pid])
     if pid not in products:
-        return {"status": "not_found", "product_id": pid, "missing_product_ids": [pid], "source": SOURCE}
+        return QuoteRefusal(Status.NOT_FOUND, pid, quantity, f"no product with id {pid}")
     promotions = await fetch_promotions(conn, [pid])
     return price_order(products[pid], promotions, int(quantity), bool(is_first_purchase))  # type: ignore[arg-type]

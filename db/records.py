@@ -16,6 +16,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from db.facts import Product, Promotion
 from db.schema import DISCOUNT_TYPES, EXTRA_CONDITIONS
 
 MAX_MONEY = Decimal("100000000")
@@ -28,30 +29,6 @@ class CatalogError(Exception):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__(f"{len(problems)} problem(s) in the catalog:\n" + "\n".join(problems))
-
-
-@dataclass(frozen=True)
-class ProductRecord:
-    product_id: str
-    product_name: str
-    brand: str = ""
-    description: str = ""
-    specifications: str = ""
-    usage: str = ""
-    price: Decimal | None = None
-    stock_quantity: int | None = None
-
-
-@dataclass(frozen=True)
-class PromotionRecord:
-    promotion_id: str
-    product_id: str
-    promotion_text: str
-    discount_type: str
-    discount_value: Decimal | None = None
-    minimum_quantity: int | None = None
-    minimum_spend: Decimal | None = None
-    extra_condition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,8 +51,8 @@ class OrderRecord:
 
 @dataclass
 class Catalog:
-    products: list[ProductRecord]
-    promotions: list[PromotionRecord] = field(default_factory=list)
+    products: list[Product]
+    promotions: list[Promotion] = field(default_factory=list)
     knowledge: list[KnowledgeRecord] = field(default_factory=list)
     orders: list[OrderRecord] = field(default_factory=list)
 
@@ -120,7 +97,7 @@ def _count(raw: object, name: str, *, required: bool, minimum: int = 0) -> tuple
     return value, None
 
 
-def parse_product(row: Mapping[str, object], where: str) -> tuple[ProductRecord | None, list[str]]:
+def parse_product(row: Mapping[str, object], where: str) -> tuple[Product | None, list[str]]:
     problems: list[str] = []
     product_id = _text(row.get("product_id"))
     name = _text(row.get("product_name"))
@@ -135,7 +112,7 @@ def parse_product(row: Mapping[str, object], where: str) -> tuple[ProductRecord 
     problems += [x for x in (p, s) if x]
     if problems:
         return None, [f"{where}: {x}" for x in problems]
-    return ProductRecord(
+    return Product(
         product_id=product_id,
         product_name=name,
         brand=_text(row.get("brand")),
@@ -147,7 +124,7 @@ def parse_product(row: Mapping[str, object], where: str) -> tuple[ProductRecord 
     ), []
 
 
-def parse_promotion(row: Mapping[str, object], where: str) -> tuple[PromotionRecord | None, list[str]]:
+def parse_promotion(row: Mapping[str, object], where: str) -> tuple[Promotion | None, list[str]]:
     problems: list[str] = []
     promotion_id = _text(row.get("promotion_id"))
     product_id = _text(row.get("product_id"))
@@ -179,7 +156,7 @@ def parse_promotion(row: Mapping[str, object], where: str) -> tuple[PromotionRec
         problems.append(f"extra_condition must be empty or one of {', '.join(EXTRA_CONDITIONS)}, got {extra!r}")
     if problems:
         return None, [f"{where}: {x}" for x in problems]
-    return PromotionRecord(promotion_id, product_id, text, kind, value, min_qty, min_spend, extra), []
+    return Promotion(promotion_id, product_id, text, kind, value, min_qty, min_spend, extra), []
 
 
 def parse_knowledge(row: Mapping[str, object], where: str) -> tuple[KnowledgeRecord | None, list[str]]:

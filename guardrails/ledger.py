@@ -1,93 +1,259 @@
-"""The evidence ledger: what the database verified during one turn, and nothing else.
+"""The evidence ledger: what the database verified during one turn, kept as typed facts by role.
 
-Only results whose status is `verified` are recorded. Each evidence id (`product:001`,
-`promotion:P001`, `calc:001:2:regular`, `doc:D001`, `order:A1001`) keeps the product ids it speaks
-for and the normalized figures it contains, by kind. Retrieval candidates never enter it.
+Each evidence id (`product:001`, `promotion:P001`, `calc:001:2:regular`, `doc:D001`, `order:A1001`) keeps
+the record it came from and the figures it vouches for, each with its role (the price of 001, the spend
+threshold of P006, the total for 2 units…), the conditions it holds under and, for a calculation, the
+quantity and first-purchase assumption it was computed for. Retrieval candidates never enter it.
+
+guardrails imports nothing of ours: the records are read through the Protocols below, which the
+database's frozen records (db/facts.py) satisfy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
-from typing import Any
+from decimal import Decimal
+from enum import StrEnum
+from typing import Protocol
 
-from guardrails.figures import DISCOUNT, MONEY, QUANTITY, STOCK, find_mentions
-
-MONEY_KEYS = {"price", "unit_price", "final_unit_price", "subtotal", "final_total", "discount_amount",
-              "minimum_spend", "total"}
-QUANTITY_KEYS = {"quantity", "paid_quantity", "free_quantity", "total_units", "minimum_quantity",
-                 "requested_units"}
-STOCK_KEYS = {"stock_quantity", "available_stock"}
-TEXT_KEYS = {"description", "specifications", "usage", "promotion_text", "reason", "message", "title",
-             "content", "status_text"}
+from guardrails.figures import find_mentions
+from guardrails.roles import KIND_OF, Kind, Role
 
 
-def _decimal(value: Any) -> Decimal | None:
+class ProductFacts(Protocol):
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def product_id(self) -> str: ...
+    @property
+    def product_name(self) -> str: ...
+    @property
+    def brand(self) -> str: ...
+    @property
+    def price(self) -> Decimal | None: ...
+    @property
+    def stock_quantity(self) -> int | None: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def specifications(self) -> str: ...
+    @property
+    def usage(self) -> str: ...
+
+
+class PromotionRule(Protocol):
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def promotion_id(self) -> str: ...
+    @property
+    def product_id(self) -> str: ...
+    @property
+    def promotion_text(self) -> str: ...
+    @property
+    def discount_type(self) -> str: ...
+    @property
+    def discount_value(self) -> Decimal | None: ...
+    @property
+    def minimum_quantity(self) -> int | None: ...
+    @property
+    def minimum_spend(self) -> Decimal | None: ...
+    @property
+    def first_purchase(self) -> bool: ...
+
+
+class PriceQuote(Protocol):
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def product_id(self) -> str: ...
+    @property
+    def product_name(self) -> str: ...
+    @property
+    def quantity(self) -> int: ...
+    @property
+    def is_first_purchase(self) -> bool: ...
+    @property
+    def unit_price(self) -> Decimal: ...
+    @property
+    def subtotal(self) -> Decimal: ...
+    @property
+    def final_total(self) -> Decimal: ...
+    @property
+    def discount_amount(self) -> Decimal: ...
+    @property
+    def free_quantity(self) -> int: ...
+    @property
+    def total_units(self) -> int: ...
+    @property
+    def applied_promotion(self) -> PromotionRule | None: ...
+    @property
+    def benefits(self) -> Sequence[PromotionRule]: ...
+    @property
+    def free_shipping(self) -> bool: ...
+    @property
+    def promotions(self) -> Sequence[PromotionRule]: ...
+
+
+class PolicyText(Protocol):
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+
+
+class OrderLine(Protocol):
+    @property
+    def product_id(self) -> str: ...
+    @property
+    def product_name(self) -> str: ...
+    @property
+    def quantity(self) -> int: ...
+
+
+class OrderFacts(Protocol):
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def total(self) -> Decimal: ...
+    @property
+    def items(self) -> Sequence[OrderLine]: ...
+
+
+class EvidenceKind(StrEnum):
+    PRODUCT = "product"
+    PROMOTION = "promotion"
+    CALC = "calc"
+    DOC = "doc"
+    ORDER = "order"
+
+
+# Promotion types, as the catalog names them (DESIGN.md contract).
+PERCENTAGE, FIXED_REDUCTION, BUY_X_GET_Y, GIFT, FREE_SHIPPING = (
+    "percentage", "fixed_reduction", "buy_x_get_y", "gift", "free_shipping")
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What must hold for a figure to apply; each must be stated next to it (or set by the customer)."""
+
+    first_purchase: bool = False
+    minimum_quantity: int | None = None
+    minimum_spend: Decimal | None = None
+
+    def __bool__(self) -> bool:
+        return self.first_purchase or self.minimum_quantity is not None or self.minimum_spend is not None
+
+
+NONE = Conditions()
+
+
+def conditions_of(promo: PromotionRule | None) -> Conditions:
+    if promo is None:
+        return NONE
+    return Conditions(promo.first_purchase, promo.minimum_quantity, promo.minimum_spend)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One verified figure: its role, value, where it comes from and what it depends on."""
+
+    role: Role
+    kind: Kind
+    value: Decimal
+    evidence_id: str
+    product_id: str | None = None
+    conditions: Conditions = NONE
+    quantity: int | None = None          # a calculation's paid units
+    first_purchase: bool | None = None   # a calculation's first-purchase assumption
+    source: str = ""                     # the promotion or document it belongs to, for messages
+
+    def describe(self, unit: str = "") -> str:
+        """'the spend threshold of promotion P006', 'the total for 2 units (calc:001:2:regular)'."""
+        if self.quantity is not None:
+            first = ", first purchase" if self.first_purchase else ""
+            return f"the {self.role} for {self.quantity}{unit} ({self.evidence_id}{first})"
+        return f"the {self.role} of {self.source or self.evidence_id}"
+
+
+def _figure(role: Role, value: object, evidence_id: str, product_id: str | None, **extra) -> list[Figure]:
     if value is None or isinstance(value, bool):
-        return None
-    try:
-        return Decimal(str(value))
-    except InvalidOperation:
-        return None
+        return []
+    return [Figure(role, KIND_OF[role], Decimal(str(value)), evidence_id, product_id, **extra)]
+
+
+def _text_figures(text: str, evidence_id: str, product_id: str | None) -> list[Figure]:
+    return [Figure(Role.TEXT, m.kind, m.value, evidence_id, product_id)
+            for m in find_mentions(text) if m.value is not None]
+
+
+def promotion_figures(promo: PromotionRule, evidence_id: str) -> list[Figure]:
+    """The figures a promotion rule vouches for, by role, with the conditions its benefit needs."""
+    pid, kind, cond = promo.product_id, promo.discount_type, conditions_of(promo)
+    source = f"promotion {promo.promotion_id}"
+    out = _figure(Role.THRESHOLD, promo.minimum_spend, evidence_id, pid, source=source)
+    if kind == PERCENTAGE:
+        out += _figure(Role.RATE, promo.discount_value, evidence_id, pid, conditions=cond, source=source)
+        out += _figure(Role.MIN_QUANTITY, promo.minimum_quantity, evidence_id, pid, source=source)
+    elif kind == FIXED_REDUCTION:
+        out += _figure(Role.REDUCTION, promo.discount_value, evidence_id, pid, conditions=cond, source=source)
+    elif kind == BUY_X_GET_Y:
+        out += _figure(Role.PAID_UNITS, promo.minimum_quantity, evidence_id, pid, source=source)
+        out += _figure(Role.MIN_QUANTITY, promo.minimum_quantity, evidence_id, pid, source=source)
+        out += _figure(Role.FREE_UNITS, promo.discount_value, evidence_id, pid, conditions=cond, source=source)
+    else:
+        out += _figure(Role.MIN_QUANTITY, promo.minimum_quantity, evidence_id, pid, source=source)
+    return out + _text_figures(promo.promotion_text, evidence_id, pid)
+
+
+def quote_figures(quote: PriceQuote) -> list[Figure]:
+    eid, pid, qty, first = quote.evidence_id, quote.product_id, quote.quantity, quote.is_first_purchase
+    cond = conditions_of(quote.applied_promotion)
+    per_quote = {"quantity": qty, "first_purchase": first}
+    out = _figure(Role.PRICE, quote.unit_price, eid, pid, source=f"product {pid}")
+    out += _figure(Role.SUBTOTAL, quote.subtotal, eid, pid, **per_quote)
+    out += _figure(Role.TOTAL, quote.final_total, eid, pid, conditions=cond, **per_quote)
+    if quote.discount_amount:
+        out += _figure(Role.SAVING, quote.discount_amount, eid, pid, conditions=cond, **per_quote)
+    out += _figure(Role.PAID_UNITS, qty, eid, pid, **per_quote)
+    if quote.free_quantity:
+        out += _figure(Role.FREE_UNITS, quote.free_quantity, eid, pid, **per_quote)
+        out += _figure(Role.TOTAL_UNITS, quote.total_units, eid, pid, **per_quote)
+    for promo in quote.promotions:
+        out += promotion_figures(promo, eid)
+    return out
 
 
 @dataclass
 class Evidence:
-    """One verified fact source and the figures it can vouch for."""
+    """One verified fact source: its record, the products it speaks for and the figures it vouches for."""
 
     evidence_id: str
-    kind: str
-    record: Mapping[str, Any]
-    product_ids: set[str] = field(default_factory=set)
-    product_names: set[str] = field(default_factory=set)
-    figures: dict[str, set[Decimal]] = field(
-        default_factory=lambda: {MONEY: set(), DISCOUNT: set(), STOCK: set(), QUANTITY: set()})
+    kind: EvidenceKind
+    record: object
+    product_ids: frozenset[str] = frozenset()
+    figures: list[Figure] = field(default_factory=list)
+    texts: tuple[str, ...] = ()
 
-    def add(self, kind: str, value: Any) -> None:
-        number = _decimal(value)
-        if number is not None:
-            self.figures[kind].add(number)
-
-    def vouches_for(self, kind: str, value: Decimal) -> bool:
-        if value in self.figures[kind]:
-            return True
-        # A stock figure is also a quantity the customer can buy ("还能买20双").
-        return kind == QUANTITY and value in self.figures[STOCK]
-
-
-def _harvest(evidence: Evidence, node: Any, discount_type: str | None = None) -> None:
-    """Walk a verified record and file every figure under its kind."""
-    if isinstance(node, Mapping):
-        own_type = node.get("discount_type", discount_type)
-        for key, value in node.items():
-            if key in MONEY_KEYS:
-                evidence.add(MONEY, value)
-            elif key in QUANTITY_KEYS:
-                evidence.add(QUANTITY, value)
-            elif key in STOCK_KEYS:
-                evidence.add(STOCK, value)
-            elif key == "discount_value":
-                kind = {"percentage": DISCOUNT, "fixed_reduction": MONEY, "buy_x_get_y": QUANTITY}.get(own_type)
-                if kind:
-                    evidence.add(kind, value)
-            elif key in TEXT_KEYS and isinstance(value, str):
-                for mention in find_mentions(value):
-                    if mention.value is not None:
-                        evidence.figures[mention.kind].add(mention.value)
-            elif isinstance(value, (Mapping, list)):
-                _harvest(evidence, value, own_type)
-    elif isinstance(node, list):
-        for item in node:
-            _harvest(evidence, item, discount_type)
+    def vouches_for(self, kind: Kind, value: Decimal) -> bool:
+        """Today's check: the value is a figure of this kind (a stock figure is also a buyable quantity)."""
+        return any(f.value == value and (f.kind == kind or (kind == Kind.QUANTITY and f.kind == Kind.STOCK))
+                   for f in self.figures)
 
 
 class EvidenceLedger:
-    """Everything verified in one turn, by evidence id."""
+    """Everything verified in one turn, by evidence id. `brands`: every brand word of the catalog."""
 
-    def __init__(self) -> None:
+    def __init__(self, brands: Iterable[str] = ()) -> None:
         self.entries: dict[str, Evidence] = {}
-        self.has_product_data = False
+        self.brands: set[str] = {b for b in brands if b}
+        self.products: dict[str, ProductFacts] = {}
+        self.promotions: dict[str, PromotionRule] = {}
+        self.quotes: dict[str, PriceQuote] = {}
+        self.names: dict[str, str] = {}       # verified product name → product id
 
     def __contains__(self, evidence_id: object) -> bool:
         return evidence_id in self.entries
@@ -96,47 +262,79 @@ class EvidenceLedger:
         return len(self.entries)
 
     @property
-    def verified_product_ids(self) -> set[str]:
-        return {pid for e in self.entries.values() if e.kind == "product" for pid in e.product_ids}
+    def has_product_data(self) -> bool:
+        return bool(self.products)
 
     @property
-    def product_names(self) -> dict[str, str]:
-        """Verified product name → product id (only from product details)."""
-        return {name: pid for e in self.entries.values() if e.kind == "product"
-                for name in e.product_names for pid in e.product_ids}
+    def verified_product_ids(self) -> set[str]:
+        return set(self.products)
 
-    def record(self, result: Mapping[str, Any]) -> list[str]:
-        """File a tool result; returns the evidence ids added (none unless status is verified)."""
-        if not isinstance(result, Mapping) or result.get("status") != "verified":
-            return []
-        added = []
-        for product in result.get("products") or []:
-            ev = self._new(product, "product")
-            ev.product_ids.add(str(product["product_id"]))
-            ev.product_names.add(str(product.get("product_name") or ""))
-            self.has_product_data = True
-            added.append(ev.evidence_id)
-        for promo in result.get("promotions") or []:
-            ev = self._new(promo, "promotion")
-            ev.product_ids.add(str(promo["product_id"]))
-            added.append(ev.evidence_id)
-        for doc in result.get("documents") or []:
-            added.append(self._new(doc, "doc").evidence_id)
-        for order in result.get("orders") or []:
-            ev = self._new(order, "order")
-            ev.product_ids.update(str(i["product_id"]) for i in order.get("items") or [])
-            added.append(ev.evidence_id)
-        if str(result.get("evidence_id", "")).startswith("calc:"):
-            ev = self._new(result, "calc")
-            ev.product_ids.add(str(result["product_id"]))
-            added.append(ev.evidence_id)
-        return added
-
-    def _new(self, record: Mapping[str, Any], kind: str) -> Evidence:
-        evidence = Evidence(str(record["evidence_id"]), kind, record)
-        _harvest(evidence, record)
+    def _add(self, evidence: Evidence) -> str:
         self.entries[evidence.evidence_id] = evidence
-        return evidence
+        return evidence.evidence_id
+
+    def add_product(self, product: ProductFacts) -> str:
+        pid = product.product_id
+        self.products[pid] = product
+        self.names[product.product_name] = pid
+        if product.brand:
+            self.brands.add(product.brand)
+        eid = product.evidence_id
+        figures = _figure(Role.PRICE, product.price, eid, pid, source=f"product {pid}")
+        figures += _figure(Role.STOCK, product.stock_quantity, eid, pid, source=f"product {pid}")
+        texts = (product.description, product.specifications, product.usage)
+        for text in texts:
+            figures += _text_figures(text, eid, pid)
+        return self._add(Evidence(eid, EvidenceKind.PRODUCT, product, frozenset({pid}), figures, texts))
+
+    def add_promotion(self, promo: PromotionRule) -> str:
+        self.promotions[promo.promotion_id] = promo
+        eid = promo.evidence_id
+        return self._add(Evidence(eid, EvidenceKind.PROMOTION, promo, frozenset({promo.product_id}),
+                                  promotion_figures(promo, eid), (promo.promotion_text,)))
+
+    def add_quote(self, quote: PriceQuote) -> str:
+        self.quotes[quote.evidence_id] = quote
+        self.names.setdefault(quote.product_name, quote.product_id)
+        return self._add(Evidence(quote.evidence_id, EvidenceKind.CALC, quote, frozenset({quote.product_id}),
+                                  quote_figures(quote), tuple(p.promotion_text for p in quote.promotions)))
+
+    def add_document(self, doc: PolicyText) -> str:
+        eid = doc.evidence_id
+        return self._add(Evidence(eid, EvidenceKind.DOC, doc, frozenset(),
+                                  _text_figures(doc.title + "。" + doc.content, eid, None), (doc.title, doc.content)))
+
+    def add_order(self, order: OrderFacts) -> str:
+        eid = order.evidence_id
+        figures = _figure(Role.ORDER_TOTAL, order.total, eid, None, source=f"order {eid}")
+        for item in order.items:
+            figures += _figure(Role.ORDER_QUANTITY, item.quantity, eid, item.product_id, source=f"order {eid}")
+            self.names.setdefault(item.product_name, item.product_id)
+        return self._add(Evidence(eid, EvidenceKind.ORDER, order, frozenset(i.product_id for i in order.items),
+                                  figures))
 
     def cited(self, citation_ids: Iterable[str]) -> list[Evidence]:
         return [self.entries[c] for c in citation_ids if c in self.entries]
+
+    # --- questions by product, over a pool of cited evidence ------------------------------------------
+
+    def promotions_of(self, pool: Iterable[Evidence], product_ids: set[str]) -> list[PromotionRule]:
+        """The promotion rules of these products that the pool holds (as promotions or inside a quote)."""
+        found: dict[str, PromotionRule] = {}
+        for e in pool:
+            if e.kind == EvidenceKind.PROMOTION and e.product_ids & product_ids:
+                rule: PromotionRule = e.record  # type: ignore[assignment]
+                found[rule.promotion_id] = rule
+            elif e.kind == EvidenceKind.CALC and e.product_ids & product_ids:
+                for rule in e.record.promotions:  # type: ignore[attr-defined]
+                    found[rule.promotion_id] = rule
+        return list(found.values())
+
+    def price_of(self, product_id: str) -> Decimal | None:
+        product = self.products.get(product_id)
+        if product is not None:
+            return product.price
+        return next((q.unit_price for q in self.quotes.values() if q.product_id == product_id), None)
+
+    def name_of(self, product_id: str) -> str:
+        return next((n for n, p in self.names.items() if p == product_id), product_id)

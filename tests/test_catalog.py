@@ -22,13 +22,13 @@ PINNED = {
 
 async def test_demo_catalog_holds_the_pinned_facts(conn):
     result = await get_product_details(conn, list(PINNED))
-    assert result["status"] == "verified"
-    for product in result["products"]:
-        name, brand, price, stock = PINNED[product["product_id"]]
-        assert (product["product_name"], product["brand"], product["price"], product["stock_quantity"]) == (
+    assert result.status == "verified"
+    for product in result.products:
+        name, brand, price, stock = PINNED[product.product_id]
+        assert (product.product_name, product.brand, product.price, product.stock_quantity) == (
             name, brand, Decimal(price), stock)
-    shoe = result["products"][3]
-    assert shoe["description"] == "适合长距离跑步，舒适透气，提供良好的足弓支撑"
+    shoe = result.products[3]
+    assert shoe.description == "适合长距离跑步，舒适透气，提供良好的足弓支撑"
 
 
 async def test_demo_catalog_has_every_promotion_kind(conn):
@@ -43,15 +43,15 @@ async def test_demo_catalog_has_every_promotion_kind(conn):
 
 async def test_details_coerce_dedupe_and_report_missing(conn):
     result = await get_product_details(conn, [1, "001", " 001 ", "002", "999"])
-    assert [p["product_id"] for p in result["products"]] == ["001", "002"]
-    assert result["missing_product_ids"] == ["1", "999"]
-    assert result["products"][0]["evidence_id"] == "product:001"
+    assert [p.product_id for p in result.products] == ["001", "002"]
+    assert result.missing_product_ids == ("1", "999")
+    assert result.products[0].evidence_id == "product:001"
 
 
 async def test_details_cap_at_ten_ids(conn):
     ids = [f"{i:03d}" for i in range(1, 20)]
     result = await get_product_details(conn, ids)
-    assert len(result["products"]) + len(result["missing_product_ids"]) == 10
+    assert len(result.products) + len(result.missing_product_ids) == 10
 
 
 async def test_empty_request_is_not_found_without_sql(demo_db):
@@ -59,23 +59,23 @@ async def test_empty_request_is_not_found_without_sql(demo_db):
         def execute(self, *args, **kwargs):
             raise AssertionError("SQL was run for an empty id list")
 
-    assert await get_product_details(NoSQL(), []) == {
-        "status": "not_found", "source": "catalog.sqlite", "products": [], "missing_product_ids": []}
+    result = await get_product_details(NoSQL(), [])
+    assert (result.status, result.products, result.missing_product_ids) == ("not_found", (), ())
 
 
 async def test_injection_attempt_is_just_an_unknown_id(conn):
     result = await get_product_details(conn, ["001' OR '1'='1"])
-    assert result["status"] == "not_found"
+    assert result.status == "not_found"
 
 
 async def test_promotions_for_known_and_unknown_products(conn):
     result = await get_promotions(conn, ["001", "006", "nope"])
-    assert result["status"] == "verified"
-    assert result["product_ids"] == ["001", "006"]
-    assert [p["promotion_id"] for p in result["promotions"]] == ["P001"]
-    assert result["promotions"][0]["discount_value"] == Decimal("0.9")
-    assert result["missing_product_ids"] == ["nope"]
-    assert (await get_promotions(conn, []))["status"] == "not_found"
+    assert result.status == "verified"
+    assert result.product_ids == ("001", "006")
+    assert [p.promotion_id for p in result.promotions] == ["P001"]
+    assert result.promotions[0].discount_value == Decimal("0.9")
+    assert result.missing_product_ids == ("nope",)
+    assert (await get_promotions(conn, [])).status == "not_found"
 
 
 @pytest.mark.parametrize("statement", [
@@ -111,14 +111,14 @@ async def test_missing_or_foreign_file_is_a_clear_error(tmp_path):
 
 async def test_knowledge_search_finds_policy(conn):
     result = await search_knowledge(conn, "怎么退货？")
-    assert result["status"] == "verified"
-    assert result["documents"][0]["evidence_id"] == "doc:D001"
-    assert (await search_knowledge(conn, "火星旅行"))["status"] == "not_found"
+    assert result.status == "verified"
+    assert result.documents[0].evidence_id == "doc:D001"
+    assert (await search_knowledge(conn, "火星旅行")).status == "not_found"
 
 
 async def test_orders_are_scoped_to_the_user(conn):
     mine = await list_orders(conn, "console")
-    assert [o["order_id"] for o in mine["orders"]] == ["A1002", "A1001"]
-    assert mine["orders"][1]["total"] == Decimal("216.00")
-    assert (await list_orders(conn, "console", "A1003"))["status"] == "not_found"  # someone else's
-    assert (await list_orders(conn, "10001", "A1003"))["orders"][0]["items"][0]["product_name"] == "羽毛球拍"
+    assert [o.order_id for o in mine.orders] == ["A1002", "A1001"]
+    assert mine.orders[1].total == Decimal("216.00")
+    assert (await list_orders(conn, "console", "A1003")).status == "not_found"  # someone else's
+    assert (await list_orders(conn, "10001", "A1003")).orders[0].items[0].product_name == "羽毛球拍"

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardrails.figures import DISCOUNT, MONEY, QUANTITY, STOCK, find_mentions, parse_number
-from tests.renderings import discount_forms, money_forms
+from guardrails.figures import CLOCK, DISCOUNT, DURATION, MONEY, QUANTITY, STOCK, find_mentions, parse_number
+from tests.fakes.renderings import discount_forms, money_forms
 
 D = Decimal
 
@@ -47,7 +47,15 @@ def figures(text):
     ("库存50件", [(STOCK, D(50))]),
     ("还剩二十双", [(STOCK, D(20))]),
     ("买两支", [(QUANTITY, D(2))]),
-    ("3个月质保", []),
+    ("3个月质保", [(DURATION, D(2160))]),   # a policy term, in hours
+    ("签收后7天内", [(DURATION, D(168))]),
+    ("付款后48小时内发货", [(DURATION, D(48))]),
+    ("一般2到3天送达", [(DURATION, D(48)), (DURATION, D(72))]),
+    ("每天9:00到21:00", [(CLOCK, D(540)), (CLOCK, D(1260))]),
+    ("早上九点到晚上九点半", [(CLOCK, D(540)), (CLOCK, D(1290))]),
+    ("再便宜一点", []),                      # 一点 is no time of day
+    ("满200包邮", [(MONEY, D(200))]),         # 包 of 包邮 is no measure word
+    ("1,999.00元", [(MONEY, D(1999))]),
     ("满500减100", [(MONEY, D(500)), (MONEY, D(100))]),
     ("买三送一", [(QUANTITY, D(3)), (QUANTITY, D(1))]),
     ("单笔满300元篮球半价", [(MONEY, D(300)), (DISCOUNT, D("0.5"))]),

@@ -4,6 +4,7 @@ from decimal import Decimal
 
 import pytest
 
+from db.facts import Product, Promotion
 from db.pricing import calculate_final_price, price_order
 
 D = Decimal
@@ -32,119 +33,117 @@ D = Decimal
 )
 async def test_shop_figures(conn, product_id, quantity, first, total):
     result = await calculate_final_price(conn, product_id, quantity, first)
-    assert result["status"] == "verified"
-    assert result["final_total"] == D(total)
-    assert isinstance(result["final_total"], Decimal)
+    assert result.status == "verified"
+    assert result.final_total == D(total)
+    assert isinstance(result.final_total, Decimal)
 
 
 async def test_one_racket_explains_why_no_discount(conn):
     result = await calculate_final_price(conn, "003", 1)
-    assert result["applied_promotion"] is None
-    assert result["promotion_notes"][0]["reason"] == "需购买2支及以上"
-    assert result["final_total"] != D("240")
+    assert result.applied_promotion is None
+    assert result.outcomes[0].reason == "需购买2支及以上"
+    assert result.final_total != D("240")
 
 
 async def test_first_purchase_condition_is_reported(conn):
     result = await calculate_final_price(conn, "004", 1, False)
-    assert result["promotion_notes"][0] == {
-        "promotion_id": "P004", "promotion_text": "首次购买8折", "discount_type": "percentage",
-        "applied": False, "reason": "仅限首次购买"}
+    outcome = result.outcomes[0]
+    assert (outcome.promotion.promotion_id, outcome.promotion.promotion_text, outcome.applied, outcome.reason) == (
+        "P004", "首次购买8折", False, "仅限首次购买")
 
 
 async def test_buy_three_get_one_reports_paid_and_free_units(conn):
     three = await calculate_final_price(conn, "012", 3)
-    assert (three["paid_quantity"], three["free_quantity"], three["total_units"]) == (3, 1, 4)
-    assert three["subtotal"] == three["final_total"] == D("105.00")
+    assert (three.paid_quantity, three.free_quantity, three.total_units) == (3, 1, 4)
+    assert three.subtotal == three.final_total == D("105.00")
     two = await calculate_final_price(conn, "012", 2)
-    assert (two["free_quantity"], two["final_total"]) == (0, D("70.00"))
+    assert (two.free_quantity, two.final_total) == (0, D("70.00"))
     seven = await calculate_final_price(conn, "012", 7)
-    assert (seven["free_quantity"], seven["total_units"]) == (2, 9)
+    assert (seven.free_quantity, seven.total_units) == (2, 9)
 
 
 async def test_gift_and_free_shipping_never_lower_the_total(conn):
     mat = await calculate_final_price(conn, "005", 2)
-    assert mat["final_total"] == mat["subtotal"] == D("300.00")
-    assert [b["promotion_text"] for b in mat["benefits"]] == ["赠送教程视频"]
+    assert mat.final_total == mat.subtotal == D("300.00")
+    assert [b.promotion_text for b in mat.benefits] == ["赠送教程视频"]
     one_bottle = await calculate_final_price(conn, "037", 4)   # 196 < 200
-    assert one_bottle["benefits"] == []
-    assert one_bottle["promotion_notes"][0]["reason"] == "需单笔满200元"
+    assert one_bottle.benefits == () and not one_bottle.free_shipping
+    assert one_bottle.outcomes[0].reason == "需单笔满200元"
     five = await calculate_final_price(conn, "037", 5)          # 245 ≥ 200
-    assert five["final_total"] == D("245.00")
-    assert [b["discount_type"] for b in five["benefits"]] == ["free_shipping"]
+    assert five.final_total == D("245.00")
+    assert [b.discount_type for b in five.benefits] == ["free_shipping"] and five.free_shipping
 
 
 async def test_sources_name_the_rows_used(conn):
     result = await calculate_final_price(conn, "001", 2)
-    assert result["sources"] == ["product:001", "promotion:P001"]
-    assert result["evidence_id"] == "calc:001:2:regular"
+    assert result.sources == ["product:001", "promotion:P001"]
+    assert result.evidence_id == "calc:001:2:regular"
     no_promo = await calculate_final_price(conn, "003", 1)
-    assert no_promo["sources"] == ["product:003"]
+    assert no_promo.sources == ["product:003"]
 
 
 async def test_quantity_above_stock_gives_available_stock_and_no_total(conn):
     result = await calculate_final_price(conn, "004", 21)
-    assert result["status"] == "insufficient_stock"
-    assert result["available_stock"] == 20
-    assert "final_total" not in result
+    assert result.status == "insufficient_stock"
+    assert result.available_stock == 20
+    assert not hasattr(result, "final_total")
     at_stock = await calculate_final_price(conn, "004", 20)
-    assert at_stock["status"] == "verified"
+    assert at_stock.status == "verified"
 
 
 async def test_free_units_count_against_stock(conn):
     # 乒乓球 stock 200: 150 paid → 50 free → 200 units fits; 151 paid → 201 units does not.
-    assert (await calculate_final_price(conn, "012", 150))["status"] == "verified"
-    assert (await calculate_final_price(conn, "012", 151))["status"] == "insufficient_stock"
+    assert (await calculate_final_price(conn, "012", 150)).status == "verified"
+    assert (await calculate_final_price(conn, "012", 151)).status == "insufficient_stock"
 
 
 @pytest.mark.parametrize("quantity", [0, -1, 10000, 2.5, "2", True, None])
 async def test_bad_quantities_are_clear_errors(conn, quantity):
     result = await calculate_final_price(conn, "001", quantity)
-    assert result["status"] == "invalid_quantity"
-    assert result["message"]
+    assert result.status == "invalid_quantity"
+    assert result.message
 
 
 async def test_unknown_product_is_not_found(conn):
     result = await calculate_final_price(conn, "999", 1)
-    assert result == {"status": "not_found", "product_id": "999", "missing_product_ids": ["999"],
-                      "source": "catalog.sqlite"}
+    assert (result.status, result.product_id) == ("not_found", "999")
 
 
 def _product(price="100", stock=100, name="测试商品"):
-    return {"product_id": "T1", "product_name": name, "price": D(price), "stock_quantity": stock}
+    return Product("T1", name, price=None if price is None else D(price), stock_quantity=stock)
 
 
 def _promo(pid, kind, value=None, min_qty=None, min_spend=None, extra=None, text="活动"):
-    return {"promotion_id": pid, "promotion_text": text, "discount_type": kind,
-            "discount_value": None if value is None else D(value), "minimum_quantity": min_qty,
-            "minimum_spend": None if min_spend is None else D(min_spend), "extra_condition": extra}
+    return Promotion(pid, "T1", text, kind, None if value is None else D(value), min_qty,
+                     None if min_spend is None else D(min_spend), extra)
 
 
 @pytest.mark.parametrize(("quantity", "total"), [(4, "400.00"), (5, "400.00")])
 def test_minimum_spend_boundary_exactly_at_and_one_below(quantity, total):
     # 满500减100: 400 is below the threshold, 500 is exactly at it.
     result = price_order(_product(), [_promo("X", "fixed_reduction", "100", min_spend="500")], quantity)
-    assert result["final_total"] == D(total)
+    assert result.final_total == D(total)
 
 
 def test_best_price_promotion_wins_and_they_do_not_stack():
     promos = [_promo("A", "percentage", "0.9"), _promo("B", "fixed_reduction", "50", min_spend="300")]
     result = price_order(_product(), promos, 3)   # 300: 9折 → 270, 满300减50 → 250
-    assert result["final_total"] == D("250.00")
-    assert result["applied_promotion"]["promotion_id"] == "B"
-    assert [n["applied"] for n in result["promotion_notes"]] == [False, True]
+    assert result.final_total == D("250.00")
+    assert result.applied_promotion.promotion_id == "B"
+    assert [o.applied for o in result.outcomes] == [False, True]
 
 
 def test_rounding_is_half_up_to_cents():
     result = price_order(_product(price="0.05"), [_promo("A", "percentage", "0.9")], 1)  # 0.045 → 0.05
-    assert result["final_total"] == D("0.05")
-    assert price_order(_product(price="33.33"), [_promo("A", "percentage", "0.85")], 1)["final_total"] == D("28.33")
+    assert result.final_total == D("0.05")
+    assert price_order(_product(price="33.33"), [_promo("A", "percentage", "0.85")], 1).final_total == D("28.33")
 
 
 def test_fixed_reduction_never_goes_below_zero():
     result = price_order(_product(price="50"), [_promo("A", "fixed_reduction", "100")], 1)
-    assert result["final_total"] == D("0.00")
+    assert result.final_total == D("0.00")
 
 
 def test_missing_price_is_not_guessed():
-    result = price_order({**_product(), "price": None}, [], 1)
-    assert result["status"] == "price_unavailable"
+    result = price_order(_product(price=None), [], 1)
+    assert result.status == "price_unavailable"

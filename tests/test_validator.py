@@ -6,22 +6,23 @@ from decimal import Decimal
 
 import pytest
 
+from agent.tools import file_evidence
 from db.catalog import get_product_details, get_promotions
 from db.pricing import calculate_final_price
 from guardrails import validator as v
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import validate
-from tests.renderings import discount_forms, money_forms
+from tests.fakes.renderings import discount_forms, money_forms
 
 D = Decimal
 
 
 async def ledger_for(conn, product_ids, calcs=()):
     ledger = EvidenceLedger()
-    ledger.record(await get_product_details(conn, product_ids))
-    ledger.record(await get_promotions(conn, product_ids))
+    file_evidence(ledger, await get_product_details(conn, product_ids))
+    file_evidence(ledger, await get_promotions(conn, product_ids))
     for pid, qty, *first in calcs:
-        ledger.record(await calculate_final_price(conn, pid, qty, bool(first and first[0])))
+        file_evidence(ledger, await calculate_final_price(conn, pid, qty, bool(first and first[0])))
     return ledger
 
 
@@ -169,7 +170,7 @@ async def test_no_citation(conn):
 
 async def test_needs_product_evidence_when_only_promotions_are_known(conn):
     ledger = EvidenceLedger()
-    ledger.record(await get_promotions(conn, ["001"]))
+    file_evidence(ledger, await get_promotions(conn, ["001"]))
     assert not ledger.has_product_data
     verdict = validate("q", "足球现在9折", ["promotion:P001"], ledger)
     assert verdict.codes == [v.NEEDS_PRODUCT_EVIDENCE]
@@ -204,9 +205,9 @@ def test_empty_answer_and_bad_status():
 
 async def test_unverified_results_never_enter_the_ledger(conn):
     ledger = EvidenceLedger()
-    assert ledger.record(await get_product_details(conn, ["999"])) == []
-    assert ledger.record({"status": "verified", "candidates": [{"product_id": "001"}]}) == []
-    assert ledger.record(await calculate_final_price(conn, "004", 99)) == []   # insufficient stock
+    assert file_evidence(ledger, await get_product_details(conn, ["999"])) == []
+    assert file_evidence(ledger, {"status": "verified", "candidates": [{"product_id": "001"}]}) == []
+    assert file_evidence(ledger, await calculate_final_price(conn, "004", 99)) == []   # insufficient stock
     assert len(ledger) == 0 and not ledger.has_product_data
 
 

@@ -1,0 +1,72 @@
+"""What a figure means: its role (a price, a total, a spend threshold…), read from the shop's own phrasing.
+
+The ledger files every verified figure under a role; the validator reads the role a sentence gives a
+figure from the words right before (or after) it, and checks the figure against evidence of that role."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """What kind of quantity a figure is, whatever its role."""
+
+    MONEY = "money"
+    DISCOUNT = "discount"
+    STOCK = "stock"
+    QUANTITY = "quantity"
+    DURATION = "duration"   # normalized to hours: 7天 → 168
+    CLOCK = "clock"         # a time of day, in minutes after midnight: 21:00 → 1260
+
+
+class Role(StrEnum):
+    PRICE = "price"                        # the unit price of a product
+    SUBTOTAL = "subtotal"                  # unit price × quantity, before promotions
+    TOTAL = "total"                        # the final amount for a quantity, after promotions
+    SAVING = "saving"                      # what the promotions took off a calculated total
+    THRESHOLD = "spend threshold"          # 满X
+    REDUCTION = "reduction"                # 减Y
+    RATE = "rate"                          # N折 / 半价 / N%
+    MIN_QUANTITY = "minimum quantity"      # N支及以上
+    PAID_UNITS = "paid units"              # 买X(送Y)
+    FREE_UNITS = "free units"              # (买X)送Y, 另送N个
+    TOTAL_UNITS = "units received"         # 实得N个
+    STOCK = "stock"
+    ORDER_TOTAL = "order total"
+    ORDER_QUANTITY = "order quantity"
+    TEXT = "text"                          # a figure written in a product's or a document's own text
+
+
+KIND_OF = {
+    Role.PRICE: Kind.MONEY, Role.SUBTOTAL: Kind.MONEY, Role.TOTAL: Kind.MONEY, Role.SAVING: Kind.MONEY,
+    Role.THRESHOLD: Kind.MONEY, Role.REDUCTION: Kind.MONEY, Role.ORDER_TOTAL: Kind.MONEY, Role.RATE: Kind.DISCOUNT,
+    Role.MIN_QUANTITY: Kind.QUANTITY, Role.PAID_UNITS: Kind.QUANTITY, Role.FREE_UNITS: Kind.QUANTITY,
+    Role.TOTAL_UNITS: Kind.QUANTITY, Role.ORDER_QUANTITY: Kind.QUANTITY, Role.STOCK: Kind.STOCK,
+}
+
+_UNIT = "(?:个|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包|组|箱|桶|本|份)"
+
+# Words right before a money figure, the closest one decides ("买一个共108元": 共, not 一个).
+MONEY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    (Role.SUBTOTAL, re.compile("小计|原价合计|商品金额")),
+    (Role.TOTAL, re.compile("一共|合计|总价|总共|共计|总计|共|实付款?|到手价?|折后价?|优惠后|打折后|活动价|优惠价|"
+                            "现价|只要|只需|仅需|需付|应付|支付|付款|后")),
+    (Role.REDUCTION, re.compile("立减|直降|减|优惠了?|便宜了?|节省|省了?|少付|抵扣|抵")),
+    (Role.PRICE, re.compile(f"售价|价格|单价|原价|标价|定价|零售价|价钱|每{_UNIT}|一{_UNIT}|单{_UNIT}")),
+)
+# Words right after a money figure: "120元一个", "200元以上包邮".
+MONEY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    (Role.PRICE, re.compile(f"^\\s*(?:/|每|一){_UNIT}")),
+    (Role.THRESHOLD, re.compile("^\\s*(?:及|或)?以上")),
+)
+QUANTITY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    (Role.FREE_UNITS, re.compile("送|赠")),
+    (Role.TOTAL_UNITS, re.compile("实得|共得|可得|到手|拿到|总共得")),
+    (Role.MIN_QUANTITY, re.compile("满|至少|起码")),
+)
+QUANTITY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    (Role.MIN_QUANTITY, re.compile("^\\s*(?:及|或)?(?:以上|起购|起)")),
+)
+
+FIRST_PURCHASE_WORDS = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购")
