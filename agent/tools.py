@@ -4,6 +4,7 @@ filed in the turn's evidence ledger. Facts only come from `db/`; search results 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ def tool_schemas() -> list[dict[str, Any]]:
     for name, model in TOOLS.items():
         params = _strip_titles(model.model_json_schema())
         params.pop("description", None)
-        out.append({"type": "function", "function": {"name": name, "description": (model.__doc__ or "").strip(),
+        out.append({"type": "function", "function": {"name": name, "description": inspect.cleandoc(model.__doc__ or ""),
                                                      "parameters": params}})
     return out
 

@@ -21,11 +21,17 @@ from guardrails.figures import find_mentions
 from guardrails.roles import KIND_OF, Kind, Role
 
 
-class ProductFacts(Protocol):
+class _Cited(Protocol):
     @property
     def evidence_id(self) -> str: ...
+
+
+class _OfProduct(_Cited, Protocol):
     @property
     def product_id(self) -> str: ...
+
+
+class ProductFacts(_OfProduct, Protocol):
     @property
     def product_name(self) -> str: ...
     @property
@@ -42,13 +48,9 @@ class ProductFacts(Protocol):
     def usage(self) -> str: ...
 
 
-class PromotionRule(Protocol):
-    @property
-    def evidence_id(self) -> str: ...
+class PromotionRule(_OfProduct, Protocol):
     @property
     def promotion_id(self) -> str: ...
-    @property
-    def product_id(self) -> str: ...
     @property
     def promotion_text(self) -> str: ...
     @property
@@ -63,11 +65,7 @@ class PromotionRule(Protocol):
     def first_purchase(self) -> bool: ...
 
 
-class PriceQuote(Protocol):
-    @property
-    def evidence_id(self) -> str: ...
-    @property
-    def product_id(self) -> str: ...
+class PriceQuote(_OfProduct, Protocol):
     @property
     def product_name(self) -> str: ...
     @property
@@ -96,9 +94,7 @@ class PriceQuote(Protocol):
     def promotions(self) -> Sequence[PromotionRule]: ...
 
 
-class PolicyText(Protocol):
-    @property
-    def evidence_id(self) -> str: ...
+class PolicyText(_Cited, Protocol):
     @property
     def title(self) -> str: ...
     @property
@@ -114,9 +110,7 @@ class OrderLine(Protocol):
     def quantity(self) -> int: ...
 
 
-class OrderFacts(Protocol):
-    @property
-    def evidence_id(self) -> str: ...
+class OrderFacts(_Cited, Protocol):
     @property
     def total(self) -> Decimal: ...
     @property

@@ -129,6 +129,14 @@ async def test_policy_contradicts(conn):
     assert validate("q", "暂不支持货到付款。", cites, ledger).ok
 
 
+async def test_unverified_duration_or_time(conn):
+    ledger = await ledger_for(conn, ["048"], docs=["客服时间"])
+    assert validate("q", "GPS心率运动手表续航14天。", ["product:048"], ledger).ok
+    assert validate("q", "GPS心率运动手表续航30天。", ["product:048"], ledger).codes == [v.UNVERIFIED_POLICY_FIGURE]
+    late = validate("q", "人工客服晚上10点下班。", ["doc:D005"], ledger)
+    assert v.UNVERIFIED_POLICY_FIGURE in late.codes and "10点" in late.message
+
+
 # --- through the real bot: a scripted model tells each kind of lie ------------------------------------
 
 LIES = {   # customer message → (tool call, the lie submitted with real evidence ids, a true fact the customer gets)
