@@ -266,6 +266,30 @@ def prepare_catalog(settings: Settings) -> None:
         cmd_build_index(argparse.Namespace(rebuild=False, quiet=True), settings)
 
 
+def cmd_eval_dialogues(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the dialogue evaluation through the real turn loop (the configured model) and print pass rates."""
+    from agent.evaluation import load_dialogues, report, run_dialogues
+
+    try:
+        dialogues = load_dialogues(Path(args.dialogues) if args.dialogues else None)
+    except (OSError, ValueError) as exc:
+        raise StartupError(f"--dialogues: {exc}") from None
+    prepare_catalog(settings)
+
+    async def run() -> int:
+        agent, conn, model = await build_agent(settings)
+        try:
+            outcomes = await run_dialogues(agent, dialogues)
+        finally:
+            await conn.close()
+            if model is not None:
+                await model.close()
+        print(report(outcomes, show_failures=args.show_failures))
+        return 0
+
+    return asyncio.run(run())
+
+
 def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
 
     from agent.memory import InProcessMemory
@@ -410,6 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--lexical-only", action="store_true", help="measure without the vector index")
     ev.add_argument("--show-misses", action="store_true", help="list the queries missed at rank 3")
     ev.set_defaults(func=cmd_eval_retrieval)
+
+    dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")
+    dia.add_argument("--dialogues", help="dialogues JSON Lines; default: the shipped set")
+    dia.add_argument("--show-failures", action="store_true", help="print each failed dialogue with its answers")
+    dia.set_defaults(func=cmd_eval_dialogues)
 
     audit = sub.add_parser("audit", help="read the audit log")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)

@@ -11,8 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from agent.intent import Intent
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
+    Basket,
     DiscountType,
     Order,
     OrderList,
@@ -49,6 +51,8 @@ class Findings:
     products: dict[str, Product] = field(default_factory=dict)
     promotions: dict[str, list[Promotion]] = field(default_factory=dict)
     calculation: Quote | QuoteRefusal | None = None
+    basket: Basket | None = None
+    searches: list[list[str]] = field(default_factory=list)   # candidate ids of each search, in order
     documents: list[PolicyDocument] = field(default_factory=list)
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
@@ -64,6 +68,7 @@ class Findings:
         match result:
             case SearchResult(candidates=candidates, prepared_evidence=prepared):
                 self.candidates = [c.product_id for c in candidates]
+                self.searches.append(self.candidates)
                 if prepared:
                     for part in (prepared.product_details, prepared.promotions, prepared.calculation):
                         self.add(part)
@@ -84,6 +89,8 @@ class Findings:
                         listed.append(promo)
             case Quote():
                 self.calculation = result
+            case Basket():
+                self.basket = result
             case QuoteRefusal(status=Status.INSUFFICIENT_STOCK):
                 self.calculation = result
             case PolicyDocuments(documents=documents) if documents:
@@ -172,6 +179,76 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
                 cites.append(other.evidence_id)
             parts.append("\n也可以看看：" + "；".join(lines) + "。")
     return "".join(parts), list(dict.fromkeys(cites))
+
+
+NO_LISTING = "抱歉，没有找到符合这些条件的商品。您可以放宽价格范围，或换个品牌、类别再问我。"
+
+
+def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
+    """The products a filtered search found, each with its verified price (the budget is never restated:
+    a customer's figure is not evidence)."""
+    products = [findings.products[pid] for pid in findings.candidates if pid in findings.products]
+    if not products:
+        return NO_LISTING, []
+    what = ("符合您预算的" if asked.max_price is not None or asked.min_price is not None else "") \
+        + (asked.brand or "") + (asked.category or "") + "商品"
+    lines = [f"{_label(p)}，售价{yuan(p.price)}" if p.price is not None else _label(p) for p in products]
+    return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", [p.evidence_id for p in products]
+
+
+def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[str]]:
+    """Each product's verified price (and what it is for when asked how they differ), then which is
+    cheaper or dearer — a conclusion drawn from the figures just stated."""
+    differ = not re.search("贵|便宜|价", asked.text)
+    lines = [f"{_label(p)}售价{yuan(p.price)}" + (f"，{p.description}" if differ and p.description else "")
+             for p in products if p.price is not None]
+    text = "；".join(lines) + "。"
+    priced = [p for p in products if p.price is not None]
+    if len(priced) >= 2:
+        cheap, dear = min(priced, key=lambda p: p.price), max(priced, key=lambda p: p.price)
+        if cheap.price == dear.price:
+            text += "两者价格相同。"
+        elif "贵" in asked.text:
+            text += f"{dear.product_name}更贵。"
+        else:
+            text += f"{cheap.product_name}更便宜。"
+    return text, [p.evidence_id for p in products]
+
+
+def basket_answer(basket: Basket) -> tuple[str, list[str]]:
+    """Each line with its own promotion, then the sum; the sum is the basket calculation's own."""
+    lines = []
+    for line in basket.lines:
+        buy = "首次购买" if line.is_first_purchase and line.applied_promotion and line.applied_promotion.first_purchase \
+            else "买"
+        text = f"{line.product_name}{buy}{line.quantity}{line.unit}实付{yuan(line.final_total)}"
+        if line.applied_promotion:
+            text += f"（按“{line.applied_promotion.promotion_text}”）"
+        if line.free_quantity:
+            text += f"，另送{line.free_quantity}{line.unit}"
+        lines.append(text)
+    shipping = "，可以包邮" if basket.free_shipping else ""
+    return ("；".join(lines) + f"；合计{yuan(basket.final_total)}{shipping}。",
+            [*(line.evidence_id for line in basket.lines), basket.evidence_id])
+
+
+def spec_answer(product: Product) -> tuple[str, list[str]]:
+    spec = f"{_label(product)}的规格：{product.specifications}。" if product.specifications else \
+        f"{_label(product)}：{product.description}。"
+    price = f"{product.product_name}售价{yuan(product.price)}。" if product.price is not None else ""
+    return spec + price, [product.evidence_id]
+
+
+def brand_answer(product: Product) -> tuple[str, list[str]]:
+    price = f"，售价{yuan(product.price)}" if product.price is not None else ""
+    return f"{product.product_name}是{product.brand or '店铺自有'}品牌的{price}。", [product.evidence_id]
+
+
+def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:
+    """A near miss: say first that the thing itself is not sold, then what related products there are."""
+    lines = "；".join(f"{_label(p)}，售价{yuan(p.price)}" for p in products if p.price is not None)
+    return (f"抱歉，本店没有销售“{subject}”。您可以看看相关的商品：{lines}。",
+            [p.evidence_id for p in products if p.price is not None])
 
 
 _ASKING = re.compile(r"^(请问)?(店里|你们|你们家|这里|贵店|本店)?(有没有|有|卖不卖|卖|是否有|能买到)?|(吗|呢|么|嘛)?$")

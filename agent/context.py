@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent.intent import Intent, read
+
 
 @dataclass
 class TurnContext:
@@ -15,6 +17,11 @@ class TurnContext:
     first_purchase: bool = False
     results: list[tuple[str, object]] = field(default_factory=list)   # (tool name, typed result), in order
     rejections: int = 0                    # submissions the validator sent back in this loop
+    intent: Intent | None = None           # the message as the reader understood it
+
+    def __post_init__(self) -> None:
+        if self.intent is None:
+            self.intent = read(self.question, has_focus=bool(self.focus_product_ids))
 
     @property
     def called(self) -> list[str]:

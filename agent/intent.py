@@ -1,55 +1,264 @@
-"""What a customer's message asks for, read deterministically: quantity, first purchase, and the kind
-of question. Used by the backend (to prepare a calculation) and by the offline model."""
+"""One reader of a customer message: what it names (products, several; brand; category), how many of
+each, the budget, first purchase, and what it asks (price, comparison, listing, spec…). Used by the
+turn (to prepare evidence) and by the offline model. Deterministic: catalog words through jieba, the
+numerals through guardrails.figures, traditional characters and English brand names folded first."""
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
 
-from guardrails.figures import QUANTITY, find_mentions, parse_number
+import jieba
+import jieba.posseg
 
-FIRST_PURCHASE = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单")
-MODIFY = re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|上架|下架).{0,12}"
-                    r"(价|价格|库存|优惠|活动|折扣|商品)|(价格|库存|优惠|活动).{0,8}(改|修改|调整|设为|改成|调成|删除)")
-GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|早上好|晚上好|下午好|谢谢|感谢|好的|ok|再见|拜拜)"
-                      r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
-THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
-POLICY = re.compile(r"退货|退款|换货|退换|发货|快递|配送|物流时效|几天到|多久到|发票|质保|保修|售后|支付|付款|"
-                    r"微信支付|支付宝|货到付款|客服|人工|营业时间|尺码|尺寸建议|选码|大半码")
-ORDER = re.compile(r"订单|我的单|我买的|下的单|到哪了|发货了吗|物流|单号")
-PRICE = re.compile(r"多少钱|价格|价钱|售价|几块|多少元|贵|便宜|总价|一共|合计|怎么卖|报价|元吗|块吗")
-PROMOTION = re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送|包邮|划算|便宜点")
-STOCK = re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完")
-# Words that ask about something already being discussed, without naming it.
-_FOLLOW_UP_NOISE = re.compile(
-    r"那|呢|吗|么|吧|啊|呀|的|了|我|你|请问|如果|要是|再|还|也|就|都|买|要|想|个|件|支|双|只|张|盒|套|条|瓶|"
-    r"多少钱|多少|价格|价钱|售价|怎么卖|总共|一共|合计|优惠|活动|打折|折扣|促销|有|没有|库存|有货|现货|"
-    r"首次|第一次|首单|购买|下单|这个|那个|它|这款|那款|贵|便宜|划算|送|赠|包邮|能|可以|吗|？|\?|，|,|。|！|!|\s|"
-    r"[0-9零一二两三四五六七八九十百]+")
+from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
+from retrieval.text import fold, pinyin_of
+
+jieba.setLogLevel(logging.WARNING)
 
 
-def requested_quantity(text: str) -> int | None:
-    """The number of units the customer asks about ('买两个' → 2, '3双' → 3), if any."""
-    for mention in find_mentions(text):
-        if mention.kind == QUANTITY and mention.value is not None and mention.value == int(mention.value) \
-                and 1 <= mention.value <= 9999:
-            return int(mention.value)
-    m = re.search(r"买\s*([0-9]+|[一二两三四五六七八九十]+)", text)
-    if m:
-        value = parse_number(m.group(1))
-        if value is not None and value == int(value) and 1 <= value <= 9999:
-            return int(value)
+class Ask(StrEnum):
+    PRICE = "price"
+    PROMOTION = "promotion"
+    STOCK = "stock"
+    SPEC = "spec"
+    BRAND = "brand"
+    COMPARE = "compare"
+    LIST = "list"
+    POLICY = "policy"
+    ORDER = "order"
+    MODIFY = "modify"
+    GREETING = "greeting"
+    THANKS = "thanks"
+
+
+_ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
+    (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品)"
+                            r"|(价格|库存|优惠|活动).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
+    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的单|到哪了|发货了吗|物流|单号")),
+    (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
+                            r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码")),
+    (Ask.COMPARE, re.compile(r"哪个|哪款|哪一个|区别|对比|比较|不同|差别|比哪|还是")),
+    (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
+    (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
+                          r"什么码|是.{1,6}还是")),
+    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货")),
+    (Ask.BRAND, re.compile(r"什么牌子|哪个牌子|品牌|牌子")),
+    (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送什么|包邮|划算|新客|首单|首次|第一次")),
+    (Ask.PRICE, re.compile(r"多少钱|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
+)
+_GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|早上好|晚上好|下午好|谢谢|感谢|好的|ok|再见|拜拜)"
+                       r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
+_THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
+FIRST_PURCHASE = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购")
+_BUDGET = (
+    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
+    (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
+    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以上|起)"), "min"),
+    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*左右"), "around"),
+)
+_SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
+# The aspects a follow-up asks about a product already discussed: nouns that name no new thing.
+ASPECTS = frozenset("价 价格 价钱 到手价 售价 货 现货 库存 尺码 尺寸 号 牌子 品牌 颜色 优惠 活动 折扣 规格 材质 重量 容量 "
+                    "新客 新用户 用户 首单 客户 老客 会员 质量 款 钱 东西 包邮 运费 赠品 双 个 支 件".split())
+# What a customer calls a category, beyond its own name.
+CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
+                  "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
+                  "配件": ("配件",)}
+_CATEGORY_TAIL = r"(?:用品|装备|器材|类|相关|的东西|的商品|的产品|东西|产品|商品)"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The catalog's words: product names and their unique short forms, brands, categories."""
+
+    names: dict[str, str]
+    brands: frozenset[str] = frozenset()
+    categories: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, products: Iterable[tuple[str, str, str, str]]) -> Vocabulary:
+        """From (product_id, name, brand, category) rows: each name, its pack-less base ('乒乓球'), and
+        its last jieba word when no other product ends with it ('运动护膝' → '护膝')."""
+        rows = list(products)
+        names: dict[str, str] = {}
+        tails: dict[str, set[str]] = {}
+        for pid, name, _, _ in rows:
+            folded = fold(name)
+            names[folded] = pid
+            base = re.sub(r"[（(][^）)]*[）)]", "", folded).strip()
+            names.setdefault(base, pid)
+            words = jieba.lcut(base)
+            tail = words[-1] if len(words) > 1 else base[-2:]   # 运动护膝 → 护膝; 防雾泳镜 (one word) → 泳镜
+            if len(tail) >= 2 and tail != base and (len(words) > 1 or len(base) >= 4 and jieba.lcut(tail) == [tail]):
+                tails.setdefault(tail, set()).add(pid)
+        for tail, pids in tails.items():
+            if len(pids) == 1:
+                names.setdefault(tail, next(iter(pids)))
+        return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]))
+
+
+@dataclass(frozen=True)
+class Intent:
+    text: str                                   # folded: simplified characters, English brands added
+    products: tuple[str, ...] = ()              # product ids named, in order of appearance
+    parts: tuple[str, ...] = ()                 # the phrases of a message about several things
+    quantities: dict[str, int] = field(default_factory=dict)   # product id → units asked about
+    quantity: int | None = None                 # units asked about when one product is meant
+    max_price: Decimal | None = None
+    min_price: Decimal | None = None
+    brand: str | None = None
+    category: str | None = None
+    first_purchase: bool = False
+    asks: frozenset[Ask] = frozenset()
+    follow_up: bool = False                     # about the focus product: names nothing new
+    subject: str = ""                           # the thing asked about, when it is a short noun phrase
+    exact: str | None = None                    # the product whose name (or short form) the subject is
+
+    @property
+    def describes_need(self) -> bool:
+        """A need told in a sentence (我准备跑马拉松…) rather than a product named."""
+        return not self.products and len(self.text) >= 10
+
+    @property
+    def listing(self) -> bool:
+        """A request for a list of products by budget, brand or category rather than one product."""
+        filtered = self.max_price is not None or self.min_price is not None or self.brand or self.category
+        return bool(filtered) and len(self.products) <= 1 and Ask.COMPARE not in self.asks \
+            and (Ask.LIST in self.asks or not self.products or self.max_price is not None)
+
+    @property
+    def several(self) -> bool:
+        return len(self.products) >= 2 or len(self.parts) >= 2
+
+
+def _whole(value: Decimal | None) -> int | None:
+    return int(value) if value is not None and value == int(value) and 1 <= value <= 9999 else None
+
+
+def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    for name in sorted(vocabulary.names, key=len, reverse=True):
+        for m in re.finditer(re.escape(name), text):
+            if not any(m.start() < e and s < m.end() for s, e, _ in spans):
+                spans.append((m.start(), m.end(), vocabulary.names[name]))
+    return sorted(spans)
+
+
+def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
+    mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)]
+    each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
+    per: dict[str, int] = {}
+    for start, end, pid in spans:
+        if each:
+            per[pid] = _whole(parse_number(each.group("n"))) or 1
+            continue
+        before = [m for m in mentions if m.end == start]          # 两个足球
+        after = [m for m in mentions if 0 <= m.start - end <= 1]   # 水壶2个
+        chosen = before or after
+        if chosen:
+            per[pid] = _whole(chosen[0].value) or 1
+    overall = _whole(mentions[0].value) if mentions else None
+    if overall is None:
+        m = re.search(f"买\\s*(?P<n>{NUM})", text)
+        overall = _whole(parse_number(m.group("n"))) if m else None
+    return per, overall
+
+
+def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
+    low = high = None
+    for pattern, kind in _BUDGET:
+        m = pattern.search(text)
+        if not m or (value := parse_number(m.group("n"))) is None:
+            continue
+        if kind == "max" and high is None:
+            high = value
+        elif kind == "min" and low is None:
+            low = value
+        elif kind == "around" and high is None:
+            low, high = (value * Decimal("0.8")).quantize(Decimal(1)), (value * Decimal("1.2")).quantize(Decimal(1))
+    return high, low
+
+
+def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | None:
+    """A category word: as 足球用品/户外装备, or alone (服饰, 露营) in a request for a listing."""
+    for category in sorted(vocabulary.categories, key=len, reverse=True):
+        for word in dict.fromkeys((category, *CATEGORY_WORDS.get(category, ()))):
+            if re.search(f"{re.escape(word)}{_CATEGORY_TAIL}", text):
+                return category
+            at = text.find(word)
+            if listing and at >= 0 and word not in vocabulary.names and not any(s <= at < e for s, e, _ in spans):
+                return category
     return None
 
 
-def is_first_purchase(text: str) -> bool:
-    return bool(FIRST_PURCHASE.search(text))
+_LEADING = re.compile(r"^(?:请问|你好|您好)?(?:店里|你们家|你们|这里|贵店|本店)?(?:有没有|卖不卖|是否有|能买到|有|卖|想买|想要|我想要|我要|要)?")
+_TRAILING = re.compile(r"(?:有|的|是|了|什么|吗|呢|么|嘛|啊|呀|一下|还|买|卖|\s)+$")
 
 
-def is_follow_up(text: str) -> bool:
-    """True when nothing is left once question words are removed: '那买两个呢', '有优惠吗'."""
-    return len(_FOLLOW_UP_NOISE.sub("", text)) == 0
+def _subject(text: str, brand: str | None) -> str:
+    """'有足球门吗' → '足球门', '篮球什么价格' → '篮球', '300元以内的球拍有哪些' → '球拍'; '' when it is no
+    short noun phrase (a need told in a sentence, a question about the conversation)."""
+    text = re.sub(r"[a-z]+", "", text.replace(brand or "\0", "")) if brand else text
+    for pattern, _ in _BUDGET:
+        text = pattern.sub("", text)
+    text = re.sub(r"[\s，,。？?！!]+", "", text).lstrip("的")
+    text = re.sub(f"(?:买|要|来|各)?{NUM}{MEASURE}|买$", "", text)
+    cut = min((m.start() for ask, p in _ASKS if ask not in (Ask.MODIFY, Ask.ORDER, Ask.POLICY)
+               for m in [p.search(text, 1)] if m), default=len(text))
+    subject = _TRAILING.sub("", _LEADING.sub("", text[:cut], count=1))
+    return subject if 1 <= len(subject) <= 6 else ""
 
 
-def is_description(text: str) -> bool:
-    """True when the customer describes a need in a sentence rather than naming a product."""
-    return len(_FOLLOW_UP_NOISE.sub("", text)) >= 6
+def covers(subject: str, product_name: str) -> bool:
+    """Whether a product is the thing asked about: '足球门' is not 足球; '跑不鞋' (a typo) is 跑步鞋."""
+    name = fold(product_name)
+    if not subject or subject in name:
+        return True
+    head = jieba.lcut(subject)[-1]
+    return head in name or pinyin_of(head) in pinyin_of(name) or _in_order(head, name)
+
+
+def _in_order(short: str, long: str) -> bool:
+    """双肩包 ~ 双肩运动背包: every character of the short form, in order, in the long one."""
+    rest = iter(long)
+    return len(short) >= 2 and all(ch in rest for ch in short)
+
+
+def _names_something_new(text: str) -> bool:
+    """A noun that is not a product aspect: the message is about another thing (无人机呢)."""
+    for word in jieba.posseg.lcut(text):
+        if word.flag[:1] in ("n", "l") and word.word not in ASPECTS and not FIRST_PURCHASE.search(word.word):
+            return True
+    return False
+
+
+def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = False) -> Intent:
+    """Read one customer message against the catalog's vocabulary."""
+    vocabulary = vocabulary or Vocabulary({})
+    folded = fold(text)
+    spans = _named(folded, vocabulary)
+    products = tuple(dict.fromkeys(pid for _, _, pid in spans))
+    per, overall = _quantities(folded, spans)
+    high, low = _budget(folded)
+    brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
+    asks = {ask for ask, pattern in _ASKS if pattern.search(folded)}
+    category = _category(folded, vocabulary, spans, Ask.LIST in asks or high is not None or low is not None)
+    if _GREETING.match(folded):
+        asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
+    parts: tuple[str, ...] = ()
+    if len(products) < 2 and (Ask.COMPARE in asks or "各" in folded):
+        pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
+        parts = tuple(pieces) if len(pieces) >= 2 else ()
+    follow_up = (has_focus and not products and not brand and not category and high is None and low is None
+                 and not asks & {Ask.POLICY, Ask.ORDER, Ask.MODIFY} and not _names_something_new(folded))
+    if len(products) == 1 and per:
+        overall = per[products[0]]
+    subject = _subject(folded, brand)
+    return Intent(folded, products, parts, per, overall, high, low, brand, category,
+                  bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up, subject,
+                  vocabulary.names.get(subject))

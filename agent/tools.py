@@ -13,13 +13,22 @@ from enum import Enum
 from typing import Any, Literal
 
 import aiosqlite
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from db.catalog import get_product_details, get_promotions
-from db.facts import OrderList, PolicyDocuments, ProductDetails, PromotionList, Quote, QuoteRefusal, Status
+from db.catalog import ProductFilter, find_products, get_product_details, get_promotions
+from db.facts import (
+    Basket,
+    OrderList,
+    PolicyDocuments,
+    ProductDetails,
+    PromotionList,
+    Quote,
+    QuoteRefusal,
+    Status,
+)
 from db.knowledge import search_knowledge
 from db.orders import list_orders
-from db.pricing import MAX_QUANTITY, calculate_final_price
+from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import AnswerStatus
 from retrieval.search import WARNING, Candidate, ProductSearch
@@ -32,11 +41,28 @@ class _Args(BaseModel):
 
 
 class SearchProducts(_Args):
-    """Find candidate products for the customer's words. Candidates are NOT facts: verify them by id.
-    The result usually carries prepared_evidence: verified details, promotions and a price calculation."""
+    """Find products for the customer's words, optionally filtered (price range, brand, category, in stock)
+    and sorted. Candidates are NOT facts: verify them by id. With filters and no words, lists the catalog's
+    matching products (e.g. 李宁的所有商品, 500元以内的户外用品). The result usually carries
+    prepared_evidence: verified details and promotions of the candidates and a price calculation."""
 
-    query: str = Field(min_length=1, max_length=200, description="the customer's need or product words, in Chinese")
+    query: str = Field("", max_length=200, description="the customer's need or product words, in Chinese")
     top_k: int = Field(5, ge=1, le=10)
+    max_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products at or below this price")
+    min_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products at or above this price")
+    brand: str | None = Field(None, max_length=40, description="exactly a brand of the catalog, e.g. 李宁")
+    category: str | None = Field(None, max_length=20, description="a category, e.g. 户外, 游泳, 健身, 足球")
+    in_stock: bool = False
+    sort: Literal["relevance", "price_asc", "price_desc", "stock_desc"] = "relevance"
+
+    @model_validator(mode="after")
+    def _something_to_search(self) -> SearchProducts:
+        if not self.query.strip() and not self.filter():
+            raise ValueError("give query words or at least one filter")
+        return self
+
+    def filter(self) -> ProductFilter:
+        return ProductFilter(self.max_price, self.min_price, self.brand, self.category, self.in_stock)
 
 
 class GetProductDetails(_Args):
@@ -51,14 +77,29 @@ class GetPromotions(_Args):
     product_ids: list[str] = Field(min_length=1, max_length=10)
 
 
-class CalculateFinalPrice(_Args):
-    """The final total of buying `quantity` paid units, computed from the database's own price and promotions.
-    final_total is the total for exactly that quantity (and first-purchase setting), not a unit price:
-    state it with its quantity, e.g. 买2个共216元; say 首次购买 when is_first_purchase made it lower."""
-
+class BasketItem(_Args):
     product_id: str = Field(min_length=1, max_length=64)
     quantity: int = Field(ge=1, le=MAX_QUANTITY)
+
+
+class CalculateFinalPrice(_Args):
+    """The final total of buying `quantity` paid units of one product, or of a basket of several products
+    (`items`), computed from the database's own prices and promotions. final_total is the total for exactly
+    that quantity (and first-purchase setting), not a unit price: state it with its quantity, e.g.
+    买2个共216元; a basket gives each line and the sum (合计). Say 首次购买 when is_first_purchase made it lower."""
+
+    product_id: str | None = Field(None, min_length=1, max_length=64)
+    quantity: int | None = Field(None, ge=1, le=MAX_QUANTITY)
+    items: list[BasketItem] | None = Field(None, min_length=1, max_length=10)
     is_first_purchase: bool = False
+
+    @model_validator(mode="after")
+    def _one_form(self) -> CalculateFinalPrice:
+        if (self.items is None) == (self.product_id is None):
+            raise ValueError("give either product_id and quantity, or items")
+        if self.product_id is not None and self.quantity is None:
+            raise ValueError("quantity is required with product_id")
+        return self
 
 
 class SearchKnowledge(_Args):
@@ -94,11 +135,16 @@ TOOLS: dict[str, type[_Args]] = {
 }
 
 
-def _strip_titles(node: Any) -> Any:
+def _strip_titles(node: Any, defs: dict[str, Any] | None = None) -> Any:
+    """Drop pydantic's titles and inline its $defs: some OpenAI-compatible endpoints reject $ref."""
     if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title"}
+        if defs is None:
+            defs = node.get("$defs", {})
+        if "$ref" in node:
+            return _strip_titles(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        return {k: _strip_titles(v, defs) for k, v in node.items() if k not in ("title", "$defs")}
     if isinstance(node, list):
-        return [_strip_titles(v) for v in node]
+        return [_strip_titles(v, defs) for v in node]
     return node
 
 
@@ -215,6 +261,8 @@ def file_evidence(ledger: EvidenceLedger, result: object) -> list[str]:
             return [ledger.add_promotion(p) for p in promotions]
         case Quote():
             return [ledger.add_quote(result)]
+        case Basket():
+            return ledger.add_basket(result)
         case PolicyDocuments(documents=documents):
             return [ledger.add_document(d) for d in documents]
         case OrderList(orders=orders):
@@ -236,8 +284,7 @@ class ToolRunner:
         self._tools: dict[type[_Args], Callable[[Any], Awaitable[object]]] = {
             SearchProducts: self._search, GetProductDetails: self._details,
             GetPromotions: lambda a: get_promotions(self.conn, a.product_ids),
-            CalculateFinalPrice: lambda a: calculate_final_price(self.conn, a.product_id, a.quantity,
-                                                                 a.is_first_purchase),
+            CalculateFinalPrice: self._calculate,
             SearchKnowledge: lambda a: search_knowledge(self.conn, a.query),
             ListMyOrders: lambda a: list_orders(self.conn, self.user_id, a.order_id),
         }
@@ -251,9 +298,32 @@ class ToolRunner:
         return result
 
     async def _search(self, args: SearchProducts) -> SearchResult:
-        candidates = tuple(await self.search.search(args.query, args.top_k))
-        ids = [c.product_id for c in candidates][:3]
+        """Retrieval proposes; SQL applies the filters. With filters and no match (or no words), the
+        catalog itself is listed by SQL."""
+        where = args.filter()
+        candidates: tuple[Candidate, ...] = ()
+        if args.query.strip():
+            found = await self.search.search(args.query, 10 if where else args.top_k)
+            if where:
+                kept = {p.product_id for p in await find_products(self.conn, where, [c.product_id for c in found],
+                                                                   args.sort)}
+                found = [c for c in found if c.product_id in kept]
+            candidates = tuple(found[:args.top_k])
+        if where and not candidates:
+            listed = await find_products(self.conn, where, None, args.sort, args.top_k)
+            candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
+        elif where and args.sort != "relevance":
+            order = [p.product_id for p in await find_products(self.conn, where, [c.product_id for c in candidates],
+                                                                args.sort)]
+            candidates = tuple(sorted(candidates, key=lambda c: order.index(c.product_id)))
+        ids = [c.product_id for c in candidates][:10 if where else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None)
+
+    async def _calculate(self, args: CalculateFinalPrice) -> Quote | Basket | QuoteRefusal:
+        if args.items is not None:
+            return await calculate_basket(self.conn, [(i.product_id, i.quantity) for i in args.items],
+                                          args.is_first_purchase)
+        return await calculate_final_price(self.conn, args.product_id, args.quantity, args.is_first_purchase)
 
     async def _details(self, args: GetProductDetails) -> DetailsResult:
         details = await get_product_details(self.conn, args.product_ids)

@@ -19,7 +19,7 @@ from agent.offline import OfflineModel
 from agent.prompts import build_messages
 from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
 from agent.trace import ToolTrace, TurnTrace, VerdictTrace
-from db.catalog import catalog_brands
+from db.catalog import catalog_words
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.validator import AnswerStatus, validate
@@ -66,28 +66,30 @@ class Agent:
         self.turn_budget_seconds = turn_budget_seconds
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.schemas = tool_schemas()
-        self._brands: frozenset[str] | None = None
+        self._vocabulary: intent.Vocabulary | None = None
 
-    async def _catalog_brands(self) -> frozenset[str]:
-        """The catalog's brand words, read once: any of them in an answer is a brand claim."""
-        if self._brands is None:
-            self._brands = await catalog_brands(self.conn)
-        return self._brands
+    async def vocabulary(self) -> intent.Vocabulary:
+        """The catalog's product names, brands and categories, read once per process."""
+        if self._vocabulary is None:
+            self._vocabulary = intent.Vocabulary.of(await catalog_words(self.conn))
+        return self._vocabulary
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
         started = time.perf_counter()
         memory = memory or ChatMemory()
         trace = TurnTrace(model=self.model.name)
-        ledger = EvidenceLedger(await self._catalog_brands())
-        quantity = intent.requested_quantity(text)
-        if quantity is None and intent.is_follow_up(text):
+        vocabulary = await self.vocabulary()
+        ledger = EvidenceLedger(vocabulary.brands)
+        asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids))
+        quantity = asked.quantity
+        if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
-        first_purchase = intent.is_first_purchase(text)
         runner = ToolRunner(self.conn, self.search, ledger, str(user_id), quantity=quantity,
-                            first_purchase=first_purchase, prepare=self.prepare)
+                            first_purchase=asked.first_purchase, prepare=self.prepare)
 
         def context() -> TurnContext:
-            return TurnContext(text, str(user_id), list(memory.focus_product_ids), quantity, first_purchase)
+            return TurnContext(text, str(user_id), list(memory.focus_product_ids), quantity, asked.first_purchase,
+                               intent=asked)
 
         released = None
         deadline = started + self.turn_budget_seconds
@@ -126,7 +128,7 @@ class Agent:
         cited = ledger.cited(released.citations)
         calcs = [e for e in cited if e.kind == EvidenceKind.CALC]
         if calcs:
-            return sorted(calcs[-1].product_ids), calcs[-1].record.quantity  # type: ignore[attr-defined]
+            return sorted(calcs[-1].product_ids), getattr(calcs[-1].record, "quantity", None)
         products = [e for e in cited if e.kind == EvidenceKind.PRODUCT]
         return (sorted(products[0].product_ids), None) if products else ([], None)
 

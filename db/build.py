@@ -30,8 +30,9 @@ def write_catalog(target: Path, catalog: Catalog, *, source: str) -> None:
             conn.executescript(SCHEMA)
             with conn:
                 conn.executemany(
-                    "INSERT INTO products VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(p.product_id, p.product_name, p.description, p.specifications, p.usage, p.brand,
+                    "INSERT INTO products (product_id, product_name, category, description, specifications, usage, "
+                    "brand, price, stock_quantity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(p.product_id, p.product_name, p.category, p.description, p.specifications, p.usage, p.brand,
                       _money(p.price), p.stock_quantity) for p in catalog.products])
                 conn.executemany(
                     "INSERT INTO promotions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +20,7 @@ def _decimal(text: str | None) -> Decimal | None:
 def product_from_row(row: Any) -> Product:
     return Product(product_id=row["product_id"], product_name=row["product_name"], brand=row["brand"],
                    description=row["description"], specifications=row["specifications"], usage=row["usage"],
-                   price=_decimal(row["price"]), stock_quantity=row["stock_quantity"])
+                   price=_decimal(row["price"]), stock_quantity=row["stock_quantity"], category=row["category"])
 
 
 def promotion_from_row(row: Any) -> Promotion:
@@ -74,3 +75,75 @@ async def products_for_retrieval(conn: aiosqlite.Connection) -> list[dict[str, A
            "FROM products ORDER BY product_id")
     async with conn.execute(sql) as cur:
         return [dict(row) for row in await cur.fetchall()]
+
+
+SORTS = ("relevance", "price_asc", "price_desc", "stock_desc")
+
+
+@dataclass(frozen=True)
+class ProductFilter:
+    """Structured conditions on products, applied by SQL (brand, category, stock) and by Decimal (price)."""
+
+    max_price: Decimal | None = None
+    min_price: Decimal | None = None
+    brand: str | None = None
+    category: str | None = None
+    in_stock: bool = False
+
+    def __bool__(self) -> bool:
+        return any(v not in (None, False) for v in (self.max_price, self.min_price, self.brand, self.category,
+                                                      self.in_stock))
+
+    def where(self) -> tuple[str, list[object]]:
+        clauses, args = [], []
+        if self.brand:
+            clauses.append("lower(brand) = lower(?)")
+            args.append(self.brand.strip())
+        if self.category:
+            clauses.append("(category = ? OR instr(?, category) > 0 AND category != '')")
+            args += [self.category.strip(), self.category.strip()]
+        if self.in_stock:
+            clauses.append("stock_quantity > 0")
+        return (" AND ".join(clauses) or "1"), args
+
+    def admits(self, product: Product) -> bool:
+        if self.max_price is None and self.min_price is None:
+            return True
+        if product.price is None:
+            return False
+        return ((self.max_price is None or product.price <= self.max_price)
+                and (self.min_price is None or product.price >= self.min_price))
+
+
+def _ordered(products: list[Product], sort: str) -> list[Product]:
+    if sort == "price_asc":
+        return sorted(products, key=lambda p: (p.price is None, p.price or 0))
+    if sort == "price_desc":
+        return sorted(products, key=lambda p: (p.price is None, -(p.price or 0)))
+    if sort == "stock_desc":
+        return sorted(products, key=lambda p: -(p.stock_quantity or 0))
+    return products
+
+
+async def find_products(conn: aiosqlite.Connection, where: ProductFilter, ids: list[str] | None = None,
+                        sort: str = "relevance", limit: int = 10) -> list[Product]:
+    """Products meeting `where`: among `ids` (kept in their order for "relevance"), or the whole catalog."""
+    sql, args = where.where()
+    if ids is not None:
+        if not ids:
+            return []
+        sql = f"product_id IN ({placeholders(len(ids))}) AND {sql}"
+        args = [*ids, *args]
+    async with conn.execute(f"SELECT * FROM products WHERE {sql} ORDER BY product_id", args) as cur:
+        rows = [product_from_row(row) for row in await cur.fetchall()]
+    found = [p for p in rows if where.admits(p)]
+    if ids is not None:
+        rank = {pid: i for i, pid in enumerate(ids)}
+        found.sort(key=lambda p: rank[p.product_id])
+    return _ordered(found, sort)[:limit]
+
+
+async def catalog_words(conn: aiosqlite.Connection) -> list[tuple[str, str, str, str]]:
+    """(product_id, name, brand, category) of every product: the words the message reader knows."""
+    async with conn.execute("SELECT product_id, product_name, brand, category FROM products ORDER BY product_id") as cur:
+        return [tuple(row) for row in await cur.fetchall()]  # type: ignore[misc]

@@ -56,6 +56,7 @@ class Product:
     usage: str = ""
     price: Decimal | None = None
     stock_quantity: int | None = None
+    category: str = ""
 
     @property
     def evidence_id(self) -> str:
@@ -147,6 +148,45 @@ class Quote:
     def sources(self) -> list[str]:
         used = [p for p in (self.applied_promotion, *self.benefits) if p is not None]
         return [product_evidence_id(self.product_id)] + [p.evidence_id for p in used]
+
+
+def basket_evidence_id(items: list[tuple[str, int]], is_first_purchase: bool) -> str:
+    lines = "+".join(f"{pid}x{qty}" for pid, qty in items)
+    return f"calc:basket:{lines}:{'first' if is_first_purchase else 'regular'}"
+
+
+@dataclass(frozen=True)
+class Basket:
+    """A verified calculation of several products at once: each line priced under its own promotions."""
+
+    lines: tuple[Quote, ...]
+    is_first_purchase: bool
+    status: Status = Status.VERIFIED
+
+    @property
+    def evidence_id(self) -> str:
+        return basket_evidence_id([(q.product_id, q.quantity) for q in self.lines], self.is_first_purchase)
+
+    @property
+    def product_ids(self) -> tuple[str, ...]:
+        return tuple(q.product_id for q in self.lines)
+
+    @property
+    def subtotal(self) -> Decimal:
+        return sum((q.subtotal for q in self.lines), Decimal(0))
+
+    @property
+    def final_total(self) -> Decimal:
+        return sum((q.final_total for q in self.lines), Decimal(0))
+
+    @property
+    def discount_amount(self) -> Decimal:
+        return self.subtotal - self.final_total
+
+    @property
+    def free_shipping(self) -> bool:
+        """Whether the order ships free: some line meets its product's free-shipping promotion."""
+        return any(q.free_shipping for q in self.lines)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import aiosqlite
 from db.catalog import fetch_products, fetch_promotions
 from db.facts import (
     PRICE_TYPES,
+    Basket,
     DiscountType,
     Product,
     Promotion,
@@ -30,7 +31,8 @@ from db.facts import (
     calc_evidence_id,
 )
 
-__all__ = ["MAX_QUANTITY", "calc_evidence_id", "calculate_final_price", "measure_word", "price_order"]
+__all__ = ["MAX_QUANTITY", "calc_evidence_id", "calculate_basket", "calculate_final_price", "measure_word",
+           "price_order"]
 
 CENT = Decimal("0.01")
 MAX_QUANTITY = 9999
@@ -123,3 +125,16 @@ async def calculate_final_price(conn: aiosqlite.Connection, product_id: object, 
         return QuoteRefusal(Status.NOT_FOUND, pid, quantity, f"no product with id {pid}")
     promotions = await fetch_promotions(conn, [pid])
     return price_order(products[pid], promotions, int(quantity), bool(is_first_purchase))  # type: ignore[arg-type]
+
+
+async def calculate_basket(conn: aiosqlite.Connection, items: Sequence[tuple[object, object]],
+                           is_first_purchase: bool = False) -> Basket | QuoteRefusal:
+    """Price several products in one order: every line under its own promotions, then the sum.
+    The first line that cannot be priced (unknown product, bad quantity, not enough stock) is returned."""
+    lines = []
+    for product_id, quantity in items:
+        quote = await calculate_final_price(conn, product_id, quantity, is_first_purchase)
+        if not isinstance(quote, Quote):
+            return quote
+        lines.append(quote)
+    return Basket(tuple(lines), bool(is_first_purchase))

@@ -119,6 +119,7 @@ def parse_product(row: Mapping[str, object], where: str) -> tuple[Product | None
         description=_text(row.get("description")),
         specifications=_text(row.get("specifications")),
         usage=_text(row.get("usage")),
+        category=_text(row.get("category")),
         price=price,
         stock_quantity=stock,
     ), []

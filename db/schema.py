@@ -11,6 +11,7 @@ PRAGMA foreign_keys = ON;
 CREATE TABLE products (
     product_id      TEXT PRIMARY KEY CHECK (length(product_id) BETWEEN 1 AND 64),
     product_name    TEXT NOT NULL CHECK (length(product_name) > 0),
+    category        TEXT NOT NULL DEFAULT '',
     description     TEXT NOT NULL DEFAULT '',
     specifications  TEXT NOT NULL DEFAULT '',
     usage           TEXT NOT NULL DEFAULT '',
@@ -30,6 +31,8 @@ CREATE TABLE promotions (
     extra_condition  TEXT CHECK (extra_condition IS NULL OR extra_condition IN ({", ".join(repr(c) for c in EXTRA_CONDITIONS)}))
 );
 CREATE INDEX promotions_by_product ON promotions(product_id);
+CREATE INDEX products_by_category ON products(category);
+CREATE INDEX products_by_brand ON products(brand);
 
 CREATE TABLE knowledge_docs (
     doc_id   TEXT PRIMARY KEY,

@@ -94,6 +94,19 @@ class PriceQuote(_OfProduct, Protocol):
     def promotions(self) -> Sequence[PromotionRule]: ...
 
 
+class BasketQuote(_Cited, Protocol):
+    @property
+    def lines(self) -> Sequence[PriceQuote]: ...
+    @property
+    def is_first_purchase(self) -> bool: ...
+    @property
+    def subtotal(self) -> Decimal: ...
+    @property
+    def final_total(self) -> Decimal: ...
+    @property
+    def discount_amount(self) -> Decimal: ...
+
+
 class PolicyText(_Cited, Protocol):
     @property
     def title(self) -> str: ...
@@ -164,9 +177,12 @@ class Figure:
     quantity: int | None = None          # a calculation's paid units
     first_purchase: bool | None = None   # a calculation's first-purchase assumption
     source: str = ""                     # the promotion or document it belongs to, for messages
+    basket: frozenset[str] = frozenset() # a basket figure: the products it sums over
 
     def describe(self, unit: str = "") -> str:
         """'the spend threshold of promotion P006', 'the total for 2 units (calc:001:2:regular)'."""
+        if self.basket:
+            return f"the {self.role} of the basket {self.evidence_id} ({', '.join(sorted(self.basket))})"
         if self.quantity is not None:
             first = ", first purchase" if self.first_purchase else ""
             return f"the {self.role} for {self.quantity}{unit} ({self.evidence_id}{first})"
@@ -293,6 +309,19 @@ class EvidenceLedger:
         return self._add(Evidence(quote.evidence_id, EvidenceKind.CALC, quote, frozenset({quote.product_id}),
                                   quote_figures(quote), tuple(p.promotion_text for p in quote.promotions)))
 
+    def add_basket(self, basket: BasketQuote) -> list[str]:
+        """Each line as its own calculation, and the basket's sums over all of them."""
+        added = [self.add_quote(line) for line in basket.lines]
+        eid, pids = basket.evidence_id, frozenset(line.product_id for line in basket.lines)
+        cond = Conditions(first_purchase=any(conditions_of(line.applied_promotion).first_purchase
+                                             for line in basket.lines))
+        figures = _figure(Role.SUBTOTAL, basket.subtotal, eid, None, basket=pids)
+        figures += _figure(Role.TOTAL, basket.final_total, eid, None, conditions=cond, basket=pids,
+                           first_purchase=basket.is_first_purchase)
+        if basket.discount_amount:
+            figures += _figure(Role.SAVING, basket.discount_amount, eid, None, conditions=cond, basket=pids)
+        return added + [self._add(Evidence(eid, EvidenceKind.CALC, basket, pids, figures))]
+
     def add_document(self, doc: PolicyText) -> str:
         eid = doc.evidence_id
         return self._add(Evidence(eid, EvidenceKind.DOC, doc, frozenset(),
@@ -320,7 +349,7 @@ class EvidenceLedger:
                 rule: PromotionRule = e.record  # type: ignore[assignment]
                 found[rule.promotion_id] = rule
             elif e.kind == EvidenceKind.CALC and e.product_ids & product_ids:
-                for rule in e.record.promotions:  # type: ignore[attr-defined]
+                for rule in getattr(e.record, "promotions", ()):   # a basket's lines are quotes of their own
                     found[rule.promotion_id] = rule
         return list(found.values())
 

@@ -148,6 +148,9 @@ class _Check:
         assert role is not None
         if figure.role not in _ACCEPTS.get(role, {role}):
             return False
+        if figure.basket:   # a basket's sum: the sentence names all its products, or none
+            named = {pid for clause in sentence.clauses for pid in clause.named}
+            return role != Role.PRICE and (not named or figure.basket <= named)
         if role == Role.PRICE and figure.role == Role.SUBTOTAL:
             return Decimal(figure.quantity or 0) in sentence.quantities   # 两个售价240元
         if figure.role in _PER_QUOTE and figure.quantity is not None:

@@ -1,0 +1,97 @@
+"""The dialogue evaluation: conversations as customers type them, each turn with machine checks
+(texts that must / must not appear in the answer), run through the real turn loop with memory, and
+the pass rate per family. `python bot.py eval-dialogues`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agent.memory import InProcessMemory, Turn
+
+SHIPPED = "dialogues.jsonl"
+
+
+@dataclass(frozen=True)
+class Step:
+    say: str
+    must: tuple[str, ...] = ()
+    must_not: tuple[str, ...] = ()
+
+    def failures(self, answer: str) -> list[str]:
+        return ([f"missing {m!r}" for m in self.must if m not in answer]
+                + [f"has {m!r}" for m in self.must_not if m in answer])
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    family: str
+    steps: tuple[Step, ...]
+    variant: str = "plain"
+
+
+@dataclass
+class Outcome:
+    dialogue: Dialogue
+    answers: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def load_dialogues(path: Path | None = None) -> list[Dialogue]:
+    """Read a JSON Lines set: {"family", "variant", "turns": [{"say", "must", "must_not"}]} per line."""
+    if path is None:
+        text = (resources.files("agent") / "evalsets" / SHIPPED).read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    dialogues = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw: dict[str, Any] = json.loads(line)
+            steps = tuple(Step(t["say"], tuple(t.get("must", ())), tuple(t.get("must_not", ()))) for t in raw["turns"])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"line {number}: not a dialogue ({exc})") from None
+        dialogues.append(Dialogue(str(raw.get("family", "other")), steps, str(raw.get("variant", "plain"))))
+    return dialogues
+
+
+async def run_dialogues(agent: Any, dialogues: Iterable[Dialogue], user_id: str = "console") -> list[Outcome]:
+    """Each dialogue in a fresh conversation; every turn's answer checked."""
+    outcomes = []
+    for number, dialogue in enumerate(dialogues):
+        store, chat = InProcessMemory(warn=False), f"eval-{number}"
+        outcome = Outcome(dialogue)
+        for step in dialogue.steps:
+            result = await agent.answer(step.say, user_id=user_id, memory=await store.load(chat))
+            await store.append(chat, Turn(step.say, result.answer), result.focus_product_ids, result.quantity)
+            outcome.answers.append(result.answer)
+            outcome.failures += [f"{step.say}: {f}" for f in step.failures(result.answer)]
+        outcomes.append(outcome)
+    return outcomes
+
+
+def report(outcomes: list[Outcome], show_failures: bool = False) -> str:
+    """Pass rate per family and overall; optionally each failed dialogue with its answers."""
+    families: dict[str, list[bool]] = {}
+    for o in outcomes:
+        families.setdefault(o.dialogue.family, []).append(o.passed)
+    lines = [f"{'family':16s} {'n':>4s} {'passed':>8s}"]
+    for family, results in sorted(families.items()):
+        lines.append(f"{family:16s} {len(results):4d} {sum(results) / len(results):8.1%}")
+    total = [o.passed for o in outcomes]
+    lines.append(f"{'overall':16s} {len(total):4d} {sum(total) / max(len(total), 1):8.1%}")
+    if show_failures:
+        for o in outcomes:
+            if not o.passed:
+                lines.append(f"\n[{o.dialogue.family}/{o.dialogue.variant}] " + "; ".join(o.failures))
+                lines += [f"    {s.say} → {a}" for s, a in zip(o.dialogue.steps, o.answers, strict=False)]
+    return "\n".join(lines)
