@@ -55,11 +55,11 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购")
-_BUDGET = (
+_BUDGET = (   # the first that matches decides
+    (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*左右"), "around"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
     (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以上|起)"), "min"),
-    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*左右"), "around"),
 )
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
 # The aspects a follow-up asks about a product already discussed: nouns that name no new thing.
@@ -175,12 +175,12 @@ def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
         m = pattern.search(text)
         if not m or (value := parse_number(m.group("n"))) is None:
             continue
+        if kind == "around":   # 两百左右: within a fifth either way
+            return (value * Decimal("1.2")).quantize(Decimal(1)), (value * Decimal("0.8")).quantize(Decimal(1))
         if kind == "max" and high is None:
             high = value
         elif kind == "min" and low is None:
             low = value
-        elif kind == "around" and high is None:
-            low, high = (value * Decimal("0.8")).quantize(Decimal(1)), (value * Decimal("1.2")).quantize(Decimal(1))
     return high, low
 
 

@@ -34,6 +34,7 @@ from guardrails.validator import AnswerStatus
 from retrieval.search import WARNING, Candidate, ProductSearch
 
 SUBMIT = "submit_answer"
+FILTERED_WITHIN = 3.5   # a filtered search keeps candidates this far below the best (2.5 unfiltered), then SQL filters
 
 
 class _Args(BaseModel):
@@ -298,18 +299,19 @@ class ToolRunner:
         return result
 
     async def _search(self, args: SearchProducts) -> SearchResult:
-        """Retrieval proposes; SQL applies the filters. With filters and no match (or no words), the
-        catalog itself is listed by SQL."""
+        """Retrieval proposes; SQL applies the filters. With filters and no words, the catalog itself is
+        listed by SQL."""
         where = args.filter()
         candidates: tuple[Candidate, ...] = ()
         if args.query.strip():
-            found = await self.search.search(args.query, 10 if where else args.top_k)
+            found = await self.search.search(args.query, 10 if where else args.top_k,
+                                             within=FILTERED_WITHIN if where else None)
             if where:
                 kept = {p.product_id for p in await find_products(self.conn, where, [c.product_id for c in found],
                                                                    args.sort)}
                 found = [c for c in found if c.product_id in kept]
             candidates = tuple(found[:args.top_k])
-        if where and not candidates:
+        elif where:
             listed = await find_products(self.conn, where, None, args.sort, args.top_k)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
         elif where and args.sort != "relevance":

@@ -11,6 +11,7 @@ database's frozen records (db/facts.py) satisfy.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -273,7 +274,8 @@ class EvidenceLedger:
 
     @property
     def has_product_data(self) -> bool:
-        return bool(self.products)
+        """Verified product rows: product details, or a calculation made from them."""
+        return bool(self.products or self.quotes)
 
     @property
     def verified_product_ids(self) -> set[str]:
@@ -320,6 +322,8 @@ class EvidenceLedger:
                            first_purchase=basket.is_first_purchase)
         if basket.discount_amount:
             figures += _figure(Role.SAVING, basket.discount_amount, eid, None, conditions=cond, basket=pids)
+        for line in basket.lines:   # citing the basket vouches for its lines too
+            figures += [dataclasses.replace(f, evidence_id=eid) for f in self.entries[line.evidence_id].figures]
         return added + [self._add(Evidence(eid, EvidenceKind.CALC, basket, pids, figures))]
 
     def add_document(self, doc: PolicyText) -> str:

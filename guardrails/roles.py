@@ -36,6 +36,7 @@ class Role(StrEnum):
     ORDER_TOTAL = "order total"
     ORDER_QUANTITY = "order quantity"
     TEXT = "text"                          # a figure written in a product's or a document's own text
+    BUDGET = "customer's budget"           # 100元以内: the customer's own limit, restated
 
 
 KIND_OF = {
@@ -57,6 +58,7 @@ MONEY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
 )
 # Words right after a money figure: "120元一个", "200元以上包邮".
 MONEY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    (Role.BUDGET, re.compile("^\\s*(?:以内|以下|之内|左右)")),
     (Role.PRICE, re.compile(f"^\\s*(?:/|每|一){_UNIT}")),
     (Role.THRESHOLD, re.compile("^\\s*(?:及|或)?以上")),
 )

@@ -171,7 +171,9 @@ class ProductSearch:
         floor = w.dense_floor_z_latin if s.latin else w.dense_floor_z
         return s.dense_z + lexical, confident or best_z >= floor or (described and best_z >= w.described_floor_z)
 
-    async def search(self, query: str, top_k: int = 5) -> list[Candidate]:
+    async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
+        """The best candidates for `query`; `within` widens the band below the best one that is kept
+        (a filtered search keeps more of the relevant products, then lets SQL choose among them)."""
         top_k = max(1, min(int(top_k), 10))
         if not self.docs or not (query or "").strip():
             return []
@@ -181,7 +183,7 @@ class ProductSearch:
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
         return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
-                for i in order if float(fused[i]) >= best - self.weights.keep_within]
+                for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)]
 
     async def search_products(self, query: str, top_k: int = 5) -> dict:
         """The `search_products` tool result: unverified candidates and the warning that says so."""

@@ -1,0 +1,192 @@
+"""Shopping conversations: the message reader, search filters and catalog listings, basket pricing and
+its claims, the dialogue evaluation, and a scripted remote model using filters and a basket through the
+real bot."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from agent.evaluation import load_dialogues, run_dialogues
+from agent.intent import Ask, Vocabulary, covers, read
+from agent.tools import SearchProducts, ToolRunner, file_evidence, parse_arguments
+from agent.turn import Agent
+from db.catalog import ProductFilter, catalog_words, find_products, get_product_details
+from db.facts import Basket, QuoteRefusal
+from db.pricing import calculate_basket
+from guardrails import validator as v
+from guardrails.ledger import EvidenceLedger
+from guardrails.validator import validate
+from tests.fakes.bot_process import BotProcess
+from tests.fakes.openai_server import FakeOpenAI, tool_call
+from tests.fakes.telegram_server import FakeTelegram
+from tests.redis_support import connect, drop_prefix, unique_prefix
+
+D = Decimal
+
+
+@pytest.fixture
+async def vocabulary(conn):
+    return Vocabulary.of(await catalog_words(conn))
+
+
+# --- the reader -----------------------------------------------------------------------------------------
+
+async def test_reader_products_quantities_budget_brand_category(vocabulary):
+    basket = read("买两个足球一个篮球多少钱", vocabulary)
+    assert basket.products == ("001", "002") and basket.quantities == {"001": 2, "002": 1}
+    each = read("护膝和护踝各买一个多少钱", vocabulary)
+    assert each.products == ("030", "031") and each.quantities == {"030": 1, "031": 1}
+    after = read("运动水壶2个和运动头带1个多少钱", vocabulary)
+    assert after.quantities == {"037": 2, "033": 1}
+    budget = read("300元以内的球拍有哪些", vocabulary)
+    assert budget.max_price == 300 and budget.listing and budget.subject == "球拍"
+    assert read("预算两百左右的篮球", vocabulary).min_price == 160
+    assert read("nike有什么", vocabulary).brand == "耐克"
+    assert read("有哪些露营装备", vocabulary).category == "户外"
+    assert read("不超过100元的足球用品", vocabulary).category == "足球"
+    assert read("足球多少钱", vocabulary).category is None            # a product, not a listing
+    assert Ask.COMPARE in read("排球和篮球哪个贵", vocabulary).asks
+    assert Ask.SPEC in read("跑步鞋有哪些尺码", vocabulary).asks
+    assert read("籃球多少錢", vocabulary).products == ("002",)         # traditional characters
+
+
+async def test_reader_follow_ups_and_new_products(vocabulary):
+    for text in ["要是新客呢", "两双到手价多少", "还有货吗", "有什么尺码", "什么牌子的", "买三个到手价", "第一次买呢"]:
+        assert read(text, vocabulary, has_focus=True).follow_up, text
+    assert not read("那篮球呢", vocabulary, has_focus=True).follow_up
+    assert read("那篮球呢", vocabulary, has_focus=True).products == ("002",)
+    assert not read("无人机呢", vocabulary, has_focus=True).follow_up
+    assert not read("要是新客呢", vocabulary, has_focus=False).follow_up
+    assert read("两双到手价多少", vocabulary, has_focus=True).quantity == 2
+    assert read("要是新客呢", vocabulary, has_focus=True).first_purchase
+
+
+def test_covers_tells_a_near_miss_from_a_typo():
+    assert not covers("足球门", "足球") and not covers("跑步机", "跑步鞋") and not covers("自行车", "骑行头盔")
+    assert covers("跑不鞋", "跑步鞋") and covers("排求", "排球") and covers("双肩包", "双肩运动背包")
+    assert covers("羽毛球网", "羽毛球网架") and covers("yoga垫", "瑜伽垫")
+
+
+# --- filters, listings, baskets -------------------------------------------------------------------------
+
+async def test_find_products_filters_by_sql_and_decimal(conn):
+    cheap = await find_products(conn, ProductFilter(max_price=D(100), category="健身"), sort="price_asc")
+    assert [p.price for p in cheap] == sorted(p.price for p in cheap) and all(p.price <= 100 for p in cheap)
+    assert {p.category for p in cheap} == {"健身"} and len(cheap) >= 4
+    li_ning = await find_products(conn, ProductFilter(brand="李宁"))
+    assert {p.product_id for p in li_ning} == {"008", "024", "030", "047", "051"}
+    assert await find_products(conn, ProductFilter(brand="李宁'; DROP TABLE products; --")) == []
+
+
+async def test_search_tool_filters_candidates_and_lists_the_catalog(conn, search):
+    runner = ToolRunner(conn, search, EvidenceLedger(), "u")
+    shoes = await runner.run("search_products", SearchProducts(query="跑鞋", max_price=D(500)))
+    assert [c.product_id for c in shoes.candidates] == ["004"]
+    listing = await runner.run("search_products", SearchProducts(category="游泳", sort="price_asc"))
+    assert [c.product_id for c in listing.candidates] == ["042", "041", "043"]
+    assert {"product:041", "product:042", "product:043"} <= set(runner.ledger.entries)
+    with pytest.raises(Exception, match="query words or at least one filter"):
+        parse_arguments("search_products", "{}")
+
+
+async def test_basket_prices_each_line_under_its_own_promotions(conn):
+    basket = await calculate_basket(conn, [("001", 2), ("002", 1), ("003", 2)])
+    assert isinstance(basket, Basket)
+    assert [q.final_total for q in basket.lines] == [D("216.00"), D("200.00"), D("480.00")]
+    assert basket.final_total == D("896.00") and basket.subtotal == D("1040.00")
+    assert basket.evidence_id == "calc:basket:001x2+002x1+003x2:regular"
+    short = await calculate_basket(conn, [("001", 1), ("004", 21)])
+    assert isinstance(short, QuoteRefusal) and short.product_id == "004"
+    args = parse_arguments("calculate_final_price", '{"items": [{"product_id": "001", "quantity": 1}]}')
+    assert args.items[0].product_id == "001"
+    with pytest.raises(Exception, match="either product_id and quantity, or items"):
+        parse_arguments("calculate_final_price", '{"is_first_purchase": true}')
+
+
+async def test_basket_total_is_a_claim_about_all_its_products(conn):
+    ledger = EvidenceLedger()
+    file_evidence(ledger, await get_product_details(conn, ["001", "002"]))
+    file_evidence(ledger, await calculate_basket(conn, [("001", 1), ("002", 1)]))
+    cites = list(ledger.entries)
+    assert validate("q", "足球买1个实付108元；篮球买1个实付200元；合计308元。", cites, ledger).ok
+    assert validate("q", "足球和篮球各一个，一共308元。", cites, ledger).ok
+    lie = validate("q", "足球一共308元。", cites, ledger)
+    assert lie.codes == [v.WRONG_ROLE] and "basket" in lie.message
+
+
+async def test_the_customers_budget_may_be_restated_but_not_invented(conn):
+    ledger = EvidenceLedger()
+    file_evidence(ledger, await get_product_details(conn, ["024"]))
+    assert validate("李宁100元以内的有哪些", "100元以内的有计数跳绳，售价39元。", ["product:024"], ledger).ok
+    invented = validate("李宁的有哪些", "100元以内的有计数跳绳，售价39元。", ["product:024"], ledger)
+    assert invented.codes == [v.UNVERIFIED_AMOUNT]
+
+
+# --- the evaluation -------------------------------------------------------------------------------------
+
+async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
+    dialogues = load_dialogues()
+    assert len(dialogues) >= 150
+    outcomes = await run_dialogues(Agent(conn, search), dialogues)
+    families: dict[str, list[bool]] = {}
+    for o in outcomes:
+        families.setdefault(o.dialogue.family, []).append(o.passed)
+    failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
+    assert sum(o.passed for o in outcomes) >= 0.95 * len(outcomes), failed
+    for family, results in families.items():
+        assert sum(results) >= 0.9 * len(results), (family, failed)
+
+
+# --- a remote model that uses filters and a basket, through the real bot ---------------------------------
+
+def shopping_model(body):
+    """Lists 李宁 products under 100元 with a filter, then prices a basket of two of them."""
+    question = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    tools = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if "李宁" in question:
+        if not tools:
+            return {"tool_calls": [tool_call("search_products", {"brand": "李宁", "max_price": 100, "sort": "price_asc"})]}
+        products = tools[-1]["prepared_evidence"]["product_details"]["products"]
+        lines = "；".join(f"{p['product_name']}售价{p['price']}元" for p in products)
+        return {"tool_calls": [tool_call("submit_answer", {"answer": f"李宁100元以内的商品：{lines}。",
+                                                           "citation_ids": [p["evidence_id"] for p in products],
+                                                           "status": "grounded"}, "call_2")]}
+    if not tools:
+        return {"tool_calls": [tool_call("calculate_final_price", {"items": [
+            {"product_id": "024", "quantity": 2}, {"product_id": "030", "quantity": 1}]})]}
+    basket = tools[-1]
+    return {"tool_calls": [tool_call("submit_answer", {
+        "answer": f"计数跳绳买2件、运动护膝买1件，合计{basket['final_total']}元。",
+        "citation_ids": [basket["evidence_id"]], "status": "grounded"}, "call_2")]}
+
+
+async def test_a_remote_model_uses_filters_and_a_basket_through_the_real_bot(tmp_path):
+    fake, openai = await FakeTelegram().start(), await FakeOpenAI(chat_function=shopping_model).start()
+    redis, prefix = await connect(), unique_prefix()
+    bot = BotProcess(fake, tmp_path, prefix, OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=openai.url)
+    try:
+        await bot.start()
+        await fake.say(300, "李宁100块以内的有哪些")
+        (listing,) = await fake.wait_replies(300, 1)
+        await fake.say(301, "两个跳绳一个护膝多少钱")
+        (basket,) = await fake.wait_replies(301, 1)
+        code, output = await bot.stop()
+        assert code == 0, output
+    finally:
+        if bot.process is not None and bot.process.returncode is None:
+            bot.process.kill()
+        await drop_prefix(redis, prefix)
+        await redis.aclose()
+        await openai.stop()
+        await fake.stop()
+    assert "计数跳绳售价39元" in listing and "运动护膝售价79元" in listing and "699" not in listing
+    assert "合计157.00元" in basket
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert not any(r["degraded"] for r in records)   # the remote model's own answers were released
+    first = next(body for path, body, _ in openai.requests if path == "chat")
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
+    assert {"max_price", "brand", "category", "in_stock"} <= set(params["search_products"]["properties"])
+    assert "items" in params["calculate_final_price"]["properties"]
