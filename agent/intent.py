@@ -61,6 +61,10 @@ _BUDGET = (   # the first that matches decides
     (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以上|起)"), "min"),
 )
+_SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格低|便宜的排前")),
+          ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
+          ("stock_desc", re.compile(r"库存最多|货最多")))
+_IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
 # The aspects a follow-up asks about a product already discussed: nouns that name no new thing.
 ASPECTS = frozenset("价 价格 价钱 到手价 售价 货 现货 库存 尺码 尺寸 号 牌子 品牌 颜色 优惠 活动 折扣 规格 材质 重量 容量 "
@@ -69,7 +73,7 @@ ASPECTS = frozenset("价 价格 价钱 到手价 售价 货 现货 库存 尺码
 CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
                   "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
                   "配件": ("配件",)}
-_CATEGORY_TAIL = r"(?:用品|装备|器材|类|相关|的东西|的商品|的产品|东西|产品|商品)"
+_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|的东西|的商品|的产品|东西|产品|商品")
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,19 @@ class Vocabulary:
     names: dict[str, str]
     brands: frozenset[str] = frozenset()
     categories: frozenset[str] = frozenset()
+    pattern: re.Pattern[str] | None = None            # every name, longest first: one pass finds them all
+    category_pattern: re.Pattern[str] | None = None   # every category word, longest first
+    category_of: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.pattern is None and self.names:
+            words = sorted(self.names, key=len, reverse=True)
+            object.__setattr__(self, "pattern", re.compile("|".join(map(re.escape, words))))
+        if self.category_pattern is None and self.categories:
+            of = {w: c for c in self.categories for w in (c, *CATEGORY_WORDS.get(c, ()))}
+            words = sorted(of, key=len, reverse=True)
+            object.__setattr__(self, "category_of", of)
+            object.__setattr__(self, "category_pattern", re.compile("|".join(map(re.escape, words))))
 
     @classmethod
     def of(cls, products: Iterable[tuple[str, str, str, str]]) -> Vocabulary:
@@ -116,6 +133,8 @@ class Intent:
     first_purchase: bool = False
     asks: frozenset[Ask] = frozenset()
     follow_up: bool = False                     # about the focus product: names nothing new
+    in_stock: bool = False                      # 有货的 / 现货的: only products in stock
+    sort: str = "relevance"                     # 最便宜的 / 从高到低 / 库存最多: how a listing is ordered
     subject: str = ""                           # the thing asked about, when it is a short noun phrase
     exact: str | None = None                    # the product whose name (or short form) the subject is
 
@@ -141,12 +160,9 @@ def _whole(value: Decimal | None) -> int | None:
 
 
 def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
-    spans: list[tuple[int, int, str]] = []
-    for name in sorted(vocabulary.names, key=len, reverse=True):
-        for m in re.finditer(re.escape(name), text):
-            if not any(m.start() < e and s < m.end() for s, e, _ in spans):
-                spans.append((m.start(), m.end(), vocabulary.names[name]))
-    return sorted(spans)
+    if vocabulary.pattern is None:
+        return []
+    return [(m.start(), m.end(), vocabulary.names[m.group(0)]) for m in vocabulary.pattern.finditer(text)]
 
 
 def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
@@ -186,14 +202,17 @@ def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
 
 def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | None:
     """A category word: as 足球用品/户外装备, or alone (服饰, 露营) in a request for a listing."""
-    for category in sorted(vocabulary.categories, key=len, reverse=True):
-        for word in dict.fromkeys((category, *CATEGORY_WORDS.get(category, ()))):
-            if re.search(f"{re.escape(word)}{_CATEGORY_TAIL}", text):
-                return category
-            at = text.find(word)
-            if listing and at >= 0 and word not in vocabulary.names and not any(s <= at < e for s, e, _ in spans):
-                return category
-    return None
+    if vocabulary.category_pattern is None:
+        return None
+    alone = None
+    for m in vocabulary.category_pattern.finditer(text):
+        word = m.group(0)
+        if _CATEGORY_TAIL.match(text, m.end()):
+            return vocabulary.category_of[word]
+        if alone is None and listing and word not in vocabulary.names \
+                and not any(s <= m.start() < e for s, e, _ in spans):
+            alone = vocabulary.category_of[word]
+    return alone
 
 
 _LEADING = re.compile(r"^(?:请问|你好|您好)?(?:店里|你们家|你们|这里|贵店|本店)?(?:有没有|卖不卖|是否有|能买到|有|卖|想买|想要|我想要|我要|要)?")
@@ -259,6 +278,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if len(products) == 1 and per:
         overall = per[products[0]]
     subject = _subject(folded, brand)
+    sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
-                  bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up, subject,
-                  vocabulary.names.get(subject))
+                  bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
+                  bool(_IN_STOCK.search(folded)), sort, subject, vocabulary.names.get(subject))

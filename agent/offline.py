@@ -24,6 +24,7 @@ _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
 class OfflineModel:
     name = "offline"
+    reads_json = False   # it reads the typed results in the turn context, so none are serialized for it
 
     def __init__(self) -> None:
         self._counter = 0
@@ -124,7 +125,8 @@ class OfflineModel:
                        "min_price": None if asked.min_price is None else str(asked.min_price),
                        "brand": asked.brand, "category": asked.category}
             query = "" if asked.category or (asked.brand and not asked.products) else asked.subject
-            return self._call("search_products", {"query": (query or "")[:200], "top_k": 10,
+            return self._call("search_products", {"query": (query or "")[:200], "top_k": 10, "sort": asked.sort,
+                                                  "in_stock": asked.in_stock,
                                                   **{k: v for k, v in filters.items() if v is not None}})
         if len(asked.products) >= 2:
             return self._call("get_product_details", {"product_ids": list(asked.products)})

@@ -4,6 +4,7 @@ filed in the turn's evidence ledger. Facts only come from `db/`; search results 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -189,17 +190,22 @@ def parse_arguments(name: str, raw: str) -> _Args:
         raise ToolError("INVALID_ARGUMENTS", problems) from None
 
 
+@functools.cache
+def _exported(cls: type) -> tuple[str, ...]:
+    """A record's JSON keys: its fields, then its public properties (evidence_id, status, totals…)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    for klass in cls.__mro__:
+        names += [n for n, a in vars(klass).items() if isinstance(a, property) and not n.startswith("_")
+                  and n not in names]
+    return tuple(names)
+
+
 def payload(value: Any) -> Any:
     """A typed result as JSON-ready data: dataclass fields and public properties, Decimals as exact strings."""
     if isinstance(value, Candidate):
         return value.as_tool_result()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: payload(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        for klass in type(value).__mro__:
-            for name, attr in vars(klass).items():
-                if isinstance(attr, property) and not name.startswith("_") and name not in out:
-                    out[name] = payload(getattr(value, name))
-        return out
+        return {name: payload(getattr(value, name)) for name in _exported(type(value))}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, Decimal):

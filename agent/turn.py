@@ -177,5 +177,6 @@ class Agent:
                     result = exc.as_result()
                     trace.tool_calls.append(ToolTrace(tool_call.name, tool_call.arguments[:500], exc.code,
                                                       round((time.perf_counter() - started) * 1000, 2)))
-                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": to_json(result)})
+                content = to_json(result) if getattr(model, "reads_json", True) else "(typed result in the turn context)"
+                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": content})
         raise _GiveUp(f"no releasable answer within {self.max_model_calls} model calls")

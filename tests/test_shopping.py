@@ -51,6 +51,9 @@ async def test_reader_products_quantities_budget_brand_category(vocabulary):
     assert Ask.COMPARE in read("排球和篮球哪个贵", vocabulary).asks
     assert Ask.SPEC in read("跑步鞋有哪些尺码", vocabulary).asks
     assert read("籃球多少錢", vocabulary).products == ("002",)         # traditional characters
+    ordered = read("有货的户外装备有哪些，最便宜的排前面", vocabulary)
+    assert (ordered.category, ordered.in_stock, ordered.sort) == ("户外", True, "price_asc")
+    assert read("李宁的东西从高到低", vocabulary).sort == "price_desc"
 
 
 async def test_reader_follow_ups_and_new_products(vocabulary):
