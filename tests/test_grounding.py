@@ -3,7 +3,6 @@ corpus, for each reason code, and through the real bot with a scripted model tha
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
@@ -15,11 +14,9 @@ from db.pricing import calculate_final_price
 from guardrails import validator as v
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import validate
-from tests.fakes.bot_process import BotProcess
-from tests.fakes.openai_server import FakeOpenAI, tool_call
+from tests.fakes.openai_server import tool_call
 from tests.fakes.redteam import LIE_FAMILIES, TRUE_ROLES, build_corpus
-from tests.fakes.telegram_server import FakeTelegram
-from tests.redis_support import connect, drop_prefix, unique_prefix
+from tests.fakes.remote_bot import remote_bot
 
 
 @pytest.fixture
@@ -165,28 +162,14 @@ def lying_model(body):
 
 
 async def test_a_lying_model_never_reaches_the_customer_through_the_real_bot(tmp_path):
-    fake, openai = await FakeTelegram().start(), await FakeOpenAI(chat_function=lying_model).start()
-    redis, prefix = await connect(), unique_prefix()
-    bot = BotProcess(fake, tmp_path, prefix, OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=openai.url,
-                     LLM_TIMEOUT_SECONDS="5", LLM_MAX_RETRIES="0")
-    try:
-        await bot.start()
+    async with remote_bot(tmp_path, lying_model, LLM_TIMEOUT_SECONDS="5", LLM_MAX_RETRIES="0") as world:
         for chat, question in enumerate(LIES, start=100):
-            await fake.say(chat, question)
+            await world.telegram.say(chat, question)
         for chat, (question, (_, lie, _, truth)) in enumerate(LIES.items(), start=100):
-            (reply,) = await fake.wait_replies(chat, 1)
+            (reply,) = await world.telegram.wait_replies(chat, 1)
             assert lie.rstrip("。") not in reply and truth in reply, (question, reply)
-        code, output = await bot.stop()
-        assert code == 0, output
-        assert "sk-test-key" not in output
-    finally:
-        if bot.process is not None and bot.process.returncode is None:
-            bot.process.kill()
-        await drop_prefix(redis, prefix)
-        await redis.aclose()
-        await openai.stop()
-        await fake.stop()
-    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    openai = world.openai
+    records = world.audit()
     assert len(records) == len(LIES) and all(r["degraded"] for r in records)
     codes = {code for r in records for verdict in r["verdicts"] for code in verdict["codes"]}
     assert {v.WRONG_ROLE, v.MISSING_CONDITION, v.UNVERIFIED_BRAND, v.UNVERIFIED_GIFT, v.UNVERIFIED_SHIPPING,

@@ -19,10 +19,8 @@ from db.pricing import calculate_basket
 from guardrails import validator as v
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import validate
-from tests.fakes.bot_process import BotProcess
-from tests.fakes.openai_server import FakeOpenAI, tool_call
-from tests.fakes.telegram_server import FakeTelegram
-from tests.redis_support import connect, drop_prefix, unique_prefix
+from tests.fakes.openai_server import tool_call
+from tests.fakes.remote_bot import remote_bot
 
 D = Decimal
 
@@ -167,28 +165,15 @@ def shopping_model(body):
 
 
 async def test_a_remote_model_uses_filters_and_a_basket_through_the_real_bot(tmp_path):
-    fake, openai = await FakeTelegram().start(), await FakeOpenAI(chat_function=shopping_model).start()
-    redis, prefix = await connect(), unique_prefix()
-    bot = BotProcess(fake, tmp_path, prefix, OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=openai.url)
-    try:
-        await bot.start()
-        await fake.say(300, "李宁100块以内的有哪些")
-        (listing,) = await fake.wait_replies(300, 1)
-        await fake.say(301, "两个跳绳一个护膝多少钱")
-        (basket,) = await fake.wait_replies(301, 1)
-        code, output = await bot.stop()
-        assert code == 0, output
-    finally:
-        if bot.process is not None and bot.process.returncode is None:
-            bot.process.kill()
-        await drop_prefix(redis, prefix)
-        await redis.aclose()
-        await openai.stop()
-        await fake.stop()
+    async with remote_bot(tmp_path, shopping_model) as world:
+        await world.telegram.say(300, "李宁100块以内的有哪些")
+        (listing,) = await world.telegram.wait_replies(300, 1)
+        await world.telegram.say(301, "两个跳绳一个护膝多少钱")
+        (basket,) = await world.telegram.wait_replies(301, 1)
+    openai = world.openai
     assert "计数跳绳售价39元" in listing and "运动护膝售价79元" in listing and "699" not in listing
     assert "合计157.00元" in basket
-    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert not any(r["degraded"] for r in records)   # the remote model's own answers were released
+    assert not any(r["degraded"] for r in world.audit())   # the remote model's own answers were released
     first = next(body for path, body, _ in openai.requests if path == "chat")
     params = {t["function"]["name"]: t["function"]["parameters"] for t in first["tools"]}
     assert {"max_price", "brand", "category", "in_stock"} <= set(params["search_products"]["properties"])
