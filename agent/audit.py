@@ -87,10 +87,11 @@ def tail(path: Path, count: int = 20, chat: str | None = None, blocked: bool = F
 
 
 def follow(path: Path, chat: str | None = None, blocked: bool = False, poll: float = 0.5,
-           stop_after: float | None = None) -> Iterator[dict[str, Any]]:
-    """New matching records as they are appended (survives rotation)."""
+           stop_after: float | None = None, start: int | None = None) -> Iterator[dict[str, Any]]:
+    """New matching records as they are appended (survives rotation); `start`: read from this offset
+    instead of the end of the file as it is when the first record is asked for."""
     started = time.monotonic()
-    position = path.stat().st_size if path.exists() else 0
+    position = start if start is not None else (path.stat().st_size if path.exists() else 0)
     inode = path.stat().st_ino if path.exists() else None
     while stop_after is None or time.monotonic() - started < stop_after:
         if path.exists():

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.bot_process import BotProcess  # noqa: E402
+from tests.fakes.redis_support import connect, drop_prefix, unique_prefix  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
-from tests.redis_support import connect, drop_prefix, unique_prefix  # noqa: E402
 
 QUESTIONS = ["足球多少钱", "有优惠吗", "那买两个呢", "羽毛球拍买两支多少钱", "我准备跑马拉松，需要透气并且能支撑足弓的装备",
              "怎么退货", "瑜伽垫有货吗", "店里有无人机吗"]

@@ -61,7 +61,7 @@ def search(docs, local_embedder, demo_index):
 @pytest.fixture
 async def redis():
     """A real Redis connection and a key prefix of this test's own, cleaned afterwards."""
-    from tests.redis_support import connect, drop_prefix, unique_prefix
+    from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
 
     client = await connect()
     prefix = unique_prefix()

@@ -8,7 +8,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 OURS = {"bot", "handlers", "agent", "retrieval", "guardrails", "db"}
 ALLOWED = {
-    "handlers": {"handlers", "agent", "guardrails", "db", "retrieval"},
+    "handlers": {"handlers", "agent"},
     "agent": {"agent", "retrieval", "guardrails", "db"},
     "retrieval": {"retrieval", "db"},
     "guardrails": {"guardrails"},
@@ -47,3 +47,12 @@ def test_only_agent_and_retrieval_know_openai(package):
 def test_no_helpers_or_utils_modules():
     names = {p.stem for pkg in ALLOWED for p in (ROOT / pkg).rglob("*.py")}
     assert not names & {"utils", "helpers", "misc", "common"}
+
+
+def test_bench_uses_only_the_public_test_support():
+    """bench/ may use tests/fakes/ (the doubles and corpora shared with the tests), never a test module."""
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tests":
+                assert node.module.startswith("tests.fakes."), f"{path.name} imports {node.module}"

@@ -2,7 +2,6 @@
 
 import json
 import threading
-import time
 
 from agent.audit import AuditLog, follow, summary_line, tail
 from agent.trace import TurnTrace, VerdictTrace
@@ -42,15 +41,16 @@ def test_follow_sees_new_records(tmp_path):
     audit = AuditLog(path)
     seen = []
 
+    start = path.stat().st_size if path.exists() else 0   # where following begins: no race with the writer
+
     def reader():
-        for record in follow(path, poll=0.05, stop_after=3):
+        for record in follow(path, poll=0.05, stop_after=5, start=start):
             seen.append(record["chat_id"])
             if len(seen) == 2:
                 return
 
     thread = threading.Thread(target=reader)
     thread.start()
-    time.sleep(0.3)
     audit.record(chat_id="7", user_id="u", message="q", result=result())
     audit.record(chat_id="8", user_id="u", message="q", result=result())
     thread.join(5)

@@ -12,8 +12,8 @@ import pytest
 
 from handlers import texts
 from tests.fakes.bot_process import BotProcess
+from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
 from tests.fakes.telegram_server import FakeTelegram
-from tests.redis_support import connect, drop_prefix, unique_prefix
 
 ROOT = Path(__file__).resolve().parent.parent
 

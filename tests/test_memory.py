@@ -50,7 +50,7 @@ async def test_concurrent_appends_lose_nothing(store):
 
 
 async def test_redis_memory_expires_and_survives_a_new_client(redis):
-    from tests.redis_support import connect
+    from tests.fakes.redis_support import connect
 
     store = RedisMemory(redis, ttl_seconds=60, prefix=redis.test_prefix)
     await store.append("c", Turn("足球多少钱", "120元"), ["001"], 1)

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.fakes.redis_support import REDIS_TEST_URL
 from tests.fakes.telegram_server import FakeTelegram
-from tests.redis_support import REDIS_TEST_URL
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

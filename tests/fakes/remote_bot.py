@@ -12,8 +12,8 @@ from typing import Any
 
 from tests.fakes.bot_process import BotProcess
 from tests.fakes.openai_server import ChatScript, FakeOpenAI
+from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
 from tests.fakes.telegram_server import FakeTelegram
-from tests.redis_support import connect, drop_prefix, unique_prefix
 
 API_KEY = "sk-test-key"
 
