@@ -16,6 +16,7 @@ import jieba
 import jieba.posseg
 
 from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
+from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.text import fold, pinyin_of
 
 jieba.setLogLevel(logging.WARNING)
@@ -45,8 +46,8 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.COMPARE, re.compile(r"哪个|哪款|哪一个|区别|对比|比较|不同|差别|比哪|还是")),
     (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
-                          r"什么码|是.{1,6}还是")),
-    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货")),
+                          r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升")),
+    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
     (Ask.BRAND, re.compile(r"什么牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送什么|包邮|划算|新客|首单|首次|第一次")),
     (Ask.PRICE, re.compile(r"多少钱|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
@@ -54,7 +55,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
 _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|早上好|晚上好|下午好|谢谢|感谢|好的|ok|再见|拜拜)"
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
-FIRST_PURCHASE = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购")
+FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
 _BUDGET = (   # the first that matches decides
     (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*左右"), "around"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
@@ -229,14 +230,22 @@ def _subject(text: str, brand: str | None) -> str:
     text = re.sub(f"(?:买|要|来|各)?{NUM}{MEASURE}|买$", "", text)
     cut = min((m.start() for ask, p in _ASKS if ask not in (Ask.MODIFY, Ask.ORDER, Ask.POLICY)
                for m in [p.search(text, 1)] if m), default=len(text))
-    subject = _TRAILING.sub("", _LEADING.sub("", text[:cut], count=1))
+    subject = _TRAILING.sub("", _LEADING.sub("", text[:cut], count=1)).lstrip("的")
     return subject if 1 <= len(subject) <= 6 else ""
 
 
+_QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
+GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝"})
+
+
 def covers(subject: str, product_name: str) -> bool:
-    """Whether a product is the thing asked about: '足球门' is not 足球; '跑不鞋' (a typo) is 跑步鞋."""
+    """Whether a product is the thing asked about: '足球门' is not 足球; '跑不鞋' (a typo) is 跑步鞋;
+    '壶铃几公斤' is 壶铃 with a question the reader did not know."""
     name = fold(product_name)
     if not subject or subject in name:
+        return True
+    shared = next((n for n in (name, re.sub(r"[（(][^）)]*[）)]", "", name)) if subject.startswith(n)), None)
+    if shared and _QUESTION_REST.search(subject[len(shared):]):
         return True
     head = jieba.lcut(subject)[-1]
     return head in name or pinyin_of(head) in pinyin_of(name) or _in_order(head, name)

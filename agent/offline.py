@@ -12,7 +12,7 @@ from typing import Any
 
 from agent import answers
 from agent.context import TurnContext
-from agent.intent import Ask, Intent, covers
+from agent.intent import GENERIC, Ask, Intent, covers
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from guardrails.fallback import SAFE_FALLBACK
@@ -124,7 +124,8 @@ class OfflineModel:
             filters = {"max_price": None if asked.max_price is None else str(asked.max_price),
                        "min_price": None if asked.min_price is None else str(asked.min_price),
                        "brand": asked.brand, "category": asked.category}
-            query = "" if asked.category or (asked.brand and not asked.products) else asked.subject
+            query = "" if asked.category or (asked.brand and not asked.products) or asked.subject in GENERIC \
+                else asked.subject
             return self._call("search_products", {"query": (query or "")[:200], "top_k": 10, "sort": asked.sort,
                                                   "in_stock": asked.in_stock,
                                                   **{k: v for k, v in filters.items() if v is not None}})
