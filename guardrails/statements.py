@@ -74,7 +74,7 @@ def brand_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLed
 
 
 def _gift_core(text: str) -> str:
-    text = _QUANTITY_HEAD.sub("", text.strip())
+    text = re.sub(r"[哦啊呀呢吧哈啦嘛喔~～…\s]+$", "", _QUANTITY_HEAD.sub("", text.strip()))
     return re.sub(f"{NUM}\\s*{MEASURE}$|的$", "", text).strip()
 
 

@@ -151,8 +151,8 @@ class _Check:
         if figure.basket:   # a basket's sum: the sentence names all its products, or none
             named = {pid for clause in sentence.clauses for pid in clause.named}
             return role != Role.PRICE and (not named or figure.basket <= named)
-        if role == Role.PRICE and figure.role == Role.SUBTOTAL:
-            return Decimal(figure.quantity or 0) in sentence.quantities   # 两个售价240元
+        if role == Role.PRICE and figure.role == Role.SUBTOTAL:   # 两个原价240元: the price of what is bought
+            return Decimal(figure.quantity or 0) in (sentence.quantities or self.asked.quantities)
         if figure.role in _PER_QUOTE and figure.quantity is not None:
             if Decimal(figure.quantity) not in self.quantities(sentence):
                 return False

@@ -63,6 +63,9 @@ async def test_total_for_two_is_not_the_price_of_one(conn):
     assert verdict.codes == [v.WRONG_ROLE] and "total for 2" in verdict.message
     assert validate("那买两个呢", "足球买两个共216元。", cites, ledger).ok
     assert validate("那买两个呢", "足球9折后共216元。", cites, ledger).ok   # the customer set the quantity
+    listed = "买两个足球：\n1. 原价：240元\n2. 9折优惠：-24元\n3. 实付：216元"   # a model's list, one item a line
+    assert validate("那买两个呢", listed, cites, ledger).ok
+    assert validate("足球多少钱", "足球原价：240元", cites, ledger).codes == [v.WRONG_ROLE]
 
 
 async def test_missing_condition_first_purchase(conn):
@@ -98,6 +101,7 @@ async def test_unverified_gift(conn):
     assert validate("q", "瑜伽垫购买赠送瑜伽砖。", cites, ledger).codes == [v.UNVERIFIED_GIFT]
     assert validate("q", "瑜伽垫送替换表带一条。", cites, ledger).codes == [v.UNVERIFIED_GIFT]
     assert validate("q", "瑜伽垫购买赠送视频教程；GPS心率运动手表送一条替换表带。", cites, ledger).ok
+    assert validate("q", "这款瑜伽垫150元，买就送教程视频哦～", cites, ledger).ok
 
 
 async def test_unverified_shipping(conn):
