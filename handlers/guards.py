@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Literal
 
@@ -20,8 +20,10 @@ Rate = Literal["ok", "notify", "drop"]
 class LocalGuards:
     """The same contract for a single process without Redis."""
 
-    def __init__(self, rate_limit: int = 20, window_seconds: int = 60, dedup_seconds: int = 24 * 3600):
+    def __init__(self, rate_limit: int = 20, window_seconds: int = 60, dedup_seconds: int = 24 * 3600,
+                 clock: Callable[[], float] = time.time):
         self.rate_limit, self.window_seconds, self.dedup_seconds = rate_limit, window_seconds, dedup_seconds
+        self.clock = clock   # rate windows are read from it: tests fix it, so no window boundary can fall mid-test
         self._seen: dict[int, float] = {}
         self._windows: dict[str, tuple[int, int]] = {}
 
@@ -35,7 +37,7 @@ class LocalGuards:
         return True
 
     async def rate(self, user_id: str) -> Rate:
-        window = int(time.time() // self.window_seconds)
+        window = int(self.clock() // self.window_seconds)
         start, count = self._windows.get(user_id, (window, 0))
         count = count + 1 if start == window else 1
         self._windows[user_id] = (window, count)
@@ -56,8 +58,8 @@ class RedisGuards:
     """Redis-backed guards: SET NX for duplicates and one-time jobs, INCR windows, expiring locks."""
 
     def __init__(self, redis: Redis, prefix: str = "kefu:", rate_limit: int = 20, window_seconds: int = 60,
-                 dedup_seconds: int = 24 * 3600, lock_seconds: float = 90.0):
-        self.redis, self.prefix = redis, prefix
+                 dedup_seconds: int = 24 * 3600, lock_seconds: float = 90.0, clock: Callable[[], float] = time.time):
+        self.redis, self.prefix, self.clock = redis, prefix, clock
         self.rate_limit, self.window_seconds = rate_limit, window_seconds
         self.dedup_seconds, self.lock_seconds = dedup_seconds, lock_seconds
 
@@ -65,7 +67,7 @@ class RedisGuards:
         return bool(await self.redis.set(f"{self.prefix}update:{update_id}", 1, nx=True, ex=self.dedup_seconds))
 
     async def rate(self, user_id: str) -> Rate:
-        window = int(time.time() // self.window_seconds)
+        window = int(self.clock() // self.window_seconds)
         key = f"{self.prefix}rate:{user_id}:{window}"
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.incr(key)

@@ -103,14 +103,23 @@ async def test_duplicates_across_processes_with_redis(conn, search, redis):
 
 
 async def test_a_flood_gets_one_polite_note(conn, search):
-    harness = Harness(Agent(conn, search), guards=LocalGuards(rate_limit=2))
+    harness = Harness(Agent(conn, search), guards=LocalGuards(rate_limit=2, clock=lambda: 1_000_000.0))
     await harness.feed(*(update(11, f"足球多少钱{i}") for i in range(5)))
     replies = harness.session.texts(11)
     assert len(replies) == 3 and replies[2] == texts.SLOW_DOWN
 
 
+async def test_a_new_window_lets_a_customer_write_again():
+    now = [1_000_000.0]
+    guards = LocalGuards(rate_limit=1, window_seconds=60, clock=lambda: now[0])
+    assert [await guards.rate("u") for _ in range(3)] == ["ok", "notify", "drop"]
+    now[0] += 60
+    assert await guards.rate("u") == "ok"
+
+
 async def test_redis_rate_limit(conn, search, redis):
-    harness = Harness(Agent(conn, search), guards=RedisGuards(redis, prefix=redis.test_prefix, rate_limit=1))
+    harness = Harness(Agent(conn, search), guards=RedisGuards(redis, prefix=redis.test_prefix, rate_limit=1,
+                                                              clock=lambda: 1_000_000.0))
     await harness.feed(*(update(12, "你好") for _ in range(3)))
     assert harness.session.texts(12)[1:] == [texts.SLOW_DOWN]
 
