@@ -70,8 +70,8 @@ class Agent:
 
     async def vocabulary(self) -> intent.Vocabulary:
         """The catalog's product names, brands and categories, read once per process."""
-        if self._vocabulary is None:
-            self._vocabulary = intent.Vocabulary.of(await catalog_words(self.conn))
+        if self._vocabulary is None:   # jieba over every name: off the event loop (20k products take seconds)
+            self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn))
         return self._vocabulary
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
