@@ -251,16 +251,10 @@ def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str
             [p.evidence_id for p in products if p.price is not None])
 
 
-_ASKING = re.compile(r"^(请问)?(店里|你们|你们家|这里|贵店|本店)?(有没有|有|卖不卖|卖|是否有|能买到)?|(吗|呢|么|嘛)?$")
-
-
-def not_sold_answer(question: str) -> str:
-    subject = _ASKING.sub("", question.strip().rstrip("？?。!！ "))
-    if find_mentions(subject) or len(subject) > 20 or not subject:
-        subject = "您的描述"
-    else:
-        subject = f"“{subject}”"
-    return (f"抱歉，本店目前没有找到与{subject}相符的商品，不能为您提供它的价格或库存信息。"
+def not_sold_answer(subject: str) -> str:
+    """Nothing verified fits: say so, naming the thing asked about (the reader's subject) when there is one."""
+    shown = f"“{subject}”" if subject and not find_mentions(subject) else "您的描述"
+    return (f"抱歉，本店目前没有找到与{shown}相符的商品，不能为您提供它的价格或库存信息。"
             "我们主要销售球类、球拍、跑鞋、健身器材、瑜伽用品和户外运动装备，您可以换个说法再问我。")
 
 

@@ -47,7 +47,7 @@ class OfflineModel:
             context = TurnContext(question=last.get("content") or "", user_id="")
         asked = context.intent
         assert asked is not None
-        question, focus, called = context.question, context.focus_product_ids, context.called
+        focus, called = context.focus_product_ids, context.called
         if context.rejections:
             return self._submit(SAFE_FALLBACK, [], AnswerStatus.INSUFFICIENT)
         if not context.results:
@@ -77,7 +77,7 @@ class OfflineModel:
             return self._about_one(asked, findings)
         if focus and asked.follow_up and "get_product_details" not in called:
             return self._call("get_product_details", {"product_ids": focus})
-        return self._submit(answers.not_sold_answer(question), [], AnswerStatus.INSUFFICIENT)
+        return self._submit(answers.not_sold_answer(asked.subject), [], AnswerStatus.INSUFFICIENT)
 
     @staticmethod
     def _several(asked: Intent, findings: answers.Findings) -> list[str]:

@@ -32,9 +32,12 @@ from db.orders import list_orders
 from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import AnswerStatus
-from retrieval.search import WARNING, Candidate, ProductSearch
+from retrieval.search import Candidate, ProductSearch
 
 SUBMIT = "submit_answer"
+# Sent with every search result: retrieval only proposes.
+WARNING = ("这些只是检索候选，不是事实：价格、库存、品牌和优惠必须用 get_product_details / get_promotions "
+           "按 product_id 核实后才能告诉顾客。")
 FILTERED_WITHIN = 3.5   # a filtered search keeps candidates this far below the best (2.5 unfiltered), then SQL filters
 
 
@@ -312,18 +315,14 @@ class ToolRunner:
         if args.query.strip():
             found = await self.search.search(args.query, 10 if where else args.top_k,
                                              within=FILTERED_WITHIN if where else None)
-            if where:
-                kept = {p.product_id for p in await find_products(self.conn, where, [c.product_id for c in found],
-                                                                   args.sort)}
-                found = [c for c in found if c.product_id in kept]
+            if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
+                by_id = {c.product_id: c for c in found}
+                kept = await find_products(self.conn, where, list(by_id), args.sort)
+                found = [by_id[p.product_id] for p in kept]
             candidates = tuple(found[:args.top_k])
         elif where:
             listed = await find_products(self.conn, where, None, args.sort, args.top_k)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
-        elif where and args.sort != "relevance":
-            order = [p.product_id for p in await find_products(self.conn, where, [c.product_id for c in candidates],
-                                                                args.sort)]
-            candidates = tuple(sorted(candidates, key=lambda c: order.index(c.product_id)))
         ids = [c.product_id for c in candidates][:10 if where else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None)
 

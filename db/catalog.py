@@ -63,12 +63,6 @@ async def get_promotions(conn: aiosqlite.Connection, product_ids: Iterable[objec
                          tuple(i for i in ids if i not in known))
 
 
-async def catalog_brands(conn: aiosqlite.Connection) -> frozenset[str]:
-    """Every brand the catalog sells: the words a brand claim in an answer is read by."""
-    async with conn.execute("SELECT DISTINCT brand FROM products WHERE brand != ''") as cur:
-        return frozenset(row[0] for row in await cur.fetchall())
-
-
 async def products_for_retrieval(conn: aiosqlite.Connection) -> list[dict[str, Any]]:
     """The descriptive fields of every product, for the search index (never price or stock)."""
     sql = ("SELECT product_id, product_name, brand, description, specifications, usage "

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import cn2an
 
-from guardrails.roles import Kind, Role
+from guardrails.roles import MEASURE, Kind, Role
 
 MONEY, DISCOUNT, STOCK, QUANTITY, DURATION, CLOCK = (Kind.MONEY, Kind.DISCOUNT, Kind.STOCK, Kind.QUANTITY,
                                                      Kind.DURATION, Kind.CLOCK)
@@ -27,7 +27,6 @@ _CN_UNIT = "十拾百佰千仟万亿"
 _CN_NUM = f"[{_CN_DIGIT}{_CN_UNIT}](?:[{_CN_DIGIT}{_CN_UNIT}]|点(?=[{_CN_DIGIT}]))*"
 _AR_NUM = r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:万|千)?"
 NUM = f"(?:{_AR_NUM}|{_CN_NUM})"
-MEASURE = "(?:个(?!月)|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包(?!邮)|组|箱|桶|本)"
 _YUAN = "(?:元|块钱|块|RMB|CNY|人民币)"
 _RANGE = re.compile(f"[{_CN_DIGIT[2:]}]{{2}}")  # 两三百, 三四十: a range, not 23 or 34
 _ONE_DIGIT = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2, "〇": 0}

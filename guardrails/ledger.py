@@ -247,7 +247,7 @@ class Evidence:
     record: object
     product_ids: frozenset[str] = frozenset()
     figures: list[Figure] = field(default_factory=list)
-    texts: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()   # a product's or a policy document's own words (gifts, policy clauses)
 
     def vouches_for(self, kind: Kind, value: Decimal) -> bool:
         """Today's check: the value is a figure of this kind (a stock figure is also a buyable quantity)."""
@@ -303,13 +303,13 @@ class EvidenceLedger:
         self.promotions[promo.promotion_id] = promo
         eid = promo.evidence_id
         return self._add(Evidence(eid, EvidenceKind.PROMOTION, promo, frozenset({promo.product_id}),
-                                  promotion_figures(promo, eid), (promo.promotion_text,)))
+                                  promotion_figures(promo, eid)))
 
     def add_quote(self, quote: PriceQuote) -> str:
         self.quotes[quote.evidence_id] = quote
         self.names.setdefault(quote.product_name, quote.product_id)
         return self._add(Evidence(quote.evidence_id, EvidenceKind.CALC, quote, frozenset({quote.product_id}),
-                                  quote_figures(quote), tuple(p.promotion_text for p in quote.promotions)))
+                                  quote_figures(quote)))
 
     def add_basket(self, basket: BasketQuote) -> list[str]:
         """Each line as its own calculation, and the basket's sums over all of them."""

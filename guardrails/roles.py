@@ -46,7 +46,8 @@ KIND_OF = {
     Role.TOTAL_UNITS: Kind.QUANTITY, Role.ORDER_QUANTITY: Kind.QUANTITY, Role.STOCK: Kind.STOCK,
 }
 
-_UNIT = "(?:个|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包|组|箱|桶|本|份)"
+# The measure words of the shop's goods, the one table (个 not before 月; 包 not in 包邮).
+MEASURE = "(?:个(?!月)|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包(?!邮)|组|箱|桶|本)"
 
 # Words right before a money figure, the closest one decides ("买一个共108元": 共, not 一个).
 MONEY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
@@ -54,12 +55,12 @@ MONEY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
     (Role.TOTAL, re.compile("一共|合计|总价|总共|共计|总计|共|实付款?|到手价?|折后价?|优惠后|打折后|活动价|优惠价|"
                             "现价|只要|只需|仅需|需付|应付|支付|付款|后")),
     (Role.REDUCTION, re.compile("立减|直降|减|优惠了?|便宜了?|节省|省了?|少付|抵扣|抵")),
-    (Role.PRICE, re.compile(f"售价|价格|单价|原价|标价|定价|零售价|价钱|每{_UNIT}|一{_UNIT}|单{_UNIT}")),
+    (Role.PRICE, re.compile(f"售价|价格|单价|原价|标价|定价|零售价|价钱|每{MEASURE}|一{MEASURE}|单{MEASURE}")),
 )
 # Words right after a money figure: "120元一个", "200元以上包邮".
 MONEY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
     (Role.BUDGET, re.compile("^\\s*(?:以内|以下|之内|左右)")),
-    (Role.PRICE, re.compile(f"^\\s*(?:/|每|一){_UNIT}")),
+    (Role.PRICE, re.compile(f"^\\s*(?:/|每|一){MEASURE}")),
     (Role.THRESHOLD, re.compile("^\\s*(?:及|或)?以上")),
 )
 QUANTITY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (

@@ -42,7 +42,7 @@ def _in_name(clause: Clause, start: int, end: int) -> bool:
     return any(start < e and s < end for s, e in clause.name_spans)
 
 
-def _subject_products(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedger) -> set[str]:
+def _subject_products(clause: Clause, pool: Sequence[Evidence]) -> set[str]:
     return clause.subject or {pid for e in pool for pid in e.product_ids}
 
 
@@ -56,7 +56,7 @@ def _brand_pattern(brands: frozenset[str]) -> re.Pattern[str]:
 def brand_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedger) -> list[Finding]:
     """Any catalog brand named in a clause must be the brand of the product the clause is about."""
     out = []
-    products = _subject_products(clause, pool, ledger)
+    products = _subject_products(clause, pool)
     for m in _brand_pattern(frozenset(ledger.brands)).finditer(clause.text):
         brand = m.group(0)
         if _in_name(clause, m.start(), m.end()) or _negated(clause.text, m.start()):
@@ -87,7 +87,7 @@ def _overlap(core: str, gift: str) -> bool:
 def gift_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedger) -> list[Finding]:
     """A gift must be one of the product's gift promotions (or written in its own verified text)."""
     out = []
-    products = _subject_products(clause, pool, ledger)
+    products = _subject_products(clause, pool)
     gifts = [p.promotion_text for p in ledger.promotions_of(pool, products) if p.discount_type == GIFT]
     own = [g.group(0) for e in pool if e.kind == EvidenceKind.PRODUCT and e.product_ids & products
            for t in e.texts for g in _GIFT.finditer(t)]   # 购买赠送教程视频 in the product's own description
@@ -112,7 +112,7 @@ def shipping_findings(clause: Clause, pool: Sequence[Evidence], ledger: Evidence
             continue
         if any(e.kind == EvidenceKind.DOC and m.group(0) in "".join(e.texts) for e in pool):
             continue
-        products = _subject_products(clause, pool, ledger)
+        products = _subject_products(clause, pool)
         rules = [p for p in ledger.promotions_of(pool, products) if p.discount_type == FREE_SHIPPING]
         if not rules:
             out.append((UNVERIFIED_SHIPPING, f"'{m.group(0)}': the product named here has no free-shipping promotion "
@@ -127,7 +127,7 @@ def shipping_findings(clause: Clause, pool: Sequence[Evidence], ledger: Evidence
 def stock_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedger) -> list[Finding]:
     """售罄/缺货 only for a product at 0; 有货/现货 only for one in stock."""
     out, taken = [], []
-    products = _subject_products(clause, pool, ledger)
+    products = _subject_products(clause, pool)
     stocks = {pid: ledger.products[pid].stock_quantity for pid in products if pid in ledger.products}
     for pattern, out_of_stock in ((_OUT_OF_STOCK, True), (_IN_STOCK, False)):
         for m in pattern.finditer(clause.text):

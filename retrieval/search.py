@@ -17,8 +17,6 @@ from retrieval.lexical import LexicalIndex
 
 log = logging.getLogger(__name__)
 
-WARNING = ("这些只是检索候选，不是事实：价格、库存、品牌和优惠必须用 get_product_details / get_promotions "
-           "按 product_id 核实后才能告诉顾客。")
 
 
 @dataclass(frozen=True)
@@ -184,9 +182,3 @@ class ProductSearch:
         best = float(fused[order[0]])
         return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
                 for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)]
-
-    async def search_products(self, query: str, top_k: int = 5) -> dict:
-        """The `search_products` tool result: unverified candidates and the warning that says so."""
-        candidates = await self.search(query, top_k)
-        return {"status": "candidates" if candidates else "no_match", "is_verified_fact": False,
-                "candidates": [c.as_tool_result() for c in candidates], "warning": WARNING}

@@ -8,14 +8,14 @@ from collections import Counter
 import pytest
 
 from agent.tools import file_evidence
-from db.catalog import catalog_brands, get_product_details, get_promotions
+from db.catalog import get_product_details, get_promotions
 from db.knowledge import search_knowledge
 from db.pricing import calculate_final_price
 from guardrails import validator as v
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import validate
 from tests.fakes.openai_server import tool_call
-from tests.fakes.redteam import LIE_FAMILIES, TRUE_ROLES, build_corpus
+from tests.fakes.redteam import LIE_FAMILIES, TRUE_ROLES, build_corpus, catalog_brands
 from tests.fakes.remote_bot import remote_bot
 
 

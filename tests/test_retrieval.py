@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from openai import AsyncOpenAI
 
+from agent.tools import WARNING, SearchProducts, ToolRunner, payload
 from db.build import write_catalog
 from db.records import demo_catalog
+from guardrails.ledger import EvidenceLedger
 from retrieval.documents import doc_from_product
 from retrieval.embedders import EmbeddingError, OpenAIEmbedder, QueryVectorCache
 from retrieval.index import IndexProblem, VectorIndex, build_index
-from retrieval.search import WARNING, ProductSearch
+from retrieval.search import ProductSearch
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,14 +158,16 @@ async def test_things_not_sold_return_no_candidates(search, query):
     assert await search.search(query, 5) == []
 
 
-async def test_tool_result_is_marked_unverified_and_top_k_is_clamped(search):
-    result = await search.search_products("跑步鞋", top_k=50)
+async def test_tool_result_is_marked_unverified_and_top_k_is_clamped(conn, search):
+    runner = ToolRunner(conn, search, EvidenceLedger(), "u", prepare=False)
+    result = payload(await runner.run("search_products", SearchProducts(query="跑步鞋", top_k=10)))
     assert result["is_verified_fact"] is False and result["warning"] == WARNING
     assert 1 <= len(result["candidates"]) <= 10
     assert all(c["is_verified_fact"] is False and set(c) == {"product_id", "product_name", "retrieval_score",
                                                             "is_verified_fact"} for c in result["candidates"])
+    assert 1 <= len(await search.search("跑步鞋", top_k=50)) <= 10
     assert len(await search.search("运动", top_k=0)) == 1
-    assert (await search.search_products("无人机"))["status"] == "no_match"
+    assert payload(await runner.run("search_products", SearchProducts(query="无人机")))["status"] == "no_match"
 
 
 async def test_lexical_only_search_without_an_index(docs):

@@ -15,7 +15,7 @@ from decimal import Decimal
 import aiosqlite
 
 from agent.tools import file_evidence
-from db.catalog import catalog_brands, fetch_products, fetch_promotions
+from db.catalog import catalog_words, fetch_products, fetch_promotions
 from db.facts import (
     DiscountType,
     PolicyDocument,
@@ -193,6 +193,11 @@ POLICY_LIES = [("D001", "签收后15天内支持无理由退货。"), ("D001", "
                ("D005", "人工客服服务时间为每天8:00到22:00。"), ("D005", "人工客服晚上10点前都在。"),
                ("D007", "球拍自签收起享受6个月质保。"), ("D008", "我们支持货到付款。"),
                ("D001", "定制商品也支持7天无理由退货。")]
+
+
+async def catalog_brands(conn: aiosqlite.Connection) -> frozenset[str]:
+    """Every brand word of the catalog: what a ledger reads brand claims by."""
+    return frozenset(brand for _, _, brand, _ in await catalog_words(conn) if brand)
 
 
 async def build_corpus(conn: aiosqlite.Connection) -> list[Case]:
