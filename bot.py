@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     embedding_base_url: AnyHttpUrl | None = None
     embedding_dimensions: int | None = Field(None, ge=1, le=8192)
     operator_ids: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    operator_chat_id: int | None = None
+    handoff_idle_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
+    service_hours: str | None = None
     memory_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
     redis_prefix: str = "kefu:"
     rate_limit_messages: int = Field(20, ge=1, le=10_000)
@@ -58,6 +61,15 @@ class Settings(BaseSettings):
     def _split_ids(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("service_hours")
+    @classmethod
+    def _check_hours(cls, value: str | None) -> str | None:
+        if value is not None:
+            from agent.handoff import ServiceHours
+
+            ServiceHours.parse(value)
         return value
 
     @property
@@ -292,6 +304,7 @@ def cmd_eval_dialogues(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
 
+    from agent.conversation import Conversation
     from agent.memory import InProcessMemory
     from handlers.console import run_console
 
@@ -300,7 +313,7 @@ def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> int:
         agent, conn, model = await build_agent(settings)
         try:
-            return await run_console(agent, InProcessMemory(warn=False), show_trace=args.show_trace)
+            return await run_console(Conversation(agent, InProcessMemory(warn=False)), show_trace=args.show_trace)
         finally:
             await conn.close()
             if model is not None:
@@ -327,10 +340,15 @@ async def connect_redis(settings: Settings):
 
 async def run_telegram(settings: Settings) -> int:
     from agent.audit import AuditLog
+    from agent.conversation import Conversation
+    from agent.handoff import LocalHandoffStore, RedisHandoffStore, ServiceHours
     from agent.memory import InProcessMemory
     from agent.memory_redis import RedisMemory
+    from db.knowledge import contact_policy
     from handlers.app import TelegramOptions, make_bot, run_polling, run_webhook
     from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
+    from handlers.handoff import Desk
+    from handlers.operators import Operators
     from handlers.telegram import Limits, build_dispatcher
 
     if settings.bot_mode == "webhook" and (settings.webhook_url is None or settings.webhook_secret is None):
@@ -338,17 +356,17 @@ async def run_telegram(settings: Settings) -> int:
     redis = await connect_redis(settings)
     agent, conn, model = await build_agent(settings)
     audit = AuditLog(settings.audit_path)
+    sweeper = None
     try:
         if redis is not None:
             memory = RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix)
             guards = RedisGuards(redis, settings.redis_prefix, settings.rate_limit_messages,
                                  settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30)
+            handoffs = RedisHandoffStore(redis, settings.redis_prefix)
         else:
             memory = InProcessMemory()
             guards = LocalGuards(settings.rate_limit_messages, settings.rate_limit_window_seconds)
-        sequencer = ChatSequencer()
-        dispatcher = build_dispatcher(agent=agent, memory=memory, guards=guards, sequencer=sequencer, audit=audit,
-                                      limits=Limits(settings.max_message_chars))
+            handoffs = LocalHandoffStore()
         options = TelegramOptions(
             token=settings.bot_token.get_secret_value(),
             api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
@@ -356,6 +374,21 @@ async def run_telegram(settings: Settings) -> int:
             webhook_secret=settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
             port=settings.webhook_port)
         bot = make_bot(options)
+        policy = await contact_policy(conn)
+        hours = ServiceHours.parse(settings.service_hours) if settings.service_hours else \
+            ServiceHours.from_policy(policy.content if policy else "")
+        conversation = Conversation(agent, memory, audit)
+        desk = Desk(bot, handoffs, conversation, settings.operator_chat_id, hours,
+                    settings.handoff_idle_minutes * 60, policy.content if policy else "", audit)
+        if desk.enabled:
+            sweeper = asyncio.create_task(desk.run_sweeper())
+        elif settings.operator_ids:
+            log.info("OPERATOR_CHAT_ID is not set: no handoff; operator commands work in a private chat")
+        sequencer = ChatSequencer()
+        dispatcher = build_dispatcher(operators=Operators(frozenset(settings.operator_ids), settings.operator_chat_id),
+                                      conversation=conversation, desk=desk, guards=guards, sequencer=sequencer,
+                                      audit=audit, limits=Limits(settings.max_message_chars))
+        dispatcher.shutdown.register(desk.finish)
         if settings.bot_mode == "webhook":
             await run_webhook(dispatcher, bot, sequencer, guards, options)
         else:
@@ -363,6 +396,8 @@ async def run_telegram(settings: Settings) -> int:
         log.info("stopped")
         return 0
     finally:
+        if sweeper is not None:
+            sweeper.cancel()
         audit.close()
         await conn.close()
         if model is not None:

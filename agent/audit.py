@@ -1,5 +1,6 @@
-"""The audit log: one JSON record per turn, built from the turn trace, appended to a rotated JSON Lines
-file off the event loop, and summarized in one log line. It never holds a token or an API key."""
+"""The audit log: one JSON record per turn (built from the turn trace) and per handoff, relay and
+feedback event, each with a `kind`, appended to a rotated JSON Lines file off the event loop and
+summarized in one log line. It never holds a token or an API key."""
 
 from __future__ import annotations
 
@@ -18,12 +19,20 @@ from agent.turn import TurnResult
 log = logging.getLogger("kefu.audit")
 
 
+TURN = "turn"
+EVENT_KINDS = ("handoff_start", "handoff_claim", "handoff_end", "relay", "feedback", "unanswered")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
 def build_record(*, chat_id: str, user_id: str, message: str, result: TurnResult,
-                 update_id: int | None = None) -> dict[str, Any]:
+                 update_id: int | None = None, delivered: bool = True) -> dict[str, Any]:
     trace = result.trace.as_dict() if result.trace else {}
     return {
-        "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        "chat_id": str(chat_id), "user_id": str(user_id), "update_id": update_id,
+        "time": _now(), "kind": TURN,
+        "chat_id": str(chat_id), "user_id": str(user_id), "update_id": update_id, "delivered": delivered,
         "message": message, "answer": result.answer, "status": result.status,
         "citations": result.citations,
         "blocked": any(not v["ok"] for v in trace.get("verdicts", [])),
@@ -57,6 +66,15 @@ class AuditLog:
                  record["blocked"], record["latency_ms"])
         return record
 
+    def event(self, kind: str, chat_id: str, **fields: Any) -> dict[str, Any]:
+        """A handoff, relay or feedback event, in the same log as the turns."""
+        assert kind in EVENT_KINDS, kind
+        record = {"time": _now(), "kind": kind, "chat_id": str(chat_id), **fields}
+        self._file_logger.info(json.dumps(record, ensure_ascii=False, default=str))
+        log.info("%s chat=%s %s", kind, chat_id, " ".join(f"{k}={v}" for k, v in fields.items()
+                                                          if k not in ("text", "message")))
+        return record
+
     def close(self) -> None:
         self._listener.stop()
         for handler in self._listener.handlers:
@@ -75,6 +93,23 @@ def _parse(line: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return record if isinstance(record, dict) else None
+
+
+def kind_of(record: dict[str, Any]) -> str:
+    return record.get("kind") or TURN   # records written before kinds existed are turns
+
+
+def read_since(path: Path, since: datetime | None = None) -> list[dict[str, Any]]:
+    """Every record at or after `since`, oldest first, from the rotated backups and the current file."""
+    files = [path.with_name(f"{path.name}.{n}") for n in range(9, 0, -1)] + [path]
+    cutoff = since.astimezone(UTC).isoformat(timespec="milliseconds") if since else ""
+    out: list[dict[str, Any]] = []
+    for file in files:
+        if not file.exists():
+            continue
+        with file.open(encoding="utf-8", errors="replace") as handle:
+            out.extend(r for r in map(_parse, handle) if r is not None and str(r.get("time", "")) >= cutoff)
+    return out
 
 
 def tail(path: Path, count: int = 20, chat: str | None = None, blocked: bool = False) -> list[dict[str, Any]]:
@@ -109,6 +144,11 @@ def follow(path: Path, chat: str | None = None, blocked: bool = False, poll: flo
 
 
 def summary_line(record: dict[str, Any]) -> str:
+    kind = kind_of(record)
+    if kind != TURN:
+        details = " ".join(f"{k}={v}" for k, v in record.items() if k not in ("time", "kind", "chat_id", "text"))
+        text = f"\n  {record['text']}" if record.get("text") else ""
+        return f"{record.get('time')} chat={record.get('chat_id')} {kind} {details}{text}"
     flags = [name for name in ("blocked", "degraded", "fallback") if record.get(name)]
     codes = sorted({c for v in record.get("verdicts") or [] for c in v.get("codes", [])})
     return (f"{record.get('time')} chat={record.get('chat_id')} {record.get('status')} "

@@ -41,6 +41,11 @@ class TurnResult:
     quantity: int | None = None
     trace: TurnTrace | None = None
 
+    @property
+    def helped(self) -> bool:
+        """A grounded answer; an insufficient-evidence answer or the safe fallback did not help."""
+        return self.status == AnswerStatus.GROUNDED
+
 
 @dataclass
 class _Released:

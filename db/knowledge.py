@@ -27,3 +27,12 @@ async def search_knowledge(conn: aiosqlite.Connection, query: str, limit: int = 
     scored.sort(key=lambda item: -item[0])
     return PolicyDocuments(tuple(PolicyDocument(row["doc_id"], row["title"], row["content"])
                                  for _, row in scored[:limit]))
+
+
+CONTACT_QUERY = "人工客服服务时间"
+
+
+async def contact_policy(conn: aiosqlite.Connection) -> PolicyDocument | None:
+    """The store policy that tells a customer how and when to reach a person, if the shop has one."""
+    found = await search_knowledge(conn, CONTACT_QUERY, limit=1)
+    return found.documents[0] if found.documents and "人工" in found.documents[0].content else None

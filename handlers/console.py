@@ -7,15 +7,14 @@ import json
 import sys
 from typing import TextIO
 
-from agent.memory import MemoryStore, Turn
-from agent.turn import Agent
+from agent.conversation import Conversation
 
 BANNER = """kefu-bot 控制台客服（demo 商品库）。直接输入问题，例如：
   足球多少钱 / 有优惠吗 / 那买两个呢 / 我准备跑马拉松，需要透气并且能支撑足弓的装备
 命令：/reset 清空对话记忆 · /trace 切换显示调用轨迹 · /quit 退出"""
 
 
-async def run_console(agent: Agent, memory: MemoryStore, *, show_trace: bool = False, user_id: str = "console",
+async def run_console(conversation: Conversation, *, show_trace: bool = False, user_id: str = "console",
                       chat_id: str = "console", stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """Read questions line by line until EOF or /quit; print each validated answer."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
@@ -39,15 +38,15 @@ async def run_console(agent: Agent, memory: MemoryStore, *, show_trace: bool = F
             say("客服：再见！")
             return 0
         if text == "/reset":
-            await memory.reset(chat_id)
+            await conversation.reset(chat_id)
             say("客服：好的，之前的对话已清空。")
             continue
         if text == "/trace":
             show_trace = not show_trace
             say(f"(trace {'on' if show_trace else 'off'})")
             continue
-        result = await agent.answer(text, user_id=user_id, memory=await memory.load(chat_id))
-        await memory.append(chat_id, Turn(text, result.answer), result.focus_product_ids, result.quantity)
+        result = await conversation.answer(chat_id, user_id, text)
         say(f"客服：{result.answer}")
+        await conversation.remember(chat_id, user_id, text, result)
         if show_trace and result.trace is not None:
             say(json.dumps(result.trace.as_dict(), ensure_ascii=False, indent=1))

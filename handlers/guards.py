@@ -26,6 +26,8 @@ class LocalGuards:
         self.clock = clock   # rate windows are read from it: tests fix it, so no window boundary can fall mid-test
         self._seen: dict[int, float] = {}
         self._windows: dict[str, tuple[int, int]] = {}
+        self._once: set[str] = set()
+        self.counters: dict[str, int] = {}
 
     async def first_time(self, update_id: int) -> bool:
         now = time.monotonic()
@@ -48,7 +50,13 @@ class LocalGuards:
         yield   # one process: the in-process FIFO lock in the middleware already orders the chat
 
     async def claim_once(self, name: str, seconds: int) -> bool:
+        if name in self._once:
+            return False
+        self._once.add(name)
         return True
+
+    async def count(self, name: str) -> None:
+        self.counters[name] = self.counters.get(name, 0) + 1
 
     async def close(self) -> None:
         return None
@@ -96,6 +104,14 @@ class RedisGuards:
     async def claim_once(self, name: str, seconds: int) -> bool:
         """True for exactly one caller per `seconds` (e.g. one replica sets the webhook)."""
         return bool(await self.redis.set(f"{self.prefix}once:{name}", 1, nx=True, ex=seconds))
+
+    async def count(self, name: str) -> None:
+        """A counter per day (UTC) for the metrics: `<prefix>counters:<date>` hash, kept 90 days."""
+        key = f"{self.prefix}counters:{time.strftime('%Y-%m-%d', time.gmtime(self.clock()))}"
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(key, name, 1)
+            pipe.expire(key, 90 * 24 * 3600)
+            await pipe.execute()
 
     async def close(self) -> None:
         return None

@@ -9,6 +9,7 @@ import logging
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.types import InlineKeyboardMarkup, Message
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +38,17 @@ def split_text(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
     return pieces
 
 
-async def _send(bot: Bot, chat_id: int, text: str) -> None:
+async def _send(bot: Bot, chat_id: int, text: str, thread_id: int | None = None,
+                reply_markup: InlineKeyboardMarkup | None = None) -> Message:
     """One piece: HTML first; entity trouble → once as plain text; flood control → wait, bounded."""
     plain = False
     for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + 1):
         try:
             if plain:
-                await bot.send_message(chat_id, text, parse_mode=None)
-            else:
-                await bot.send_message(chat_id, html.escape(text, quote=False), parse_mode="HTML")
-            return
+                return await bot.send_message(chat_id, text, parse_mode=None, message_thread_id=thread_id,
+                                              reply_markup=reply_markup)
+            return await bot.send_message(chat_id, html.escape(text, quote=False), parse_mode="HTML",
+                                          message_thread_id=thread_id, reply_markup=reply_markup)
         except TelegramRetryAfter as exc:
             if attempt == MAX_RETRY_AFTER_ATTEMPTS:
                 raise
@@ -60,6 +62,11 @@ async def _send(bot: Bot, chat_id: int, text: str) -> None:
             plain = True
 
 
-async def send_answer(bot: Bot, chat_id: int, text: str) -> None:
-    for piece in split_text(text):
-        await _send(bot, chat_id, piece)
+async def send_answer(bot: Bot, chat_id: int, text: str, *, thread_id: int | None = None,
+                      reply_markup: InlineKeyboardMarkup | None = None) -> Message | None:
+    """Send `text` in as many pieces as it needs; buttons go under the last piece, which is returned."""
+    pieces = split_text(text)
+    last = None
+    for n, piece in enumerate(pieces, 1):
+        last = await _send(bot, chat_id, piece, thread_id, reply_markup if n == len(pieces) else None)
+    return last

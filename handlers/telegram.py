@@ -1,25 +1,34 @@
 """aiogram routers and the update gate. Dependencies arrive through the dispatcher's workflow data
-(`agent`, `memory`, `guards`, `sequencer`, `audit`, `limits`), never through module globals."""
+(`conversation`, `desk`, `guards`, `sequencer`, `audit`, `limits`, `operators`), never through module
+globals."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiogram import BaseMiddleware, Bot, Dispatcher, F, Router
+from aiogram.enums import ChatType
+from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandStart
-from aiogram.types import Message, TelegramObject, Update
+from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message, TelegramObject, Update
 from aiogram.utils.chat_action import ChatActionSender
 
-from agent.memory import MemoryStore, Turn
-from agent.turn import Agent
-from handlers import texts
+from agent.conversation import Conversation
+from agent.handoff import asks_for_person
+from handlers import buttons, texts
 from handlers.guards import ChatSequencer
+from handlers.handoff import Desk
+from handlers.operators import Operators, build_operator_router
 from handlers.replies import send_answer
 
 log = logging.getLogger(__name__)
+
+
+FEEDBACK_DAYS = 90
 
 
 @dataclass(frozen=True)
@@ -45,9 +54,34 @@ class UpdateGate(BaseMiddleware):
                 return await handler(event, data)
 
 
+class HandoffGate(BaseMiddleware):
+    """Inner middleware of every customer message: while a person has the chat, the message goes to
+    them and no turn runs; a message that queued up while the chat was muted is recorded, not answered.
+    Otherwise the handler learns the chat's handoff epoch, to check again before it sends."""
+
+    async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+                       event: TelegramObject, data: dict[str, Any]) -> Any:
+        assert isinstance(event, Message)
+        desk: Desk = data["desk"]
+        state = await desk.store.get(str(event.chat.id))
+        if state.muted:
+            await desk.to_operators(event)
+            return None
+        if state.epoch and event.date.timestamp() < int(state.since):
+            if data.get("audit") is not None:
+                data["audit"].event("unanswered", str(event.chat.id), message_id=event.message_id,
+                                    text=event.text or event.content_type)
+            return None
+        data["handoff_epoch"] = state.epoch
+        return await handler(event, data)
+
+
 def build_router() -> Router:
-    """A fresh router (a router can belong to only one dispatcher)."""
-    router = Router(name="kefu")
+    """The customers' router (private chats only). A fresh router: one can belong to one dispatcher."""
+    router = Router(name="customers")
+    router.message.filter(F.chat.type == ChatType.PRIVATE)
+    router.callback_query.filter(F.message.chat.type == ChatType.PRIVATE)
+    router.message.middleware(HandoffGate())
 
     @router.message(CommandStart())
     async def on_start(message: Message, bot: Bot) -> None:
@@ -58,16 +92,19 @@ def build_router() -> Router:
         await send_answer(bot, message.chat.id, texts.HELP)
 
     @router.message(Command("reset"))
-    async def on_reset(message: Message, bot: Bot, memory: MemoryStore) -> None:
-        await memory.reset(str(message.chat.id))
+    async def on_reset(message: Message, bot: Bot, conversation: Conversation) -> None:
+        await conversation.reset(str(message.chat.id))
         await send_answer(bot, message.chat.id, texts.RESET)
 
     @router.message(F.text)
-    async def on_text(message: Message, bot: Bot, agent: Agent, memory: MemoryStore, guards: Any, audit: Any,
-                      limits: Limits, event_update: Update) -> None:
+    async def on_text(message: Message, bot: Bot, conversation: Conversation, desk: Desk, guards: Any,
+                      limits: Limits, event_update: Update, handoff_epoch: int) -> None:
         text = (message.text or "").strip()
         chat_id = message.chat.id
         user_id = str(message.from_user.id) if message.from_user else str(chat_id)
+        if asks_for_person(text):   # before any model call
+            await desk.start(chat_id, message.from_user, "asked")
+            return
         if len(text) > limits.max_message_chars:
             await send_answer(bot, chat_id, texts.TOO_LONG.format(limit=limits.max_message_chars))
             return
@@ -78,27 +115,70 @@ def build_router() -> Router:
             return
         try:
             async with ChatActionSender.typing(bot=bot, chat_id=chat_id):
-                result = await agent.answer(text, user_id=user_id, memory=await memory.load(str(chat_id)))
+                result = await conversation.answer(str(chat_id), user_id, text)
         except Exception:
             log.exception("turn failed for chat %s", chat_id)
             await send_answer(bot, chat_id, texts.SORRY)
             return
-        await send_answer(bot, chat_id, result.answer)
-        await memory.append(str(chat_id), Turn(text, result.answer), result.focus_product_ids, result.quantity)
-        if audit is not None:
-            audit.record(chat_id=str(chat_id), user_id=user_id, message=text, result=result,
-                         update_id=event_update.update_id)
+        state = await desk.store.get(str(chat_id))   # a person may have taken the chat during the turn
+        delivered = not state.muted and state.epoch == handoff_epoch
+        if delivered:
+            misses = await desk.store.misses(str(chat_id), helped=result.helped)
+            await send_answer(bot, chat_id, result.answer, reply_markup=buttons.feedback(event_update.update_id))
+            if misses >= 2:   # twice in a row without help: offer a person instead of going on
+                await desk.store.misses(str(chat_id), helped=True)
+                if desk.enabled:
+                    await send_answer(bot, chat_id, texts.HANDOFF_OFFER, reply_markup=buttons.ask_person())
+                else:
+                    await send_answer(bot, chat_id, await desk.no_desk_text())
+        else:
+            log.info("chat %s was handed to a person during the turn: the answer is not sent", chat_id)
+        await conversation.remember(str(chat_id), user_id, text, result, update_id=event_update.update_id,
+                                    delivered=delivered)
 
     @router.message()
     async def on_other(message: Message, bot: Bot) -> None:
         await send_answer(bot, message.chat.id, texts.ONLY_TEXT)
 
+    @router.callback_query(buttons.Vote.filter())
+    async def on_vote(query: CallbackQuery, callback_data: buttons.Vote, guards: Any, audit: Any, desk: Desk) -> None:
+        """👍 / 👎: recorded once per answer (a second press changes nothing), answered at once."""
+        first = await guards.claim_once(f"feedback:{callback_data.update_id}", FEEDBACK_DAYS * 24 * 3600)
+        up = callback_data.value == "up"
+        await query.answer(texts.FEEDBACK_ALREADY if not first else texts.FEEDBACK_THANKS if up else texts.FEEDBACK_SORRY)
+        if first:
+            await guards.count(f"feedback:{'up' if up else 'down'}")
+            if audit is not None:
+                audit.event("feedback", str(query.message.chat.id), update_id=callback_data.update_id,
+                            value="up" if up else "down", user_id=str(query.from_user.id))
+        offer = first and not up and desk.enabled
+        await _replace_buttons(query, buttons.ask_person() if offer else None)
+
+    @router.callback_query(buttons.Handoff.filter(F.action == "ask"))
+    async def on_ask_person(query: CallbackQuery, desk: Desk) -> None:
+        await query.answer()
+        await _replace_buttons(query, None)
+        await desk.start(query.message.chat.id, query.from_user, "asked")
+
+    @router.callback_query()
+    async def on_stale_button(query: CallbackQuery) -> None:
+        await query.answer(texts.UNAVAILABLE)
+
     return router
 
 
-def build_dispatcher(**workflow_data: Any) -> Dispatcher:
-    """The dispatcher with the gate and the router; `workflow_data` are the handlers' dependencies."""
-    dispatcher = Dispatcher(**workflow_data)
+async def _replace_buttons(query: CallbackQuery, markup: InlineKeyboardMarkup | None) -> None:
+    if isinstance(query.message, Message):
+        with contextlib.suppress(TelegramBadRequest):   # already changed by an earlier press
+            await query.message.edit_reply_markup(reply_markup=markup)
+
+
+def build_dispatcher(operators: Operators | None = None, **workflow_data: Any) -> Dispatcher:
+    """The dispatcher with the gate, the operators' router, then the customers' router; `workflow_data`
+    are the handlers' dependencies (`conversation`, `desk`, `guards`, `sequencer`, `audit`, `limits`)."""
+    operators = operators or Operators()
+    dispatcher = Dispatcher(operators=operators, **workflow_data)
     dispatcher.update.outer_middleware(UpdateGate())
+    dispatcher.include_router(build_operator_router(operators))
     dispatcher.include_router(build_router())
     return dispatcher

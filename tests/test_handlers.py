@@ -12,10 +12,13 @@ from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
 from aiogram.methods import SendChatAction
 from aiogram.types import Update
 
+from agent.conversation import Conversation
+from agent.handoff import LocalHandoffStore
 from agent.memory import InProcessMemory
 from agent.turn import Agent
 from handlers import texts
 from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
+from handlers.handoff import Desk
 from handlers.replies import TELEGRAM_LIMIT, send_answer, split_text
 from handlers.telegram import Limits, build_dispatcher
 from tests.fakes.bot_session import RecordingSession
@@ -38,7 +41,9 @@ class Harness:
         self.session = RecordingSession()
         self.bot = Bot("42:TEST", session=self.session)
         self.memory = InProcessMemory(warn=False)
-        self.dispatcher = build_dispatcher(agent=agent, memory=self.memory, guards=guards or LocalGuards(),
+        conversation = Conversation(agent, self.memory, audit)
+        self.desk = Desk(self.bot, LocalHandoffStore(), conversation, audit=audit)
+        self.dispatcher = build_dispatcher(conversation=conversation, desk=self.desk, guards=guards or LocalGuards(),
                                            sequencer=ChatSequencer(), audit=audit, limits=limits or Limits())
 
     async def feed(self, *updates: Update) -> None:

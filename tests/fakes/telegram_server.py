@@ -1,6 +1,8 @@
 """A fake Telegram Bot API server on 127.0.0.1 speaking the real HTTP shape: POST
 /bot<token>/<method> with form-encoded (or multipart, or JSON) fields, `getUpdates` long polling,
-`{"ok": ..., "result": ...}` answers, and scripted failures (429 flood control, 400 entity errors)."""
+`{"ok": ..., "result": ...}` answers, and scripted failures (429 flood control, 400 entity errors).
+Also what operators need: forum topics in a supergroup, copyMessage(s), callback queries,
+editMessageReplyMarkup, sendDocument, and customers who blocked the bot (403)."""
 
 from __future__ import annotations
 
@@ -15,14 +17,42 @@ from aiohttp import web
 from tests.fakes.local_http import serve
 
 BOT_USER = {"id": 4242, "is_bot": True, "first_name": "kefu", "username": "kefu_test_bot"}
+BLOCKED = "Forbidden: bot was blocked by the user"
+THREAD_GONE = "Bad Request: message thread not found"
 
 
 @dataclass
 class Sent:
+    """One message the bot made appear: sent, copied or uploaded."""
     chat_id: int
     text: str
     parse_mode: str | None
     at: float
+    message_id: int = 0
+    thread_id: int | None = None
+    reply_markup: dict[str, Any] | None = None
+    kind: str = "text"                       # text | copy | document
+    source: tuple[int, int] | None = None    # a copy: (from_chat_id, message_id)
+    document: bytes | None = None
+    filename: str | None = None
+
+    def buttons(self) -> list[dict[str, Any]]:
+        rows = (self.reply_markup or {}).get("inline_keyboard") or []
+        return [button for row in rows for button in row]
+
+
+@dataclass
+class Topic:
+    chat_id: int
+    name: str
+    closed: bool = False
+    deleted: bool = False
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, description: str):
+        super().__init__(description)
+        self.code, self.description = code, description
 
 
 @dataclass
@@ -32,9 +62,14 @@ class FakeTelegram:
     sent: list[Sent] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     send_failures: list[str] = field(default_factory=list)   # "429" or "entities", consumed per sendMessage
+    topics: dict[int, Topic] = field(default_factory=dict)
+    blocked: set[int] = field(default_factory=set)           # customers who blocked the bot
+    callback_answers: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
     _next_update_id: int = 1000
     _next_message_id: int = 1
+    _next_thread_id: int = 500
+    _known: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)   # messages copyable by id
     _runner: web.AppRunner | None = None
     _changed: asyncio.Condition | None = None
 
@@ -54,14 +89,20 @@ class FakeTelegram:
     async def push(self, update: dict[str, Any]) -> int:
         update = {"update_id": self._next_update_id, **update}
         self._next_update_id += 1
+        message = update.get("message")
+        if message:
+            self._known[(message["chat"]["id"], message["message_id"])] = message
         self.updates.append(update)
         async with self._changed:
             self._changed.notify_all()
         return update["update_id"]
 
-    def message(self, chat_id: int, text: str | None = None, user_id: int | None = None, **extra: Any) -> dict:
+    def _new_message_id(self) -> int:
         self._next_message_id += 1
-        msg = {"message_id": self._next_message_id, "date": int(time.time()),
+        return self._next_message_id
+
+    def message(self, chat_id: int, text: str | None = None, user_id: int | None = None, **extra: Any) -> dict:
+        msg = {"message_id": self._new_message_id(), "date": int(time.time()),
                "chat": {"id": chat_id, "type": "private", "first_name": "顾客"},
                "from": {"id": user_id or chat_id, "is_bot": False, "first_name": "顾客"}, **extra}
         if text is not None:
@@ -70,11 +111,47 @@ class FakeTelegram:
                 msg["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
         return {"message": msg}
 
+    def group_message(self, chat_id: int, thread_id: int | None, user_id: int, text: str | None = None,
+                      **extra: Any) -> dict:
+        """A message in a forum supergroup, in a topic when `thread_id` is given."""
+        update = self.message(chat_id, text, user_id, **extra)
+        msg = update["message"]
+        msg["chat"] = {"id": chat_id, "type": "supergroup", "title": "客服组", "is_forum": True}
+        msg["from"] = {"id": user_id, "is_bot": False, "first_name": f"店员{user_id}"}
+        if thread_id is not None:
+            msg["message_thread_id"], msg["is_topic_message"] = thread_id, True
+        return update
+
     async def say(self, chat_id: int, text: str, user_id: int | None = None) -> int:
         return await self.push(self.message(chat_id, text, user_id))
 
+    async def press(self, sent: Sent, data: str, user_id: int | None = None) -> int:
+        """A user presses the inline button with callback `data` under the message `sent`."""
+        message = {"message_id": sent.message_id, "date": int(time.time()), "from": BOT_USER,
+                   "chat": {"id": sent.chat_id, "type": "private" if sent.chat_id > 0 else "supergroup"},
+                   "text": sent.text}
+        if sent.thread_id is not None:
+            message["message_thread_id"] = sent.thread_id
+        user = user_id or sent.chat_id
+        return await self.push({"callback_query": {
+            "id": f"cb{self._new_message_id()}", "chat_instance": str(sent.chat_id), "data": data,
+            "from": {"id": user, "is_bot": False, "first_name": "顾客"}, "message": message}})
+
     def replies(self, chat_id: int) -> list[str]:
         return [s.text for s in self.sent if s.chat_id == chat_id]
+
+    def in_topic(self, chat_id: int, thread_id: int) -> list[Sent]:
+        return [s for s in self.sent if s.chat_id == chat_id and s.thread_id == thread_id]
+
+    async def wait_for(self, condition, within: float = 60.0, what: str = "a condition"):
+        """Poll `condition()` until it returns something truthy; that value is returned."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            value = condition()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}; sent: {[(s.chat_id, s.thread_id, s.text) for s in self.sent]}")
 
     async def wait_replies(self, chat_id: int, count: int, within: float = 60.0) -> list[str]:
         deadline = time.monotonic() + within
@@ -84,6 +161,9 @@ class FakeTelegram:
             await asyncio.sleep(0.05)
         raise AssertionError(f"chat {chat_id}: expected {count} replies, got {self.replies(chat_id)}")
 
+    def delete_topic(self, thread_id: int) -> None:
+        self.topics[thread_id].deleted = True
+
     # --- the Bot API ---------------------------------------------------------------------------------
 
     async def _fields(self, request: web.Request) -> dict[str, Any]:
@@ -92,11 +172,13 @@ class FakeTelegram:
         form = await request.post()
         out: dict[str, Any] = {}
         for key, value in form.items():
-            text = value if isinstance(value, str) else value.file.read().decode()
+            if not isinstance(value, str):   # an uploaded file
+                out[key] = {"filename": value.filename, "content": value.file.read()}
+                continue
             try:
-                out[key] = json.loads(text)
+                out[key] = json.loads(value)
             except (json.JSONDecodeError, TypeError):
-                out[key] = text
+                out[key] = value
         return out
 
     async def _handle(self, request: web.Request) -> web.Response:
@@ -108,10 +190,43 @@ class FakeTelegram:
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return web.json_response({"ok": True, "result": True})
-        return await handler(fields)
+        try:
+            return await handler(fields)
+        except ApiError as exc:
+            return web.json_response({"ok": False, "error_code": exc.code, "description": exc.description},
+                                     status=exc.code)
+
+    @staticmethod
+    def _ok(result: Any) -> web.Response:
+        return web.json_response({"ok": True, "result": result})
+
+    def _check_target(self, chat_id: int, thread_id: Any) -> int | None:
+        if chat_id in self.blocked:
+            raise ApiError(403, BLOCKED)
+        if thread_id in (None, ""):
+            return None
+        topic = self.topics.get(int(thread_id))
+        if topic is None or topic.deleted or topic.chat_id != chat_id:
+            raise ApiError(400, THREAD_GONE)
+        if topic.closed:
+            raise ApiError(400, "Bad Request: TOPIC_CLOSED")
+        return int(thread_id)
+
+    def _record(self, sent: Sent) -> dict[str, Any]:
+        sent.message_id = self._new_message_id()
+        self.sent.append(sent)
+        message = {"message_id": sent.message_id, "date": int(time.time()), "from": BOT_USER,
+                   "chat": {"id": sent.chat_id, "type": "private" if sent.chat_id > 0 else "supergroup"},
+                   "text": sent.text}
+        if sent.thread_id is not None:
+            message["message_thread_id"] = sent.thread_id
+        if sent.reply_markup:
+            message["reply_markup"] = sent.reply_markup
+        self._known[(sent.chat_id, sent.message_id)] = message
+        return message
 
     async def _m_getMe(self, fields) -> web.Response:
-        return web.json_response({"ok": True, "result": BOT_USER})
+        return self._ok(BOT_USER)
 
     async def _m_getUpdates(self, fields) -> web.Response:
         offset = int(fields.get("offset") or 0)
@@ -126,7 +241,7 @@ class FakeTelegram:
                     break
         self.updates = [u for u in self.updates if u["update_id"] >= offset]   # confirmed ones are gone
         ready = list(self.updates)
-        return web.json_response({"ok": True, "result": ready[:100]})
+        return self._ok(ready[:100])
 
     async def _m_sendMessage(self, fields) -> web.Response:
         if self.send_failures:
@@ -136,12 +251,77 @@ class FakeTelegram:
                                           "description": "Too Many Requests: retry after 1",
                                           "parameters": {"retry_after": 1}}, status=429)
             if failure == "entities":
-                return web.json_response({"ok": False, "error_code": 400,
-                                          "description": "Bad Request: can't parse entities: unexpected end tag"},
-                                         status=400)
+                raise ApiError(400, "Bad Request: can't parse entities: unexpected end tag")
         chat_id = int(fields["chat_id"])
-        self.sent.append(Sent(chat_id, str(fields["text"]), fields.get("parse_mode"), time.monotonic()))
-        self._next_message_id += 1
-        return web.json_response({"ok": True, "result": {
-            "message_id": self._next_message_id, "date": int(time.time()),
-            "chat": {"id": chat_id, "type": "private"}, "from": BOT_USER, "text": str(fields["text"])}})
+        thread_id = self._check_target(chat_id, fields.get("message_thread_id"))
+        return self._ok(self._record(Sent(chat_id, str(fields["text"]), fields.get("parse_mode"), time.monotonic(),
+                                          thread_id=thread_id, reply_markup=fields.get("reply_markup"))))
+
+    def _copy(self, fields: dict[str, Any], message_id: int) -> dict[str, Any]:
+        chat_id, source_chat = int(fields["chat_id"]), int(fields["from_chat_id"])
+        thread_id = self._check_target(chat_id, fields.get("message_thread_id"))
+        source = self._known.get((source_chat, int(message_id)))
+        if source is None:
+            raise ApiError(400, "Bad Request: message to copy not found")
+        text = source.get("text") or source.get("caption") or next(
+            (kind for kind in ("photo", "document", "voice", "sticker", "video") if kind in source), "message")
+        message = self._record(Sent(chat_id, str(text), None, time.monotonic(), thread_id=thread_id, kind="copy",
+                                    source=(source_chat, int(message_id))))
+        return {"message_id": message["message_id"]}
+
+    async def _m_copyMessage(self, fields) -> web.Response:
+        return self._ok(self._copy(fields, int(fields["message_id"])))
+
+    async def _m_copyMessages(self, fields) -> web.Response:
+        return self._ok([self._copy(fields, int(m)) for m in sorted(fields["message_ids"])])
+
+    async def _m_sendDocument(self, fields) -> web.Response:
+        chat_id = int(fields["chat_id"])
+        thread_id = self._check_target(chat_id, fields.get("message_thread_id"))
+        document = fields["document"]
+        return self._ok(self._record(Sent(chat_id, str(fields.get("caption") or ""), fields.get("parse_mode"),
+                                          time.monotonic(), thread_id=thread_id, kind="document",
+                                          document=document["content"], filename=document["filename"])))
+
+    async def _m_createForumTopic(self, fields) -> web.Response:
+        self._next_thread_id += 1
+        chat_id = int(fields["chat_id"])
+        self.topics[self._next_thread_id] = Topic(chat_id, str(fields["name"]))
+        return self._ok({"message_thread_id": self._next_thread_id, "name": str(fields["name"]),
+                         "icon_color": 7322096})
+
+    def _topic(self, fields: dict[str, Any]) -> Topic:
+        topic = self.topics.get(int(fields["message_thread_id"]))
+        if topic is None or topic.deleted or topic.chat_id != int(fields["chat_id"]):
+            raise ApiError(400, "Bad Request: TOPIC_ID_INVALID")
+        return topic
+
+    async def _m_closeForumTopic(self, fields) -> web.Response:
+        topic = self._topic(fields)
+        if topic.closed:
+            raise ApiError(400, "Bad Request: TOPIC_NOT_MODIFIED")
+        topic.closed = True
+        return self._ok(True)
+
+    async def _m_reopenForumTopic(self, fields) -> web.Response:
+        topic = self._topic(fields)
+        if not topic.closed:
+            raise ApiError(400, "Bad Request: TOPIC_NOT_MODIFIED")
+        topic.closed = False
+        return self._ok(True)
+
+    async def _m_answerCallbackQuery(self, fields) -> web.Response:
+        self.callback_answers.append(fields)
+        return self._ok(True)
+
+    async def _m_editMessageReplyMarkup(self, fields) -> web.Response:
+        chat_id, message_id = int(fields["chat_id"]), int(fields["message_id"])
+        sent = next((s for s in self.sent if s.chat_id == chat_id and s.message_id == message_id), None)
+        if sent is None:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        markup = fields.get("reply_markup") or None
+        if markup == sent.reply_markup:
+            raise ApiError(400, "Bad Request: message is not modified")
+        sent.reply_markup = markup
+        return self._ok(self._known[(chat_id, message_id)] | {"reply_markup": markup} if markup else
+                        self._known[(chat_id, message_id)])

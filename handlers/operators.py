@@ -1,0 +1,181 @@
+"""The operators' router: everything in the operators' forum group (relay from a customer's topic,
+/close, the 接入 / 结束 buttons) and the operator commands /stats, /chat, /export in a private chat or
+in that group. Only allowlisted users are acted on; anyone else sees no sign that any of it exists:
+in the group they are ignored, in a private chat their message goes on to the customers' router."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from aiogram import Bot, F, Router
+from aiogram.enums import ChatType
+from aiogram.filters import Command, CommandObject
+from aiogram.types import BufferedInputFile, CallbackQuery, Message
+
+from agent.audit import TURN, kind_of, read_since, tail
+from agent.handoff import SHANGHAI, Claim
+from agent.stats import Stats, compute, to_csv
+from handlers import buttons
+from handlers.handoff import Desk
+from handlers.replies import send_answer
+
+log = logging.getLogger(__name__)
+
+EXPORT_MAX_DAYS = 90
+CHAT_TURNS = 10
+
+
+@dataclass(frozen=True)
+class Operators:
+    ids: frozenset[int] = field(default_factory=frozenset)
+    chat_id: int | None = None   # the operators' forum supergroup
+
+
+def build_operator_router(operators: Operators) -> Router:
+    router = Router(name="operators")
+    is_operator = F.from_user.id.in_(operators.ids)
+    where = (F.chat.type == ChatType.PRIVATE) | (F.chat.id == operators.chat_id)
+    for name, handler in (("stats", on_stats), ("chat", on_chat), ("export", on_export)):
+        router.message.register(handler, Command(name), is_operator, where)
+    if operators.chat_id is not None:
+        router.include_router(_group_router(operators, is_operator))
+    return router
+
+
+def _not_a_command(message: Message) -> bool:
+    return not (message.text or "").startswith("/")
+
+
+def _group_router(operators: Operators, is_operator) -> Router:
+    """Everything in the operators' group ends here, acted on or not: the customers' router never sees it."""
+    group = Router(name="operators-group")
+    group.message.filter(F.chat.id == operators.chat_id)
+    group.callback_query.filter(F.message.chat.id == operators.chat_id)
+
+    @group.message(is_operator, Command("close"), F.is_topic_message)
+    async def on_close(message: Message, desk: Desk) -> None:
+        chat = await desk.store.chat_of_topic(message.message_thread_id)
+        if chat is not None:
+            await desk.close(int(chat), message.from_user.id, "operator")
+
+    @group.message(is_operator, F.is_topic_message, _not_a_command)
+    async def on_reply(message: Message, desk: Desk) -> None:
+        await desk.to_customer(message)
+
+    @group.message()
+    async def on_anything_else(message: Message) -> None:
+        return None   # service messages, other commands, and people who are not operators
+
+    @group.callback_query(is_operator, buttons.Handoff.filter(F.action == "claim"))
+    async def on_claim(query: CallbackQuery, callback_data: buttons.Handoff, desk: Desk) -> None:
+        result = await desk.claim(callback_data.chat_id, query.from_user)
+        await query.answer({Claim.CLAIMED: "已接入", Claim.YOURS: "您已接入",
+                            Claim.TAKEN: "已由其他客服接入", Claim.NOT_HANDED_OFF: "会话已结束"}[result])
+
+    @group.callback_query(is_operator, buttons.Handoff.filter(F.action == "close"))
+    async def on_close_button(query: CallbackQuery, callback_data: buttons.Handoff, desk: Desk) -> None:
+        ended = await desk.close(callback_data.chat_id, query.from_user.id, "operator")
+        await query.answer("已结束，交还机器人" if ended else "会话已结束")
+
+    @group.callback_query()
+    async def on_other_button(query: CallbackQuery) -> None:
+        await query.answer()   # a non-operator's press: nothing happens
+
+    return group
+
+
+# --- commands ----------------------------------------------------------------------------------------
+
+def _reply_kwargs(message: Message) -> dict:
+    return {"thread_id": message.message_thread_id if message.is_topic_message else None}
+
+
+def _period(argument: str | None, now: datetime) -> tuple[datetime, str] | None:
+    arg = (argument or "today").strip().lower()
+    local = now.astimezone(SHANGHAI)
+    if arg == "today":
+        return local.replace(hour=0, minute=0, second=0, microsecond=0), f"today ({local:%Y-%m-%d}, Asia/Shanghai)"
+    if arg in ("7d", "week"):
+        return now - timedelta(days=7), "the last 7 days"
+    return None
+
+
+def format_stats(stats: Stats, label: str) -> str:
+    blocked = ", ".join(f"{code} ×{n}" for code, n in stats.blocked_by_code.items()) or "none"
+    latency = (f"p50 {stats.latency_p50_ms:.0f} ms · p95 {stats.latency_p95_ms:.0f} ms"
+               if stats.latency_p50_ms is not None else "no turns")
+    calls = f"{stats.model_calls_per_turn:.2f}" if stats.model_calls_per_turn is not None else "—"
+    return "\n".join([
+        f"📊 Stats for {label}",
+        f"Turns: {stats.turns}",
+        f"Grounded {stats.grounded} ({stats.share(stats.grounded)}) · insufficient evidence {stats.insufficient} "
+        f"({stats.share(stats.insufficient)}) · fallback {stats.fallback} ({stats.share(stats.fallback)})",
+        f"Degraded turns: {stats.degraded} · not sent (handed off meanwhile): {stats.muted}",
+        f"Blocked drafts by reason: {blocked}",
+        f"Handoffs: {stats.handoffs} · relayed messages: {stats.relayed}",
+        f"Feedback: 👍 {stats.thumbs_up} · 👎 {stats.thumbs_down}",
+        f"Latency: {latency} · model calls per turn: {calls}",
+    ])
+
+
+def _audit_path(audit) -> object | None:
+    return getattr(audit, "path", None)
+
+
+async def on_stats(message: Message, bot: Bot, command: CommandObject, audit) -> None:
+    period = _period(command.args, datetime.now(UTC))
+    if period is None:
+        await send_answer(bot, message.chat.id, "Usage: /stats [today|7d]", **_reply_kwargs(message))
+        return
+    since, label = period
+    path = _audit_path(audit)
+    records = await asyncio.to_thread(read_since, path, since) if path else []
+    await send_answer(bot, message.chat.id, format_stats(compute(records), label), **_reply_kwargs(message))
+
+
+async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> None:
+    chat = (command.args or "").strip()
+    if not chat.lstrip("-").isdigit():
+        await send_answer(bot, message.chat.id, "Usage: /chat <chat_id>", **_reply_kwargs(message))
+        return
+    path = _audit_path(audit)
+    records = await asyncio.to_thread(tail, path, CHAT_TURNS * 3, chat) if path else []
+    if not records:
+        await send_answer(bot, message.chat.id, f"No audit records for chat {chat}.", **_reply_kwargs(message))
+        return
+    lines = [f"💬 Chat {chat}: the latest {len(records)} records"]
+    for record in records:
+        when = str(record.get("time", ""))[:19].replace("T", " ")
+        if kind_of(record) == TURN:
+            codes = sorted({c for v in record.get("verdicts") or [] if not v.get("ok") for c in v.get("codes", [])})
+            flags = [f for f in ("degraded", "fallback") if record.get(f)] + \
+                ([] if record.get("delivered", True) else ["not sent"])
+            lines.append(f"\n{when} UTC · {record.get('status')}"
+                         f"{' · blocked: ' + ', '.join(codes) if codes else ''}"
+                         f"{' · ' + ', '.join(flags) if flags else ''}")
+            lines.append(f"Q: {record.get('message')}")
+            lines.append(f"A: {record.get('answer')}")
+        else:
+            extra = record.get("direction") or record.get("value") or record.get("reason") or ""
+            lines.append(f"\n{when} UTC · {kind_of(record)} {extra}".rstrip()
+                         + (f"\n  {record['text']}" if record.get("text") else ""))
+    await send_answer(bot, message.chat.id, "\n".join(lines), **_reply_kwargs(message))
+
+
+async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -> None:
+    arg = (command.args or "7").strip()
+    if not arg.isdigit() or not 1 <= int(arg) <= EXPORT_MAX_DAYS:
+        await send_answer(bot, message.chat.id, f"Usage: /export [days], 1 to {EXPORT_MAX_DAYS} (default 7)",
+                          **_reply_kwargs(message))
+        return
+    now = datetime.now(UTC)
+    path = _audit_path(audit)
+    records = await asyncio.to_thread(read_since, path, now - timedelta(days=int(arg))) if path else []
+    data = await asyncio.to_thread(to_csv, records)
+    name = f"kefu-audit-{now.astimezone(SHANGHAI):%Y%m%d}-{arg}d.csv"
+    await bot.send_document(message.chat.id, BufferedInputFile(data, filename=name),
+                            caption=f"{len(records)} audit records from the last {arg} day(s), UTF-8 CSV",
+                            message_thread_id=_reply_kwargs(message)["thread_id"])
