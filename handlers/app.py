@@ -42,12 +42,19 @@ def make_bot(options: TelegramOptions) -> Bot:
 
 
 async def _health(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok", "in_flight": request.app["sequencer"].in_flight})
+    """Alive; `ready` once the dispatcher has started (signal handlers installed, updates taken)."""
+    return web.json_response({"status": "ok", "ready": request.app["ready"].is_set(),
+                              "in_flight": request.app["sequencer"].in_flight})
 
 
-def _app_with_health(sequencer: ChatSequencer) -> web.Application:
+def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Application:
     app = web.Application()
-    app["sequencer"] = sequencer
+    app["sequencer"], app["ready"] = sequencer, asyncio.Event()
+
+    async def started() -> None:
+        app["ready"].set()
+
+    dispatcher.startup.register(started)
     app.router.add_get("/healthz", _health)
     return app
 
@@ -71,7 +78,7 @@ def _register_shutdown(dispatcher: Dispatcher, sequencer: ChatSequencer) -> None
 
 async def run_polling(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, options: TelegramOptions) -> None:
     _register_shutdown(dispatcher, sequencer)
-    runner = await _serve(_app_with_health(sequencer), options.port)
+    runner = await _serve(_app_with_health(dispatcher, sequencer), options.port)
     try:
         await bot.delete_webhook(drop_pending_updates=False)
         await dispatcher.start_polling(bot, handle_signals=True, polling_timeout=20, close_bot_session=True)
@@ -83,7 +90,7 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
                       ) -> None:
     """Serve Telegram's POSTs; the secret token is checked on each; one replica registers the webhook."""
     _register_shutdown(dispatcher, sequencer)
-    app = _app_with_health(sequencer)
+    app = _app_with_health(dispatcher, sequencer)
     SimpleRequestHandler(dispatcher=dispatcher, bot=bot, secret_token=options.webhook_secret).register(
         app, path=WEBHOOK_PATH)
     setup_application(app, dispatcher, bot=bot)

@@ -71,3 +71,34 @@ async def redis():
     finally:
         await drop_prefix(client, prefix)
         await client.aclose()
+
+
+@pytest.fixture
+async def world(tmp_path):
+    """A fake Bot API server, a factory of real `python bot.py` processes polling it (with real Redis
+    under a prefix of this test's own), and the working directory; every process is killed afterwards."""
+    from tests.fakes.bot_process import BotProcess
+    from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
+    from tests.fakes.telegram_server import FakeTelegram
+
+    fake = await FakeTelegram().start()
+    redis = await connect()
+    prefix = unique_prefix()
+    bots: list[BotProcess] = []
+
+    def bot(**env: str) -> BotProcess:
+        process = BotProcess(fake, tmp_path, prefix, **env)
+        bots.append(process)
+        return process
+
+    try:
+        yield fake, bot, tmp_path
+    finally:
+        for process in bots:
+            if process.process is not None and process.process.returncode is None:
+                process.process.kill()
+                await process.process.wait()
+        await drop_prefix(redis, prefix)
+        await redis.aclose()
+        await fake.stop()
+

@@ -8,38 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 from handlers import texts
-from tests.fakes.bot_process import BotProcess
-from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
-from tests.fakes.telegram_server import FakeTelegram
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-async def world(tmp_path):
-    fake = await FakeTelegram().start()
-    redis = await connect()
-    prefix = unique_prefix()
-    bots: list[BotProcess] = []
-
-    def bot(**env: str) -> BotProcess:
-        process = BotProcess(fake, tmp_path, prefix, **env)
-        bots.append(process)
-        return process
-
-    try:
-        yield fake, bot, tmp_path
-    finally:
-        for process in bots:
-            if process.process is not None and process.process.returncode is None:
-                process.process.kill()
-                await process.process.wait()
-        await drop_prefix(redis, prefix)
-        await redis.aclose()
-        await fake.stop()
 
 
 async def test_conversations_through_the_real_bot_process(world):

@@ -45,18 +45,17 @@ class BotProcess:
         writer.write(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
         answer = await reader.read()
         writer.close()
-        return b" 200 " in answer.split(b"\r\n")[0] + b" "
+        head, _, body = answer.partition(b"\r\n\r\n")
+        return b" 200 " in head.split(b"\r\n")[0] + b" " and b'"ready": true' in body
 
     async def start(self) -> None:
-        """Start the process; ready when it polls (polling mode) or answers /healthz (webhook mode)."""
-        webhook = self.env.get("BOT_MODE") == "webhook"
-        polls = sum(1 for m, _ in self.fake.calls if m == "getUpdates")
+        """Start the process; ready when /healthz says the dispatcher has started (signal handlers
+        installed) — another process polling the same fake server cannot be mistaken for this one."""
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "bot.py"), cwd=self.workdir, env=self.env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         deadline = time.monotonic() + 120
-        while not (await self._healthy() if webhook else
-                   sum(1 for m, _ in self.fake.calls if m == "getUpdates") > polls):
+        while not await self._healthy():
             if self.process.returncode is not None or time.monotonic() > deadline:
                 output = (await self.process.stdout.read()).decode(errors="replace")
                 raise AssertionError(f"the bot did not start:\n{output}")

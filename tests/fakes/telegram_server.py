@@ -279,6 +279,8 @@ class FakeTelegram:
         chat_id = int(fields["chat_id"])
         thread_id = self._check_target(chat_id, fields.get("message_thread_id"))
         document = fields["document"]
+        if isinstance(document, str) and document.startswith("attach://"):   # the file is in its own part
+            document = fields[document.removeprefix("attach://")]
         return self._ok(self._record(Sent(chat_id, str(fields.get("caption") or ""), fields.get("parse_mode"),
                                           time.monotonic(), thread_id=thread_id, kind="document",
                                           document=document["content"], filename=document["filename"])))
