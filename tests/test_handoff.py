@@ -131,8 +131,8 @@ def test_csv_export_opens_in_excel_and_runs_no_formula():
 _ids = iter(range(10_000, 10**9))
 
 
-def customer(chat_id: int, text: str | None = None, **extra) -> Update:
-    message = {"message_id": next(_ids), "date": int(time.time()), "chat": {"id": chat_id, "type": "private"},
+def customer(chat_id: int, text: str | None = None, sent_at: float | None = None, **extra) -> Update:
+    message = {"message_id": next(_ids), "date": int(sent_at or time.time()), "chat": {"id": chat_id, "type": "private"},
                "from": {"id": chat_id, "is_bot": False, "first_name": "小明"}, **extra}
     if text is not None:
         message["text"] = text
@@ -234,3 +234,61 @@ async def test_only_allowlisted_operators_reach_the_customer(conn, search, tmp_p
     audit.close()
     kinds = [r.get("kind") for r in read_since(tmp_path / "audit.jsonl")]
     assert kinds == ["turn", "handoff_start", "relay", "handoff_claim", "relay", "handoff_end", "turn"]
+
+
+class AlbumSession(TopicSession):
+    async def make_request(self, bot, method, timeout=None):  # noqa: ASYNC109
+        from aiogram.methods import CopyMessages
+        from aiogram.types import MessageId
+        if isinstance(method, CopyMessages):
+            self.requests.append(method)
+            return [MessageId(message_id=n) for n in method.message_ids]
+        return await super().make_request(bot, method, timeout)
+
+
+async def test_an_album_is_copied_as_one_and_late_messages_are_not_answered(conn, search, tmp_path):
+    from aiogram.methods import CopyMessages
+
+    from agent.audit import AuditLog
+
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    desktop = Desktop(Agent(conn, search), audit=audit)
+    desktop.session = AlbumSession()
+    desktop.bot = desktop.desk.bot = Bot("42:TEST", session=desktop.session)
+    await desktop.feed(customer(9, "转人工"))
+    photo = [{"file_id": "p", "file_unique_id": "p", "width": 1, "height": 1}]
+    album = [customer(9, None, photo=photo, media_group_id="g1") for _ in range(3)]
+    await desktop.feed(*album)
+    await desktop.desk.finish()                                   # the album's collection window ends
+    (copied,) = desktop.of(CopyMessages)
+    assert copied.message_ids == [u.message.message_id for u in album] and copied.chat_id == GROUP
+
+    # back to the bot; a message written while muted but delivered only now is recorded, not answered
+    assert await desktop.desk.close(9, OPERATOR, "operator")
+    await desktop.feed(customer(9, "足球多少钱", sent_at=time.time() - 60))
+    assert desktop.session.texts(9)[-1] == texts.HANDOFF_ENDED
+    await desktop.feed(customer(9, "足球多少钱"))
+    assert "120元" in desktop.session.texts(9)[-1]
+    audit.close()
+    assert [r["kind"] for r in read_since(tmp_path / "audit.jsonl")][-3:] == ["handoff_end", "unanswered", "turn"]
+
+
+async def test_two_answers_without_help_offer_a_person(conn, search):
+    desktop = Desktop(Agent(conn, search))
+    await desktop.feed(customer(11, "火箭多少钱"), customer(11, "潜水艇多少钱"))
+    offer = desktop.of(SendMessage)[-1]
+    assert offer.text == texts.HANDOFF_OFFER and offer.reply_markup.inline_keyboard[0][0].text == texts.HANDOFF_BUTTON
+    await desktop.feed(customer(11, "火箭多少钱"))                  # the count starts again after an offer
+    assert desktop.session.texts(11)[-1] != texts.HANDOFF_OFFER
+
+
+async def test_without_an_operators_group_the_customer_gets_the_contact_policy(conn, search):
+    from db.knowledge import contact_policy
+
+    desktop = Desktop(Agent(conn, search))
+    desktop.desk.operator_chat_id = None
+    desktop.desk.contact_text = (await contact_policy(conn)).content
+    await desktop.feed(customer(12, "转人工"))
+    (told,) = desktop.session.texts(12)
+    assert "9:00到21:00" in told and told.startswith("抱歉，目前无法在线为您转接人工客服")
+    assert not (await desktop.store.get("12")).muted
