@@ -17,7 +17,7 @@ from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramFor
 from aiogram.types import Message, User
 
 from agent.conversation import Conversation, CustomerCard
-from agent.handoff import SHANGHAI, Claim, HandoffStore, ServiceHours
+from agent.handoff import SHANGHAI, Claim, HandoffStore, Mode, ServiceHours
 from handlers import buttons, texts
 from handlers.replies import send_answer
 
@@ -165,6 +165,10 @@ class Desk:
     async def _topic(self, chat_id: int, *, reason: str, fresh: bool) -> int:
         """The customer's topic: reopened on a new handoff (`fresh`), created (with the card) when there
         is none or Telegram says it is gone. One creation per chat at a time, across processes."""
+        if not fresh:
+            known = (await self.store.get(str(chat_id))).topic_id
+            if known:
+                return known   # the usual relay: no lock needed
         async with self.store.topic_lock(str(chat_id)):
             state = await self.store.get(str(chat_id))
             thread = state.topic_id or None
@@ -200,8 +204,9 @@ class Desk:
         if not state.muted:
             await self._note(message.message_thread_id, texts.TOPIC_CLOSED.format(reason="消息未发送"))
             return
-        if await self.store.claim(chat, message.from_user.id, self.clock()) is Claim.CLAIMED:
-            await self._joined(int(chat), message.from_user)
+        if state.mode is Mode.WAITING and \
+                await self.store.claim(chat, message.from_user.id, self.clock()) is Claim.CLAIMED:
+            await self._joined(int(chat), message.from_user)   # writing in the topic claims it
         await self.store.touch(chat, self.clock())
         try:
             await self.bot.copy_message(int(chat), self.operator_chat_id, message.message_id)

@@ -36,6 +36,15 @@ class Limits:
     max_message_chars: int = 1000
 
 
+def order_key(update: Update, chat_id: int) -> str:
+    """What must stay in order: a chat, or one topic of a forum group (each customer's topic in the
+    operators' group is its own conversation; one busy topic must not hold up the others)."""
+    message = update.message or (update.callback_query.message if update.callback_query else None)
+    thread = getattr(message, "message_thread_id", None) if getattr(message, "is_topic_message", False) or \
+        update.callback_query else None
+    return f"{chat_id}:{thread}" if thread else str(chat_id)
+
+
 class UpdateGate(BaseMiddleware):
     """Outer update middleware: per-chat order first (before any other await), then duplicates
     (Telegram re-sends an update when a webhook answer is late), then the cross-process chat lock."""
@@ -44,7 +53,7 @@ class UpdateGate(BaseMiddleware):
                        event: TelegramObject, data: dict[str, Any]) -> Any:
         assert isinstance(event, Update)
         chat = data.get("event_chat")
-        chat_id = str(chat.id) if chat is not None else f"update:{event.update_id}"
+        chat_id = order_key(event, chat.id) if chat is not None else f"update:{event.update_id}"
         sequencer: ChatSequencer = data["sequencer"]
         async with sequencer.turn(chat_id):
             if not await data["guards"].first_time(event.update_id):

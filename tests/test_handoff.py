@@ -292,3 +292,14 @@ async def test_without_an_operators_group_the_customer_gets_the_contact_policy(c
     (told,) = desktop.session.texts(12)
     assert "9:00到21:00" in told and told.startswith("抱歉，目前无法在线为您转接人工客服")
     assert not (await desktop.store.get("12")).muted
+
+
+def test_each_topic_of_the_operators_group_keeps_its_own_order():
+    from handlers.telegram import order_key
+
+    assert order_key(in_topic(601, OPERATOR, "好的"), GROUP) == f"{GROUP}:601"
+    general = Update.model_validate({"update_id": 1, "message": {
+        "message_id": 5, "date": 0, "message_thread_id": 3, "text": "回复",   # a reply in General: no topic
+        "chat": {"id": GROUP, "type": "supergroup", "title": "客服组"}, "from": {"id": 1, "is_bot": False,
+                                                                              "first_name": "x"}}})
+    assert order_key(general, GROUP) == str(GROUP) and order_key(customer(3, "hi"), 3) == "3"

@@ -143,14 +143,14 @@ class FakeTelegram:
     def in_topic(self, chat_id: int, thread_id: int) -> list[Sent]:
         return [s for s in self.sent if s.chat_id == chat_id and s.thread_id == thread_id]
 
-    async def wait_for(self, condition, within: float = 60.0, what: str = "a condition"):
+    async def wait_for(self, condition, within: float = 60.0, what: str = "a condition", poll: float = 0.05):
         """Poll `condition()` until it returns something truthy; that value is returned."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             value = condition()
             if value:
                 return value
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(poll)
         raise AssertionError(f"timed out waiting for {what}; sent: {[(s.chat_id, s.thread_id, s.text) for s in self.sent]}")
 
     async def wait_replies(self, chat_id: int, count: int, within: float = 60.0) -> list[str]:
