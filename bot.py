@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -55,6 +56,14 @@ class Settings(BaseSettings):
     rate_limit_window_seconds: int = Field(60, ge=1, le=86_400)
     max_message_chars: int = Field(1000, ge=10, le=4096)
     audit_path: Path = Path("data/audit.jsonl")
+    kefu_today: date | None = None
+
+    @property
+    def today(self) -> date:
+        """KEFU_TODAY when set (demos and tests are then deterministic), else today in Asia/Shanghai."""
+        from agent.handoff import now_shanghai
+
+        return self.kefu_today or now_shanghai().date()
 
     @field_validator("operator_ids", mode="before")
     @classmethod
@@ -101,13 +110,13 @@ def write_catalog_or_stop(path: Path, catalog, source: str) -> None:
         raise StartupError(f"DATABASE_PATH: cannot write the catalog at {path} ({exc.strerror})") from None
 
 
-def ensure_catalog(path: Path) -> bool:
+def ensure_catalog(path: Path, today: date) -> bool:
     """Create the demo catalog at `path` if there is no file there yet; True when it was created."""
     if path.exists():
         return False
     from db.records import demo_catalog
 
-    write_catalog_or_stop(path, demo_catalog(), "demo")
+    write_catalog_or_stop(path, demo_catalog(today), "demo")
     log.warning("no catalog at %s: created the demo catalog", path)
     return True
 
@@ -121,7 +130,7 @@ def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
     if path.exists() and not args.force:
         print(f"A catalog already exists at {path}; add --force to rebuild it from the demo data.")
         return 1
-    catalog = demo_catalog()
+    catalog = demo_catalog(settings.today)
     write_catalog_or_stop(path, catalog, "demo")
     print(f"Demo catalog written to {path}: {len(catalog.products)} products, "
           f"{len(catalog.promotions)} promotions, {len(catalog.knowledge)} policy documents.")
@@ -164,7 +173,7 @@ def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.index import IndexProblem, build_index
     from retrieval.service import catalog_docs
 
-    ensure_catalog(settings.database_path)
+    ensure_catalog(settings.database_path, settings.today)
     path = settings.resolved_index_path
 
     async def run() -> int:
@@ -200,7 +209,7 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.service import catalog_docs, load_search
 
     try:
-        catalog = read_catalog_json(Path(args.catalog)) if args.catalog else demo_catalog()
+        catalog = read_catalog_json(Path(args.catalog)) if args.catalog else demo_catalog(settings.today)
         queries = load_queries(Path(args.queries) if args.queries else
                                Path(__file__).resolve().parent / "retrieval" / "evalsets" / "demo_queries.jsonl")
     except (CatalogError, QueriesError) as exc:
@@ -274,7 +283,7 @@ async def build_agent(settings: Settings):
 def prepare_catalog(settings: Settings) -> None:
     """First run: create the demo catalog and its search index (55 products, a few seconds).
     An existing catalog's index is never built at start-up: `python bot.py build-index` does that."""
-    if ensure_catalog(settings.database_path) and not settings.resolved_index_path.exists():
+    if ensure_catalog(settings.database_path, settings.today) and not settings.resolved_index_path.exists():
         cmd_build_index(argparse.Namespace(rebuild=False, quiet=True), settings)
 
 
@@ -453,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("products", help="products CSV: product_id,product_name,brand,price,stock_quantity,...")
     imp.add_argument("promotions", nargs="?", help="promotions CSV (optional)")
     imp.add_argument("--knowledge", help="store-policy documents CSV: doc_id,title,content")
-    imp.add_argument("--orders", help="orders CSV: order_id,user_id,product_id,quantity,total,status,created_at")
+    imp.add_argument("--orders", help="orders CSV, one product per row: order_id,user_id,product_id,quantity,total,status,region,created_at")
     imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
     imp.set_defaults(func=cmd_import_catalog)
 

@@ -267,7 +267,7 @@ def orders_answer(findings: Findings) -> tuple[str, list[str]]:
     lines, cites = [], []
     for order in findings.orders or []:
         items = "、".join(f"{i.product_name}{i.quantity}{measure_word(i.product_name)}" for i in order.items)
-        lines.append(f"订单{order.order_id}（{order.created_at}）：{items}，金额{yuan(order.total)}，"
+        lines.append(f"订单{order.order_id}（{order.created_at[:10]}下单）：{items}，金额{yuan(order.total)}，"
                      f"状态：{order.status}。")
         cites.append(order.evidence_id)
     return "为您查到以下订单：\n" + "\n".join(lines), cites

@@ -36,6 +36,7 @@ from db.records import demo_catalog  # noqa: E402
 from retrieval.embedders import LocalE5Embedder  # noqa: E402
 from retrieval.index import build_index  # noqa: E402
 from retrieval.service import catalog_docs, load_search  # noqa: E402
+from tests.fakes.demo import DEMO_DAY  # noqa: E402
 
 QUESTIONS = {
     "price": ["足球多少钱", "篮球什么价格", "瑜伽垫怎么卖", "网球拍多少钱", "跑步鞋售价多少"],
@@ -121,7 +122,7 @@ async def run(agent_factory, rounds: int):
 async def main(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db, index = Path(tmp) / "shop.db", Path(tmp) / "shop.index"
-        write_catalog(db, demo_catalog(), source="bench")
+        write_catalog(db, demo_catalog(DEMO_DAY), source="bench")
         conn = await open_readonly(db)
         embedder = LocalE5Embedder()
         await build_index(index, await catalog_docs(conn), embedder, progress=False)

@@ -25,6 +25,7 @@ from db.build import write_catalog  # noqa: E402
 from db.connection import open_readonly  # noqa: E402
 from db.records import demo_catalog  # noqa: E402
 from guardrails.validator import validate  # noqa: E402
+from tests.fakes.demo import DEMO_DAY  # noqa: E402
 from tests.fakes.redteam import build_corpus  # noqa: E402
 
 
@@ -67,7 +68,7 @@ def timing(check, corpus, records, rounds=3):
 async def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "shop.db"
-        write_catalog(path, demo_catalog(), source="demo")
+        write_catalog(path, demo_catalog(DEMO_DAY), source="demo")
         conn = await open_readonly(path)
         try:
             corpus = await build_corpus(conn)

@@ -41,9 +41,10 @@ def write_catalog(target: Path, catalog: Catalog, *, source: str) -> None:
                 conn.executemany("INSERT INTO knowledge_docs VALUES (?, ?, ?)",
                                  [(d.doc_id, d.title, d.content) for d in catalog.knowledge])
                 conn.executemany(
-                    "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(o.order_id, o.user_id, o.product_id, o.quantity, _money(o.total), o.status, o.created_at)
-                     for o in catalog.orders])
+                    "INSERT INTO orders (order_id, user_id, product_id, quantity, total, status, region, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(o.order_id, o.user_id, o.product_id, o.quantity, _money(o.total), o.status, o.region,
+                      o.created_at) for o in catalog.orders])
                 conn.executemany("INSERT INTO catalog_meta VALUES (?, ?)", [
                     ("source", source),
                     ("built_at", datetime.now(UTC).isoformat(timespec="seconds")),

@@ -10,16 +10,19 @@ import csv
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from db.facts import Product, Promotion
-from db.schema import DISCOUNT_TYPES, EXTRA_CONDITIONS
+from db.schema import DISCOUNT_TYPES, EXTRA_CONDITIONS, ORDER_STATUSES, REGIONS
 
 MAX_MONEY = Decimal("100000000")
+SHANGHAI = ZoneInfo("Asia/Shanghai")
 MAX_STOCK = 10_000_000
 
 
@@ -46,7 +49,8 @@ class OrderRecord:
     quantity: int
     total: Decimal
     status: str
-    created_at: str
+    region: str
+    created_at: str   # ISO 8601 local time, seconds: 2026-11-02T14:20:00
 
 
 @dataclass
@@ -166,16 +170,36 @@ def parse_knowledge(row: Mapping[str, object], where: str) -> tuple[KnowledgeRec
     return (None, missing) if missing else (doc, [])
 
 
+def _local_time(raw: object) -> tuple[str | None, str | None]:
+    """ISO 8601 local time to the second ("2026-11-02 14:20" → "2026-11-02T14:20:00"; a date → midnight)."""
+    text = _text(raw)
+    if not text:
+        return None, "created_at is required"
+    try:
+        value = datetime.fromisoformat(text.replace(" ", "T", 1)) if len(text) > 10 else \
+            datetime.fromisoformat(text + "T00:00:00")
+    except ValueError:
+        return None, f"created_at must be an ISO 8601 date or time, got {text!r}"
+    if value.tzinfo is not None:   # stored as Asia/Shanghai local time
+        value = value.astimezone(SHANGHAI).replace(tzinfo=None)
+    return value.isoformat(timespec="seconds"), None
+
+
 def parse_order(row: Mapping[str, object], where: str) -> tuple[OrderRecord | None, list[str]]:
-    problems = [f"{n} is required" for n in ("order_id", "user_id", "product_id", "status", "created_at")
-                if not _text(row.get(n))]
+    problems = [f"{n} is required" for n in ("order_id", "user_id", "product_id") if not _text(row.get(n))]
     qty, p1 = _count(row.get("quantity"), "quantity", required=True, minimum=1)
     total, p2 = _money(row.get("total"), "total", required=True)
-    problems += [x for x in (p1, p2) if x]
+    created, p3 = _local_time(row.get("created_at"))
+    status, region = _text(row.get("status")), _text(row.get("region"))
+    if status not in ORDER_STATUSES:
+        problems.append(f"status must be one of {', '.join(ORDER_STATUSES)}, got {status!r}")
+    if region not in REGIONS:
+        problems.append(f"region must be one of {', '.join(REGIONS)}, got {region!r}")
+    problems += [x for x in (p1, p2, p3) if x]
     if problems:
         return None, [f"{where}: {x}" for x in problems]
     return OrderRecord(_text(row["order_id"]), _text(row["user_id"]), _text(row["product_id"]),
-                       qty, total, _text(row["status"]), _text(row["created_at"])), []  # type: ignore[arg-type]
+                       qty, total, status, region, created), []  # type: ignore[arg-type]
 
 
 # --- whole-source readers ------------------------------------------------------------------------------
@@ -183,6 +207,7 @@ def parse_order(row: Mapping[str, object], where: str) -> tuple[OrderRecord | No
 PRODUCT_COLUMNS = ("product_id", "product_name")
 _PRODUCT_ID = attrgetter("product_id")
 PROMOTION_COLUMNS = ("promotion_id", "product_id", "promotion_text", "discount_type")
+ORDER_COLUMNS = ("order_id", "user_id", "product_id", "quantity", "total", "status", "region", "created_at")
 
 
 def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[str, dict[str, str]]]:
@@ -258,8 +283,7 @@ def read_catalog_csv(products: Path, promotions: Path | None = None, knowledge: 
         products=section(products, PRODUCT_COLUMNS, parse_product, _PRODUCT_ID, "product_id"),
         promotions=section(promotions, PROMOTION_COLUMNS, parse_promotion, attrgetter("promotion_id"), "promotion_id"),
         knowledge=section(knowledge, ("doc_id", "title", "content"), parse_knowledge, attrgetter("doc_id"), "doc_id"),
-        orders=section(orders, ("order_id", "user_id", "product_id", "quantity", "total"), parse_order,
-                       lambda r: (r.order_id, r.product_id), "order line"),
+        orders=section(orders, ORDER_COLUMNS, parse_order, attrgetter("order_id"), "order_id"),
     )
     if not catalog.products and not problems:
         problems.append(f"{products}: contains no products")
@@ -295,9 +319,15 @@ def read_catalog_json(path: Path) -> Catalog:
     return Catalog(products=products)
 
 
-def demo_catalog() -> Catalog:
-    """The bundled demo catalog, read through the same validation as any import."""
+def demo_catalog(today: date | None = None) -> Catalog:
+    """The bundled demo catalog, read through the same validation as any import, with a generated
+    order history of the 13 months before `today` (default: today in Asia/Shanghai)."""
+    from db.demo_orders import generate_orders, shift_seed_orders
+
     seed = resources.files("db") / "seed"
     with resources.as_file(seed) as folder:
-        return read_catalog_csv(folder / "products.csv", folder / "promotions.csv",
-                                folder / "knowledge.csv", folder / "orders.csv")
+        catalog = read_catalog_csv(folder / "products.csv", folder / "promotions.csv",
+                                   folder / "knowledge.csv", folder / "orders.csv")
+    today = today or datetime.now(SHANGHAI).date()
+    catalog.orders = shift_seed_orders(catalog.orders, today) + generate_orders(catalog.products, today)
+    return catalog

@@ -2,6 +2,13 @@
 
 DISCOUNT_TYPES = ("percentage", "fixed_reduction", "buy_x_get_y", "gift", "free_shipping")
 EXTRA_CONDITIONS = ("first_purchase",)
+ORDER_STATUSES = ("待付款", "待发货", "运输中", "已签收", "已取消", "已退款")
+REGIONS = ("华东", "华南", "华北", "华中", "西南", "西北", "东北")
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    return ", ".join(repr(v) for v in values)
+
 
 # Money is stored as canonical decimal TEXT so that it reaches Python as an exact Decimal,
 # never as a float. The CHECKs keep the text numeric and non-negative.
@@ -40,17 +47,23 @@ CREATE TABLE knowledge_docs (
     content  TEXT NOT NULL
 );
 
+-- One product per order row. created_at: ISO 8601 local time (Asia/Shanghai), "2026-11-02T14:20:00".
 CREATE TABLE orders (
-    order_id    TEXT NOT NULL,
+    order_id    TEXT PRIMARY KEY,
     user_id     TEXT NOT NULL,
     product_id  TEXT NOT NULL REFERENCES products(product_id),
-    quantity    INTEGER NOT NULL CHECK (quantity >= 1),
-    total       TEXT NOT NULL CHECK (CAST(total AS REAL) >= 0),
-    status      TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    PRIMARY KEY (order_id, product_id)
+    quantity    INTEGER NOT NULL CHECK (quantity > 0),
+    total       TEXT NOT NULL CHECK (typeof(total) = 'text' AND CAST(total AS REAL) >= 0),
+    status      TEXT NOT NULL CHECK (status IN ({_one_of(ORDER_STATUSES)})),
+    region      TEXT NOT NULL CHECK (region IN ({_one_of(REGIONS)})),
+    created_at  TEXT NOT NULL CHECK (created_at GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]')
 );
+-- the filters the aggregates use: a period, alone or with a status, a region or a product
 CREATE INDEX orders_by_user ON orders(user_id, created_at);
+CREATE INDEX orders_by_time ON orders(created_at);
+CREATE INDEX orders_by_status ON orders(status, created_at);
+CREATE INDEX orders_by_region ON orders(region, created_at);
+CREATE INDEX orders_by_product ON orders(product_id, created_at);
 
 CREATE TABLE catalog_meta (
     key    TEXT PRIMARY KEY,

@@ -14,6 +14,7 @@ from retrieval.documents import doc_from_product
 from retrieval.embedders import LocalE5Embedder
 from retrieval.index import VectorIndex, build_index
 from retrieval.search import ProductSearch
+from tests.fakes.demo import DEMO_DAY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("catalog") / "shop.db"
-    write_catalog(path, demo_catalog(), source="demo")
+    write_catalog(path, demo_catalog(DEMO_DAY), source="demo")
     return path
 
 
@@ -36,7 +37,7 @@ async def conn(demo_db):
 
 @pytest.fixture(scope="session")
 def docs():
-    return [doc_from_product(p.__dict__) for p in demo_catalog().products]
+    return [doc_from_product(p.__dict__) for p in demo_catalog(DEMO_DAY).products]
 
 
 @pytest.fixture(scope="session")

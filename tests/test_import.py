@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from db.records import CatalogError, demo_catalog, read_catalog_csv, read_catalog_json
+from tests.fakes.demo import DEMO_DAY
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = "product_id,product_name,brand,price,stock_quantity,description,specifications,usage\n"
@@ -27,7 +28,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_demo_catalog_passes_its_own_validation():
-    catalog = demo_catalog()
+    catalog = demo_catalog(DEMO_DAY)
     assert len(catalog.products) >= 45
     assert {p.product_id for p in catalog.products} >= {"001", "002", "003", "004", "005"}
 

@@ -21,6 +21,7 @@ from retrieval.documents import doc_from_product
 from retrieval.embedders import EmbeddingError, OpenAIEmbedder, QueryVectorCache
 from retrieval.index import IndexProblem, VectorIndex, build_index
 from retrieval.search import ProductSearch
+from tests.fakes.demo import DEMO_DAY
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ class CountingEmbedder:
 def test_documents_never_hold_price_or_stock(docs):
     football = next(d for d in docs if d.product_id == "001")
     assert "120" not in football.text and "50" not in football.text
-    changed = doc_from_product({**demo_catalog().products[0].__dict__, "price": "1", "stock_quantity": 0})
+    changed = doc_from_product({**demo_catalog(DEMO_DAY).products[0].__dict__, "price": "1", "stock_quantity": 0})
     assert changed.content_hash == football.content_hash
 
 
@@ -221,7 +222,7 @@ def test_shipped_evaluation_set_meets_its_floor(docs):
 
 def test_build_index_command_is_incremental(tmp_path):
     db = tmp_path / "shop.db"
-    write_catalog(db, demo_catalog(), source="demo")
+    write_catalog(db, demo_catalog(DEMO_DAY), source="demo")
     env = {"DATABASE_PATH": str(db), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     import os
 
@@ -229,7 +230,7 @@ def test_build_index_command_is_incremental(tmp_path):
     first = subprocess.run([sys.executable, str(ROOT / "bot.py"), "build-index", "--quiet"], capture_output=True,
                            text=True, timeout=300, cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
-    assert f"embedded {len(demo_catalog().products)}, kept 0" in first.stdout
+    assert f"embedded {len(demo_catalog(DEMO_DAY).products)}, kept 0" in first.stdout
     second = subprocess.run([sys.executable, str(ROOT / "bot.py"), "build-index", "--quiet"], capture_output=True,
                             text=True, timeout=300, cwd=tmp_path, env=env)
     assert "embedded 0, kept" in second.stdout

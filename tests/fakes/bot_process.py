@@ -30,7 +30,7 @@ class BotProcess:
         self.env.update({"BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url, "REDIS_URL": REDIS_TEST_URL,
                          "REDIS_PREFIX": prefix, "DATABASE_PATH": str(workdir / "data" / "shop.db"),
                          "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
-                         "MAX_MESSAGE_CHARS": "200", **env})
+                         "MAX_MESSAGE_CHARS": "200", "KEFU_TODAY": "2026-11-29", **env})
         self.process: asyncio.subprocess.Process | None = None
 
     @property
