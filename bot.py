@@ -276,7 +276,7 @@ async def build_agent(settings: Settings):
         await conn.close()
         raise StartupError(f"INDEX_PATH: {exc}") from None
     model = chat_model_from(settings)
-    agent = Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds)
+    agent = Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds, today=lambda: settings.today)
     return agent, conn, model
 
 
@@ -395,7 +395,8 @@ async def run_telegram(settings: Settings) -> int:
             log.info("OPERATOR_CHAT_ID is not set: no handoff; operator commands work in a private chat")
         sequencer = ChatSequencer()
         dispatcher = build_dispatcher(operators=Operators(frozenset(settings.operator_ids), settings.operator_chat_id),
-                                      conversation=conversation, desk=desk, guards=guards, sequencer=sequencer,
+                                      conversation=conversation, desk=desk, analyst=agent.analyst, guards=guards,
+                                      sequencer=sequencer,
                                       audit=audit, limits=Limits(settings.max_message_chars))
         dispatcher.shutdown.register(desk.finish)
         if settings.bot_mode == "webhook":

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.audit import TURN, kind_of
-from agent.turn import FALLBACK
+from agent.trace import FALLBACK
 from guardrails.validator import AnswerStatus
 
 

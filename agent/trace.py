@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from guardrails.validator import AnswerStatus
+
+FALLBACK = "fallback"   # the status of a turn that ended with the safe fallback text
+
 
 @dataclass
 class ToolTrace:
@@ -42,3 +46,18 @@ class TurnTrace:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class TurnResult:
+    answer: str
+    status: str                      # an AnswerStatus, or FALLBACK
+    citations: list[str] = field(default_factory=list)
+    focus_product_ids: list[str] = field(default_factory=list)
+    quantity: int | None = None
+    trace: TurnTrace | None = None
+
+    @property
+    def helped(self) -> bool:
+        """A grounded answer; an insufficient-evidence answer or the safe fallback did not help."""
+        return self.status == AnswerStatus.GROUNDED

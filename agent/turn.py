@@ -7,18 +7,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
 
 import aiosqlite
 
 from agent import intent
+from agent.analyst import Analyst
 from agent.context import TurnContext
+from agent.handoff import now_shanghai
 from agent.memory import ChatMemory
 from agent.models import ChatModel, Message, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
 from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
-from agent.trace import ToolTrace, TurnTrace, VerdictTrace
+from agent.trace import FALLBACK, ToolTrace, TurnResult, TurnTrace, VerdictTrace
+from db.aggregates import OrderAnalytics
 from db.catalog import catalog_words
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.ledger import EvidenceKind, EvidenceLedger
@@ -27,24 +32,8 @@ from retrieval.search import ProductSearch
 
 log = logging.getLogger(__name__)
 
-FALLBACK = "fallback"   # the status of a turn that ended with the safe fallback text
 USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer, the evidence ids it rests on "
               "and a status; plain text never reaches the customer.")
-
-
-@dataclass
-class TurnResult:
-    answer: str
-    status: str                      # an AnswerStatus, or FALLBACK
-    citations: list[str] = field(default_factory=list)
-    focus_product_ids: list[str] = field(default_factory=list)
-    quantity: int | None = None
-    trace: TurnTrace | None = None
-
-    @property
-    def helped(self) -> bool:
-        """A grounded answer; an insufficient-evidence answer or the safe fallback did not help."""
-        return self.status == AnswerStatus.GROUNDED
 
 
 @dataclass
@@ -63,8 +52,9 @@ class Agent:
 
     def __init__(self, conn: aiosqlite.Connection, search: ProductSearch, model: ChatModel | None = None, *,
                  max_model_calls: int = 6, max_rejections: int = 2, turn_budget_seconds: float = 40.0,
-                 prepare: bool = True):
+                 prepare: bool = True, today: Callable[[], date] | None = None):
         self.conn, self.search = conn, search
+        self.analyst = Analyst(OrderAnalytics(conn), today or (lambda: now_shanghai().date()))
         self.offline = OfflineModel()
         self.model = model or self.offline
         self.max_model_calls, self.max_rejections = max_model_calls, max_rejections
@@ -80,6 +70,9 @@ class Agent:
         return self._vocabulary
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
+        report = await self.analyst.for_customer(text, str(user_id))   # their own spending, computed by SQL
+        if report is not None:
+            return report.as_turn()
         started = time.perf_counter()
         memory = memory or ChatMemory()
         trace = TurnTrace(model=self.model.name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal
 from enum import StrEnum
 from typing import Protocol
@@ -131,12 +132,44 @@ class OrderFacts(_Cited, Protocol):
     def items(self) -> Sequence[OrderLine]: ...
 
 
+class AggregateLine(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> Decimal: ...
+    @property
+    def orders(self) -> int: ...
+    @property
+    def share(self) -> Decimal | None: ...
+
+
+class AggregateFacts(_Cited, Protocol):
+    """An aggregate over orders: one metric, for a period, over groups (or the whole)."""
+    @property
+    def metric(self) -> str: ...
+    @property
+    def period(self) -> tuple[date | None, date | None]: ...
+    @property
+    def rows(self) -> Sequence[AggregateLine]: ...
+    @property
+    def whole(self) -> Decimal: ...
+    @property
+    def orders(self) -> int: ...
+
+
+# The role each metric's figures have (a sum of orders is an order total).
+METRIC_ROLE = {"count": Role.ORDER_COUNT, "total": Role.ORDER_TOTAL, "average": Role.AVERAGE, "max": Role.LARGEST,
+               "min": Role.SMALLEST, "units": Role.UNITS_SOLD}
+WHOLE = "全部"
+
+
 class EvidenceKind(StrEnum):
     PRODUCT = "product"
     PROMOTION = "promotion"
     CALC = "calc"
     DOC = "doc"
     ORDER = "order"
+    AGGREGATE = "agg"
 
 
 # Promotion types, as the catalog names them (DESIGN.md contract).
@@ -339,6 +372,19 @@ class EvidenceLedger:
             self.names.setdefault(item.product_name, item.product_id)
         return self._add(Evidence(eid, EvidenceKind.ORDER, order, frozenset(i.product_id for i in order.items),
                                   figures))
+
+    def add_aggregate(self, agg: AggregateFacts) -> str:
+        """Each group's figure in the metric's role, its number of orders and its share; the whole too.
+        A figure's `source` is its group key, so a sentence naming a group can be checked against it."""
+        eid, role = agg.evidence_id, METRIC_ROLE[agg.metric]
+        figures = _figure(role, agg.whole, eid, None, source=WHOLE) + \
+            _figure(Role.ORDER_COUNT, agg.orders, eid, None, source=WHOLE)
+        for row in agg.rows:
+            figures += _figure(role, row.value, eid, None, source=row.key)
+            figures += _figure(Role.ORDER_COUNT, row.orders, eid, None, source=row.key)
+            figures += _figure(Role.SHARE, row.share, eid, None, source=row.key)
+        return self._add(Evidence(eid, EvidenceKind.AGGREGATE, agg, frozenset(), figures,
+                                  tuple(row.key for row in agg.rows)))
 
     def cited(self, citation_ids: Iterable[str]) -> list[Evidence]:
         return [self.entries[c] for c in citation_ids if c in self.entries]

@@ -37,6 +37,13 @@ class Role(StrEnum):
     ORDER_QUANTITY = "order quantity"
     TEXT = "text"                          # a figure written in a product's or a document's own text
     BUDGET = "customer's budget"           # 100元以内: the customer's own limit, restated
+    # figures of an aggregate over orders (ORDER_TOTAL is their sum)
+    ORDER_COUNT = "number of orders"
+    AVERAGE = "average per order"
+    LARGEST = "largest order"
+    SMALLEST = "smallest order"
+    UNITS_SOLD = "units sold"
+    SHARE = "share of the whole"
 
 
 KIND_OF = {
@@ -44,6 +51,8 @@ KIND_OF = {
     Role.THRESHOLD: Kind.MONEY, Role.REDUCTION: Kind.MONEY, Role.ORDER_TOTAL: Kind.MONEY, Role.RATE: Kind.DISCOUNT,
     Role.MIN_QUANTITY: Kind.QUANTITY, Role.PAID_UNITS: Kind.QUANTITY, Role.FREE_UNITS: Kind.QUANTITY,
     Role.TOTAL_UNITS: Kind.QUANTITY, Role.ORDER_QUANTITY: Kind.QUANTITY, Role.STOCK: Kind.STOCK,
+    Role.ORDER_COUNT: Kind.QUANTITY, Role.AVERAGE: Kind.MONEY, Role.LARGEST: Kind.MONEY, Role.SMALLEST: Kind.MONEY,
+    Role.UNITS_SOLD: Kind.QUANTITY, Role.SHARE: Kind.DISCOUNT,
 }
 
 # The measure words of the shop's goods, the one table (个 not before 月; 包 not in 包邮).

@@ -1,6 +1,6 @@
 """The operators' router: everything in the operators' forum group (relay from a customer's topic,
-/close, the 接入 / 结束 buttons) and the operator commands /stats, /chat, /export in a private chat or
-in that group. Only allowlisted users are acted on; anyone else sees no sign that any of it exists:
+/close, the 接入 / 结束 buttons) and the operator commands /stats, /chat, /export, /ask in a private
+chat or in that group. Only allowlisted users are acted on; anyone else sees no sign that any of it exists:
 in the group they are ignored, in a private chat their message goes on to the customers' router."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
 from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
+from aiogram.utils.chat_action import ChatActionSender
 
 from agent.audit import TURN, kind_of, read_since, tail
 from agent.handoff import SHANGHAI, Claim
@@ -38,7 +39,7 @@ def build_operator_router(operators: Operators) -> Router:
     router = Router(name="operators")
     is_operator = F.from_user.id.in_(operators.ids)
     where = (F.chat.type == ChatType.PRIVATE) | (F.chat.id == operators.chat_id)
-    for name, handler in (("stats", on_stats), ("chat", on_chat), ("export", on_export)):
+    for name, handler in (("stats", on_stats), ("chat", on_chat), ("export", on_export), ("ask", on_ask)):
         router.message.register(handler, Command(name), is_operator, where)
     if operators.chat_id is not None:
         router.include_router(_group_router(operators, is_operator))
@@ -179,3 +180,27 @@ async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -
     await bot.send_document(message.chat.id, BufferedInputFile(data, filename=name),
                             caption=f"{len(records)} audit records from the last {arg} day(s), UTF-8 CSV",
                             message_thread_id=_reply_kwargs(message)["thread_id"])
+
+
+ASK_USAGE = "Usage: /ask <question about orders>, e.g. /ask 上个月已签收订单一共多少钱 or /ask 最近7天各地区销售额 饼图"
+
+
+async def on_ask(message: Message, bot: Bot, command: CommandObject, analyst, audit) -> None:
+    """A question about the shop's orders: computed by fixed SQL, every figure checked, a chart as a photo."""
+    question = (command.args or "").strip()
+    reply = _reply_kwargs(message)
+    if not question:
+        await send_answer(bot, message.chat.id, ASK_USAGE, **reply)
+        return
+    async with ChatActionSender.typing(bot=bot, chat_id=message.chat.id, message_thread_id=reply["thread_id"]):
+        report = await analyst.ask(question)
+    if report.chart is not None:
+        await bot.send_photo(message.chat.id, BufferedInputFile(report.chart, filename="chart.png"),
+                             caption=report.caption or None, message_thread_id=reply["thread_id"])
+        if report.caption != report.answer:
+            await send_answer(bot, message.chat.id, report.answer, **reply)
+    else:
+        await send_answer(bot, message.chat.id, report.answer, **reply)
+    if audit is not None:
+        audit.record(chat_id=str(message.chat.id), user_id=str(message.from_user.id), message=f"/ask {question}",
+                     result=report.as_turn(), update_id=None)

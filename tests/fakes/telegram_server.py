@@ -31,7 +31,7 @@ class Sent:
     message_id: int = 0
     thread_id: int | None = None
     reply_markup: dict[str, Any] | None = None
-    kind: str = "text"                       # text | copy | document
+    kind: str = "text"                       # text | copy | document | photo
     source: tuple[int, int] | None = None    # a copy: (from_chat_id, message_id)
     document: bytes | None = None
     filename: str | None = None
@@ -275,15 +275,21 @@ class FakeTelegram:
     async def _m_copyMessages(self, fields) -> web.Response:
         return self._ok([self._copy(fields, int(m)) for m in sorted(fields["message_ids"])])
 
-    async def _m_sendDocument(self, fields) -> web.Response:
+    async def _upload(self, fields: dict[str, Any], field_name: str) -> web.Response:
         chat_id = int(fields["chat_id"])
         thread_id = self._check_target(chat_id, fields.get("message_thread_id"))
-        document = fields["document"]
-        if isinstance(document, str) and document.startswith("attach://"):   # the file is in its own part
-            document = fields[document.removeprefix("attach://")]
+        upload = fields[field_name]
+        if isinstance(upload, str) and upload.startswith("attach://"):   # the file is in its own part
+            upload = fields[upload.removeprefix("attach://")]
         return self._ok(self._record(Sent(chat_id, str(fields.get("caption") or ""), fields.get("parse_mode"),
-                                          time.monotonic(), thread_id=thread_id, kind="document",
-                                          document=document["content"], filename=document["filename"])))
+                                          time.monotonic(), thread_id=thread_id, kind=field_name,
+                                          document=upload["content"], filename=upload["filename"])))
+
+    async def _m_sendDocument(self, fields) -> web.Response:
+        return await self._upload(fields, "document")
+
+    async def _m_sendPhoto(self, fields) -> web.Response:
+        return await self._upload(fields, "photo")
 
     async def _m_createForumTopic(self, fields) -> web.Response:
         self._next_thread_id += 1

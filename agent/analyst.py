@@ -1,0 +1,244 @@
+"""Questions answered by computing over orders: an operator's /ask about the shop's sales, and a
+customer's questions about their own spending. Read deterministically (metrics, group, filters,
+period, chart), computed by fixed SQL (db/aggregates), written from a template, and released only when
+guardrails.reports.check_report finds every figure in the cited aggregates."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+
+from agent.charts import ChartKind, draw_chart
+from agent.periods import Period, resolve
+from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
+from db.aggregates import ALL, PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
+from db.schema import REGIONS
+from guardrails.ledger import EvidenceLedger
+from guardrails.reports import check_report
+
+GROUNDED, INSUFFICIENT = "grounded", "insufficient_evidence"
+CAPTION_LIMIT = 1024
+
+_METRIC_WORDS: tuple[tuple[Metric, re.Pattern[str]], ...] = (
+    (Metric.AVERAGE, re.compile("平均|客单价|均价|人均")),
+    (Metric.MAX, re.compile("最高|最大|最贵")),
+    (Metric.MIN, re.compile("最低|最小|最便宜")),
+    (Metric.UNITS, re.compile("多少件|几件|件数|销量|卖了多少个|卖出多少")),
+    (Metric.COUNT, re.compile("多少单|几单|单量|订单数|多少笔|几笔|多少个订单|多少订单")),
+    (Metric.TOTAL, re.compile("多少钱|销售额|营业额|成交额|总额|金额|收入|流水|一共|合计|总计|花了|消费")),
+)
+_GROUP_WORDS: tuple[tuple[Dimension, re.Pattern[str]], ...] = (
+    (Dimension.REGION, re.compile("各(?:个)?(?:地区|区域|大区)|每个(?:地区|区域)|按(?:地区|区域)|分(?:地区|区域)|哪个(?:地区|区域)")),
+    (Dimension.CATEGORY, re.compile("各(?:个)?(?:品类|类目|分类|类别)|每个(?:品类|类目)|按(?:品类|类目|分类)|哪个(?:品类|类目)|哪类")),
+    (Dimension.PRODUCT, re.compile("哪些商品|哪个商品|商品排行|卖得最好|最畅销|热销|前\\s*\\d+|top\\s*\\d+", re.IGNORECASE)),
+    (Dimension.STATUS, re.compile("各(?:个)?状态|按状态|每种状态")),
+    (Dimension.DAY, re.compile("每天|按天|每日|逐日")),
+    (Dimension.WEEK, re.compile("每周|按周|每星期")),
+    (Dimension.MONTH, re.compile("每个?月|按月|月度|逐月")),
+)
+_STATUS_WORDS = {"已签收": "已签收|签收|已完成|完成的?订单", "已取消": "已取消|取消", "已退款": "已退款|退款",
+                 "运输中": "运输中|在途", "待发货": "待发货|未发货", "待付款": "待付款|未付款"}
+_CHART_WORDS = {ChartKind.PIE: "饼图|饼状图", ChartKind.BAR: "柱状图|条形图|柱形图|柱图",
+                ChartKind.LINE: "折线图|趋势图|走势图|曲线"}
+_TOP = re.compile("(?:前|top\\s*)(\\d{1,2})", re.IGNORECASE)
+
+# A customer asking about their own orders in figures; and about the shop's business (refused).
+_OWN = re.compile("我|我的|本人")
+_OWN_FIGURES = re.compile("花了多少|消费了?多少|花费|一共买了多少|买了几单|下了几单|买了多少单|下了多少单|订单数|"
+                          "买了多少钱|付了多少|几个订单|多少个订单|多少笔")
+_SHOP_FIGURES = re.compile("(?:店里|你们|店铺|商店|本店|全店|别人|其他(?:顾客|用户|人)).{0,8}"
+                           "(?:卖了多少|卖出多少|销售额|营业额|成交额|多少单|几单|流水|收入|赚了|买了多少|买了什么)|"
+                           "销售额|营业额|成交额|销量排行|卖了多少单")
+SHOP_DATA_REFUSAL = "抱歉，店铺的经营数据和其他顾客的信息不能对外提供。我可以帮您查询您自己的订单和消费，例如“我这个月花了多少钱”。"
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What an analytic question asks."""
+    metrics: tuple[Metric, ...]
+    period: Period | None
+    group_by: Dimension | None = None
+    status: str | None = None
+    region: str | None = None
+    category: str | None = None
+    chart: ChartKind | None = None
+    top_n: int = 10
+
+
+def read_question(text: str, today: date, categories: frozenset[str] = frozenset()) -> Ask:
+    found = [(match.start(), metric) for metric, pattern in _METRIC_WORDS if (match := pattern.search(text))]
+    metrics = tuple(dict.fromkeys(metric for _, metric in sorted(found)))   # in the order asked
+    group = next((d for d, pattern in _GROUP_WORDS if pattern.search(text)), None)
+    chart = next((k for k, words in _CHART_WORDS.items() if re.search(words, text)), None)
+    if chart is not None and group is None:
+        group = Dimension.MONTH if chart is ChartKind.LINE else Dimension.REGION
+    top = _TOP.search(text)
+    return Ask(
+        metrics=metrics or (Metric.COUNT, Metric.TOTAL),
+        period=resolve(text, today),
+        group_by=group,
+        status=next((s for s, words in _STATUS_WORDS.items() if re.search(words, text)), None),
+        region=next((r for r in REGIONS if r in text), None),
+        category=next((c for c in sorted(categories, key=len, reverse=True) if c and c in text), None),
+        chart=chart,
+        top_n=int(top.group(1)) if top else 10)
+
+
+@dataclass
+class Report:
+    """A released (or refused) analytic answer, with its trace for the audit."""
+    answer: str
+    status: str
+    citations: list[str] = field(default_factory=list)
+    chart: bytes | None = None
+    caption: str = ""                 # the chart's caption, checked on its own
+    trace: TurnTrace = field(default_factory=lambda: TurnTrace(model="analyst"))
+
+    @property
+    def helped(self) -> bool:
+        return self.status == GROUNDED
+
+    def as_turn(self) -> TurnResult:
+        """The shape the conversation, the audit and /stats know."""
+        return TurnResult(self.answer, self.status, list(self.citations), trace=self.trace)
+
+
+_METRIC_LABEL = {Metric.COUNT: "订单数", Metric.TOTAL: "销售额", Metric.AVERAGE: "平均每单", Metric.MAX: "最高一单",
+                 Metric.MIN: "最低一单", Metric.UNITS: "售出件数"}
+
+
+def _figure(metric: Metric, value) -> str:
+    if metric is Metric.COUNT:
+        return f"{value}单"
+    if metric is Metric.UNITS:
+        return f"{value}件"
+    return f"{value}元"
+
+
+def _scope(ask: Ask, period: Period | None) -> str:
+    when = f"{period.phrase or '期间'}（{period}）" if period else "全部历史"
+    what = "".join(x for x in (ask.region, ask.category, ask.status) if x)
+    return f"{when}{what}订单"
+
+
+class Analyst:
+    def __init__(self, analytics: OrderAnalytics, today: Callable[[], date]):
+        self.analytics, self.today = analytics, today
+        self._categories: frozenset[str] | None = None
+
+    async def categories(self) -> frozenset[str]:
+        if self._categories is None:
+            rows = await self.analytics.conn.execute_fetchall("SELECT DISTINCT category FROM products")
+            self._categories = frozenset(r[0] for r in rows if r[0])
+        return self._categories
+
+    async def _run(self, query: OrderQuery, ledger: EvidenceLedger, trace: TurnTrace) -> Aggregate:
+        started = time.perf_counter()
+        result = await self.analytics.query(query)
+        eid = ledger.add_aggregate(result)
+        trace.tool_calls.append(ToolTrace("query_orders", {
+            "metric": query.metric.value, "group_by": query.group_by.value if query.group_by else None,
+            "start": str(query.start) if query.start else None, "end": str(query.end) if query.end else None,
+            "region": query.region, "category": query.category, "status": query.status,
+            "scoped_to_user": query.user_id is not None, "top_n": query.top_n},
+            str(result.status), round((time.perf_counter() - started) * 1000, 2), [eid]))
+        return result
+
+    @staticmethod
+    def _caption(report: Report, ledger: EvidenceLedger) -> str:
+        """The photo's caption (Telegram allows 1024 characters), checked like any answer."""
+        caption = report.answer if len(report.answer) <= CAPTION_LIMIT else report.answer.split("\n", 1)[0]
+        verdict = check_report(caption, report.citations, ledger)
+        report.trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, "caption"))
+        return caption if verdict.ok else ""
+
+    def _release(self, answer: str, citations: list[str], ledger: EvidenceLedger, report: Report) -> Report:
+        verdict = check_report(answer, citations, ledger)
+        report.trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, "template"))
+        if not verdict.ok:   # our own template disagreeing with its evidence is a bug: say nothing unproven
+            report.answer, report.status, report.chart = "抱歉，这个统计暂时无法核实，请换个问法再试。", INSUFFICIENT, None
+            return report
+        report.answer, report.status, report.citations = answer, GROUNDED, citations
+        return report
+
+    async def ask(self, text: str) -> Report:
+        """An operator's question about the shop's orders."""
+        started = time.perf_counter()
+        report = Report("", INSUFFICIENT)
+        ask = read_question(text, self.today(), await self.categories())
+        ledger = EvidenceLedger()
+        period = ask.period
+        base = dict(start=period.start if period else None, end=period.end if period else None, region=ask.region,
+                    category=ask.category, status=ask.status)
+        try:
+            if ask.group_by is None:
+                results = [await self._run(OrderQuery(m, **base), ledger, report.trace) for m in ask.metrics]
+                lines = [f"{_scope(ask, period)}："]
+                lines += [f"{_METRIC_LABEL[r.query.metric]}：{_figure(r.query.metric, r.whole)}" for r in results]
+                if results[0].orders == 0:
+                    lines = [f"{_scope(ask, period)}：没有符合条件的订单。"]
+                answer = "\n".join(lines)
+                self._release(answer, [r.evidence_id for r in results], ledger, report)
+            else:
+                metric = ask.metrics[0]
+                result = await self._run(OrderQuery(metric, group_by=ask.group_by, top_n=ask.top_n, **base),
+                                         ledger, report.trace)
+                lines = [f"{_scope(ask, period)}，按{_GROUP_LABEL[ask.group_by]}的{_METRIC_LABEL[metric]}："]
+                for row in result.rows:
+                    share = f"，占{row.share}%" if row.share is not None else ""
+                    count = f"（{row.orders}单{share}）" if metric is not Metric.COUNT else (f"（占{row.share}%）"
+                                                                                         if row.share else "")
+                    lines.append(f"{row.key}：{_figure(metric, row.value)}{count}")
+                if not result.rows:
+                    lines = [f"{_scope(ask, period)}：没有符合条件的订单。"]
+                self._release("\n".join(lines), [result.evidence_id], ledger, report)
+                if report.helped and ask.chart is not None and result.rows:
+                    title = f"{_scope(ask, period)} {_METRIC_LABEL[metric]}"
+                    report.chart = await asyncio.to_thread(draw_chart, result, ask.chart, title)
+                    report.caption = self._caption(report, ledger)
+        except AggregateError as exc:
+            report.answer, report.status = f"这个统计没能完成：{exc}", INSUFFICIENT
+        report.trace.status = report.status
+        report.trace.citations = report.citations
+        report.trace.evidence_ids = list(ledger.entries)
+        report.trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        return report
+
+    async def for_customer(self, text: str, user_id: str) -> Report | None:
+        """A customer's question about their own spending or number of orders (scoped to `user_id`, taken
+        from the update), a refusal of a question about the shop's business, or None for anything else."""
+        own = _OWN.search(text) and _OWN_FIGURES.search(text)
+        if not own:
+            if _SHOP_FIGURES.search(text):
+                report = Report(SHOP_DATA_REFUSAL, INSUFFICIENT)
+                report.trace.status = INSUFFICIENT
+                return report
+            return None
+        started = time.perf_counter()
+        report = Report("", INSUFFICIENT)
+        period = resolve(text, self.today())
+        ledger = EvidenceLedger()
+        base = dict(start=period.start if period else None, end=period.end if period else None, user_id=user_id,
+                    statuses=PAID)
+        count = await self._run(OrderQuery(Metric.COUNT, **base), ledger, report.trace)
+        total = await self._run(OrderQuery(Metric.TOTAL, **base), ledger, report.trace)
+        when = f"{period.phrase}（{period}）" if period else "至今"
+        if count.orders == 0:
+            answer = f"您{when}在本店没有已付款的订单。"
+        else:
+            answer = (f"您{when}在本店共有{count.whole}笔已付款订单，实付合计{total.whole}元"
+                      "（不含待付款、已取消和已退款的订单）。")
+        self._release(answer, [count.evidence_id, total.evidence_id], ledger, report)
+        report.trace.status, report.trace.citations = report.status, report.citations
+        report.trace.evidence_ids = list(ledger.entries)
+        report.trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        return report
+
+
+_GROUP_LABEL = {Dimension.DAY: "天", Dimension.WEEK: "周（每周一起）", Dimension.MONTH: "月", Dimension.REGION: "地区",
+                Dimension.CATEGORY: "品类", Dimension.PRODUCT: "商品", Dimension.STATUS: "订单状态"}
+__all__ = ["ALL", "Analyst", "Ask", "Report", "read_question", "SHOP_DATA_REFUSAL"]
