@@ -4,6 +4,11 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     DATABASE_PATH=/data/shop.db AUDIT_PATH=/data/audit.jsonl WEBHOOK_PORT=8080
 
+# Chinese labels in operators' charts need a CJK font (the same Debian package CI installs).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends fonts-wqy-microhei \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 COPY pyproject.toml README.md bot.py ./
 COPY db ./db

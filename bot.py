@@ -206,12 +206,13 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.embedders import EmbeddingError
     from retrieval.evaluation import QueriesError, evaluate, format_report, load_queries
     from retrieval.index import build_index
-    from retrieval.service import catalog_docs, load_search
+    from retrieval.service import catalog_docs, load_passages, load_search
 
     try:
         catalog = read_catalog_json(Path(args.catalog)) if args.catalog else demo_catalog(settings.today)
+        default = "policy_queries.jsonl" if args.policies else "demo_queries.jsonl"
         queries = load_queries(Path(args.queries) if args.queries else
-                               Path(__file__).resolve().parent / "retrieval" / "evalsets" / "demo_queries.jsonl")
+                               Path(__file__).resolve().parent / "retrieval" / "evalsets" / default)
     except (CatalogError, QueriesError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -223,6 +224,13 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
             embedder = embedder_from(settings)
             conn = await open_readonly(db_path)
             try:
+                if args.policies:   # store-policy chunks: BM25 alone, or fused with the embedder
+                    passages = await load_passages(conn, None if args.lexical_only else embedder)
+
+                    async def retrieve_chunks(query: str) -> list[str]:
+                        return [pid for pid, _ in await passages.search(query, top_k=10)]
+
+                    return await evaluate(retrieve_chunks, queries)
                 if not args.lexical_only:
                     await build_index(index_path, await catalog_docs(conn), embedder, progress=not args.json)
                 search = await load_search(conn, index_path, embedder)
@@ -241,7 +249,8 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps({k: report[k] for k in ("overall", "by_kind", "empty")}, ensure_ascii=False))
     else:
-        print(format_report(report, "kefu-bot hybrid retrieval"))
+        what = "store-policy chunks" if args.policies else "products"
+        print(format_report(report, f"kefu-bot {'lexical' if args.lexical_only else 'hybrid'} retrieval of {what}"))
         if args.show_misses:
             for miss in report["misses"]:
                 print("  miss:", json.dumps(miss, ensure_ascii=False))
@@ -264,7 +273,7 @@ async def build_agent(settings: Settings):
     from agent.turn import Agent
     from db.connection import CatalogUnavailable, open_readonly
     from retrieval.index import IndexProblem
-    from retrieval.service import load_search
+    from retrieval.service import load_passages, load_search
 
     try:
         conn = await open_readonly(settings.database_path)
@@ -275,8 +284,10 @@ async def build_agent(settings: Settings):
     except IndexProblem as exc:
         await conn.close()
         raise StartupError(f"INDEX_PATH: {exc}") from None
+    passages = await load_passages(conn, search.embedder)
     model = chat_model_from(settings)
-    agent = Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds, today=lambda: settings.today)
+    agent = Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds, today=lambda: settings.today,
+                  passages=passages)
     return agent, conn, model
 
 
@@ -462,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import-catalog", help="build the catalog from the shop's CSV files")
     imp.add_argument("products", help="products CSV: product_id,product_name,brand,price,stock_quantity,...")
     imp.add_argument("promotions", nargs="?", help="promotions CSV (optional)")
-    imp.add_argument("--knowledge", help="store-policy documents CSV: doc_id,title,content")
+    imp.add_argument("--knowledge", help="store policies: a folder of Markdown files (chunked by heading, paragraph and table), or a CSV doc_id,title,content")
     imp.add_argument("--orders", help="orders CSV, one product per row: order_id,user_id,product_id,quantity,total,status,region,created_at")
     imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
     imp.set_defaults(func=cmd_import_catalog)
@@ -478,6 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--lexical-only", action="store_true", help="measure without the vector index")
     ev.add_argument("--show-misses", action="store_true", help="list the queries missed at rank 3")
+    ev.add_argument("--policies", action="store_true",
+                    help="measure the search over store-policy chunks (default set: retrieval/evalsets/policy_queries.jsonl)")
     ev.set_defaults(func=cmd_eval_retrieval)
 
     dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")

@@ -27,11 +27,12 @@ from db.facts import (
     QuoteRefusal,
     Status,
 )
-from db.knowledge import search_knowledge
+from db.knowledge import documents_by_id
 from db.orders import list_orders
 from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import AnswerStatus
+from retrieval.passages import PassageSearch
 from retrieval.search import Candidate, ProductSearch
 
 SUBMIT = "submit_answer"
@@ -280,6 +281,9 @@ def file_evidence(ledger: EvidenceLedger, result: object) -> list[str]:
     return []   # candidates, refusals, errors: nothing verified
 
 
+KNOWLEDGE_TOP_K = 3
+
+
 class ToolRunner:
     """Runs validated tool calls for one turn, files every verified result in the ledger and records the
     typed result in the turn context.
@@ -288,14 +292,16 @@ class ToolRunner:
     for the quantity the customer asked about) to the same tool result, saving model calls."""
 
     def __init__(self, conn: aiosqlite.Connection, search: ProductSearch, ledger: EvidenceLedger, user_id: str,
-                 quantity: int | None = None, first_purchase: bool = False, prepare: bool = True):
+                 quantity: int | None = None, first_purchase: bool = False, prepare: bool = True,
+                 passages: PassageSearch | None = None):
         self.conn, self.search, self.ledger, self.user_id = conn, search, ledger, user_id
+        self.passages = passages
         self.quantity, self.first_purchase, self.prepare = quantity, first_purchase, prepare
         self._tools: dict[type[_Args], Callable[[Any], Awaitable[object]]] = {
             SearchProducts: self._search, GetProductDetails: self._details,
             GetPromotions: lambda a: get_promotions(self.conn, a.product_ids),
             CalculateFinalPrice: self._calculate,
-            SearchKnowledge: lambda a: search_knowledge(self.conn, a.query),
+            SearchKnowledge: self._knowledge,
             ListMyOrders: lambda a: list_orders(self.conn, self.user_id, a.order_id),
         }
 
@@ -325,6 +331,11 @@ class ToolRunner:
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
         ids = [c.product_id for c in candidates][:10 if where else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None)
+
+    async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
+        """Retrieval proposes policy chunks; their text is read from the catalog by id."""
+        found = await self.passages.search(args.query, KNOWLEDGE_TOP_K) if self.passages else []
+        return await documents_by_id(self.conn, [passage_id for passage_id, _ in found])
 
     async def _calculate(self, args: CalculateFinalPrice) -> Quote | Basket | QuoteRefusal:
         if args.items is not None:

@@ -28,7 +28,9 @@ from db.catalog import catalog_words
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.validator import AnswerStatus, validate
+from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
+from retrieval.service import load_passages
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,10 @@ class Agent:
 
     def __init__(self, conn: aiosqlite.Connection, search: ProductSearch, model: ChatModel | None = None, *,
                  max_model_calls: int = 6, max_rejections: int = 2, turn_budget_seconds: float = 40.0,
-                 prepare: bool = True, today: Callable[[], date] | None = None):
+                 prepare: bool = True, today: Callable[[], date] | None = None,
+                 passages: PassageSearch | None = None):
         self.conn, self.search = conn, search
+        self._passages = passages
         self.analyst = Analyst(OrderAnalytics(conn), today or (lambda: now_shanghai().date()))
         self.offline = OfflineModel()
         self.model = model or self.offline
@@ -69,6 +73,13 @@ class Agent:
             self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn))
         return self._vocabulary
 
+    async def passages(self) -> PassageSearch:
+        """The store-policy search: as given, else over the catalog's chunks with the product search's
+        embedder (hybrid; BM25 alone when the product search is lexical), built once."""
+        if self._passages is None:
+            self._passages = await load_passages(self.conn, self.search.embedder)
+        return self._passages
+
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
         report = await self.analyst.for_customer(text, str(user_id))   # their own spending, computed by SQL
         if report is not None:
@@ -83,7 +94,8 @@ class Agent:
         if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
         runner = ToolRunner(self.conn, self.search, ledger, str(user_id), quantity=quantity,
-                            first_purchase=asked.first_purchase, prepare=self.prepare)
+                            first_purchase=asked.first_purchase, prepare=self.prepare,
+                            passages=await self.passages())
 
         def context() -> TurnContext:
             return TurnContext(text, str(user_id), list(memory.focus_product_ids), quantity, asked.first_purchase,

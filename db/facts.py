@@ -1,7 +1,7 @@
 """The typed facts the database gives: frozen records that tools return and the evidence ledger keeps.
 
 They become JSON only at the model boundary (agent/tools.py). Each verified record names its evidence
-id (`product:001`, `promotion:P001`, `calc:001:2:regular`, `doc:D001`, `order:A1001`)."""
+id (`product:001`, `promotion:P001`, `calc:001:2:regular`, `doc:returns#1`, `order:A1001`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Store-policy documents (returns, shipping, invoices…), found by character-bigram overlap."""
+"""Store-policy chunks (returns, shipping, invoices…), read by id. Retrieval proposes the ids
+(retrieval/passages.py); the text cited is always the catalog's own."""
 
 from __future__ import annotations
 
@@ -6,33 +7,25 @@ import aiosqlite
 
 from db.facts import PolicyDocument, PolicyDocuments
 
-MAX_DOCS = 3
+
+async def all_documents(conn: aiosqlite.Connection) -> list[PolicyDocument]:
+    rows = await conn.execute_fetchall("SELECT doc_id, title, content FROM knowledge_docs ORDER BY rowid")
+    return [PolicyDocument(r["doc_id"], r["title"], r["content"]) for r in rows]
 
 
-def _bigrams(text: str) -> set[str]:
-    chars = [c for c in text.lower() if not c.isspace() and c not in "，。？！、,.?!；;：:"]
-    return {a + b for a, b in zip(chars, chars[1:], strict=False)}
-
-
-async def search_knowledge(conn: aiosqlite.Connection, query: str, limit: int = MAX_DOCS) -> PolicyDocuments:
-    """The policy documents sharing the most two-character pieces with `query` (title counts double)."""
-    wanted = _bigrams(query or "")
-    async with conn.execute("SELECT doc_id, title, content FROM knowledge_docs ORDER BY doc_id") as cur:
-        rows = await cur.fetchall()
-    scored = []
-    for row in rows:
-        score = 2 * len(wanted & _bigrams(row["title"])) + len(wanted & _bigrams(row["content"]))
-        if score:
-            scored.append((score, row))
-    scored.sort(key=lambda item: -item[0])
-    return PolicyDocuments(tuple(PolicyDocument(row["doc_id"], row["title"], row["content"])
-                                 for _, row in scored[:limit]))
-
-
-CONTACT_QUERY = "人工客服服务时间"
+async def documents_by_id(conn: aiosqlite.Connection, doc_ids: list[str]) -> PolicyDocuments:
+    """The chunks with these ids, in the order given; unknown ids are left out."""
+    if not doc_ids:
+        return PolicyDocuments(())
+    marks = ", ".join("?" for _ in doc_ids)
+    rows = await conn.execute_fetchall(f"SELECT doc_id, title, content FROM knowledge_docs WHERE doc_id IN ({marks})",
+                                       list(doc_ids))
+    by_id = {r["doc_id"]: PolicyDocument(r["doc_id"], r["title"], r["content"]) for r in rows}
+    return PolicyDocuments(tuple(by_id[i] for i in doc_ids if i in by_id))
 
 
 async def contact_policy(conn: aiosqlite.Connection) -> PolicyDocument | None:
     """The store policy that tells a customer how and when to reach a person, if the shop has one."""
-    found = await search_knowledge(conn, CONTACT_QUERY, limit=1)
-    return found.documents[0] if found.documents and "人工" in found.documents[0].content else None
+    rows = await conn.execute_fetchall("SELECT doc_id, title, content FROM knowledge_docs WHERE content LIKE '%人工客服%' "
+                                       "ORDER BY content LIKE '%服务时间%' DESC, rowid LIMIT 1")
+    return PolicyDocument(rows[0]["doc_id"], rows[0]["title"], rows[0]["content"]) if rows else None

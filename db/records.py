@@ -265,6 +265,16 @@ def _check_references(catalog: Catalog, problems: list[str]) -> None:
             problems.append(f"order {order.order_id}: unknown product_id {order.product_id!r}")
 
 
+def _policies(folder: Path, problems: list[str]) -> list[KnowledgeRecord]:
+    from db.policies import read_policies
+
+    try:
+        return read_policies(folder)
+    except CatalogError as exc:
+        problems.extend(exc.problems)
+        return []
+
+
 def read_catalog_csv(products: Path, promotions: Path | None = None, knowledge: Path | None = None,
                      orders: Path | None = None) -> Catalog:
     """Read and validate a shop's spreadsheets; raise CatalogError listing every bad line."""
@@ -282,7 +292,8 @@ def read_catalog_csv(products: Path, promotions: Path | None = None, knowledge: 
     catalog = Catalog(
         products=section(products, PRODUCT_COLUMNS, parse_product, _PRODUCT_ID, "product_id"),
         promotions=section(promotions, PROMOTION_COLUMNS, parse_promotion, attrgetter("promotion_id"), "promotion_id"),
-        knowledge=section(knowledge, ("doc_id", "title", "content"), parse_knowledge, attrgetter("doc_id"), "doc_id"),
+        knowledge=_policies(knowledge, problems) if knowledge is not None and knowledge.is_dir() else
+        section(knowledge, ("doc_id", "title", "content"), parse_knowledge, attrgetter("doc_id"), "doc_id"),
         orders=section(orders, ORDER_COLUMNS, parse_order, attrgetter("order_id"), "order_id"),
     )
     if not catalog.products and not problems:
@@ -327,7 +338,7 @@ def demo_catalog(today: date | None = None) -> Catalog:
     seed = resources.files("db") / "seed"
     with resources.as_file(seed) as folder:
         catalog = read_catalog_csv(folder / "products.csv", folder / "promotions.csv",
-                                   folder / "knowledge.csv", folder / "orders.csv")
+                                   folder / "policies", folder / "orders.csv")
     today = today or datetime.now(SHANGHAI).date()
     catalog.orders = shift_seed_orders(catalog.orders, today) + generate_orders(catalog.products, today)
     return catalog

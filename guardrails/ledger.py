@@ -1,6 +1,6 @@
 """The evidence ledger: what the database verified during one turn, kept as typed facts by role.
 
-Each evidence id (`product:001`, `promotion:P001`, `calc:001:2:regular`, `doc:D001`, `order:A1001`) keeps
+Each evidence id (`product:001`, `promotion:P001`, `calc:001:2:regular`, `doc:returns#1`, `order:A1001`) keeps
 the record it came from and the figures it vouches for, each with its role (the price of 001, the spend
 threshold of P006, the total for 2 units…), the conditions it holds under and, for a calculation, the
 quantity and first-purchase assumption it was computed for. Retrieval candidates never enter it.

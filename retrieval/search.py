@@ -103,6 +103,11 @@ class ProductSearch:
             self._document = self._rows(positions, vectors[:, 0], index.dimensions)
             self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document))}
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder behind the dense side, or None when the search is lexical only."""
+        return self._cache.embedder if self._cache is not None else None
+
     def _rows(self, positions: np.ndarray, vectors: np.ndarray, dimensions: int) -> np.ndarray:
         matrix = np.zeros((len(self.docs), dimensions), dtype=np.float32)
         matrix[positions] = vectors

@@ -9,9 +9,11 @@ from pathlib import Path
 import aiosqlite
 
 from db.catalog import products_for_retrieval
+from db.knowledge import all_documents
 from retrieval.documents import RetrievalDoc, doc_from_product
 from retrieval.embedders import Embedder, LocalE5Embedder, OpenAIEmbedder
 from retrieval.index import VectorIndex
+from retrieval.passages import Passage, PassageSearch
 from retrieval.search import ProductSearch
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,12 @@ def make_embedder(model: str | None = None, base_url: str | None = None, api_key
 
     client = AsyncOpenAI(api_key=api_key or "unused", base_url=base_url, timeout=timeout, max_retries=max_retries)
     return OpenAIEmbedder(client, model, dimensions)
+
+
+async def load_passages(conn: aiosqlite.Connection, embedder: Embedder | None) -> PassageSearch:
+    """The search over store-policy chunks: hybrid with an embedder, BM25 alone without one."""
+    passages = [Passage(d.doc_id, d.title, d.content) for d in await all_documents(conn)]
+    return await PassageSearch.build(passages, embedder)
 
 
 async def catalog_docs(conn: aiosqlite.Connection) -> list[RetrievalDoc]:

@@ -92,7 +92,7 @@ async def test_need_described_without_a_name_finds_running_shoes(agent):
 
 async def test_policy_orders_and_greeting(agent):
     policy, orders, hello = await converse(agent, ["怎么退货", "我的订单到哪了", "你好"])
-    assert "7天" in policy.answer and policy.citations == ["doc:D001"]
+    assert "7天" in policy.answer and policy.citations == ["doc:returns#1"]
     assert "A1001" in orders.answer and "216元" in orders.answer
     assert "您好" in hello.answer and hello.trace.model_calls == 1
 

@@ -8,8 +8,9 @@ import pytest
 
 from db.catalog import get_product_details, get_promotions
 from db.connection import CatalogUnavailable, open_readonly
-from db.knowledge import search_knowledge
+from db.knowledge import contact_policy, documents_by_id
 from db.orders import list_orders
+from retrieval.service import load_passages
 
 PINNED = {
     "001": ("足球", "耐克", "120", 50),
@@ -109,11 +110,24 @@ async def test_missing_or_foreign_file_is_a_clear_error(tmp_path):
         await open_readonly(junk)
 
 
-async def test_knowledge_search_finds_policy(conn):
-    result = await search_knowledge(conn, "怎么退货？")
-    assert result.status == "verified"
-    assert result.documents[0].evidence_id == "doc:D001"
-    assert (await search_knowledge(conn, "火星旅行")).status == "not_found"
+async def test_policy_chunks_are_found_by_bm25_and_read_by_id(conn):
+    passages = await load_passages(conn, None)
+    assert "returns#1" in [pid for pid, _ in await passages.search("怎么退货？")]
+    assert [pid for pid, _ in await passages.search("能开发票吗")][0] == "invoice#1"
+    assert await passages.search("火星旅行") == []
+    result = await documents_by_id(conn, ["returns#4", "nope#1", "returns#1"])
+    assert [d.evidence_id for d in result.documents] == ["doc:returns#4", "doc:returns#1"]
+    assert "| 微信支付 |" in result.documents[0].content            # a table is one chunk, kept whole
+    assert result.documents[0].title == "退换货政策 › 退款时效"
+    assert (await documents_by_id(conn, [])).status == "not_found"
+    assert (await contact_policy(conn)).doc_id == "service#1"
+
+
+async def test_hybrid_policy_search_ranks_the_answering_chunk_first(conn, local_embedder):
+    passages = await load_passages(conn, local_embedder)
+    assert [pid for pid, _ in await passages.search("退款多久到账")][0] == "returns#4"
+    assert [pid for pid, _ in await passages.search("脚长255毫米穿多大码")][0] == "sizing#2"
+    assert await passages.search("你们招聘吗") == []
 
 
 async def test_orders_are_scoped_to_the_user(conn):
@@ -122,3 +136,18 @@ async def test_orders_are_scoped_to_the_user(conn):
     assert mine.orders[1].total == Decimal("216.00")
     assert (await list_orders(conn, "console", "A1003")).status == "not_found"  # someone else's
     assert (await list_orders(conn, "10001", "A1003")).orders[0].items[0].product_name == "羽毛球拍"
+
+
+def test_markdown_policies_are_chunked_by_heading_paragraph_and_table(tmp_path):
+    from db.policies import chunk_markdown, read_policies
+    from db.records import CatalogError
+
+    text = "# 退货\n\n第一段。\n第一段续。\n\n## 运费\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n说明紧跟表格。\n\n- 一\n- 二\n"
+    chunks = chunk_markdown("r", text)
+    assert [(c.doc_id, c.title) for c in chunks] == [("r#1", "退货"), ("r#2", "退货 › 运费"), ("r#3", "退货 › 运费"),
+                                                     ("r#4", "退货 › 运费")]
+    assert chunks[0].content == "第一段。\n第一段续。" and chunks[1].content.count("|") == 9
+    assert chunks[3].content == "- 一\n- 二"
+    (tmp_path / "bad name.md").write_text("# x\n\ny", encoding="utf-8")
+    with pytest.raises(CatalogError, match="bad name.md"):
+        read_policies(tmp_path)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 from handlers import texts
@@ -209,5 +211,44 @@ async def test_feedback_once_and_operator_commands(world):
     assert document.chat_id == OPERATOR and document.filename.endswith("-1d.csv")
     assert document.document.startswith("\ufeff".encode()) and "足球多少钱" in document.document.decode("utf-8-sig")
     assert not [s for s in fake.sent if s.chat_id == GROUP and s.thread_id is None]   # the stranger got nothing
+    code, output = await process.stop()
+    assert code == 0, output
+
+
+async def test_operators_ask_and_a_customer_gets_only_their_own_figures(world):
+    fake, bot, workdir = world
+    process = bot(**ENV)
+    await process.start()
+    await fake.say(OPERATOR, "/ask 上个月已签收的订单一共多少单，多少钱")
+    (answer,) = await fake.wait_replies(OPERATOR, 1)
+    shop = sqlite3.connect(workdir / "data" / "shop.db")
+    signed = [Decimal(t) for (t,) in shop.execute(
+        "SELECT total FROM orders WHERE status = '已签收' AND created_at >= '2026-10-01' AND created_at < '2026-11-01'")]
+    assert "2026-10-01 至 2026-10-31" in answer
+    assert f"{len(signed)}单" in answer and f"{sum(signed, Decimal(0))}元" in answer
+
+    await fake.say(OPERATOR, "/ask 最近7天各地区销售额，做成饼图")
+    (photo,) = await fake.wait_for(lambda: [s for s in fake.sent if s.kind == "photo"], what="the chart")
+    assert photo.document.startswith(b"\x89PNG") and photo.chat_id == OPERATOR
+    by_region: dict[str, Decimal] = {}
+    for region, total in shop.execute("SELECT region, total FROM orders WHERE created_at >= '2026-11-23' "
+                                      "AND created_at < '2026-11-30'"):
+        by_region[region] = by_region.get(region, Decimal(0)) + Decimal(total)
+    assert all(f"{region}：{total}元" in photo.text for region, total in by_region.items()), photo.text
+
+    # a customer: their own month's spending, computed by SQL; the shop's figures refused
+    await fake.say(10001, "我这个月在店里花了多少钱")
+    (mine,) = await fake.wait_replies(10001, 1)
+    paid = [Decimal(t) for (t,) in shop.execute(
+        "SELECT total FROM orders WHERE user_id = '10001' AND created_at >= '2026-11-01' "
+        "AND status IN ('待发货', '运输中', '已签收')")]
+    assert f"{len(paid)}笔" in mine and f"{sum(paid, Decimal(0))}元" in mine
+    await fake.say(10001, "店里上个月卖了多少单")
+    refused = (await fake.wait_replies(10001, 2))[1]
+    assert "不能对外提供" in refused and not any(ch.isdigit() for ch in refused)
+    await fake.say(10001, "/ask 上个月卖了多少钱")            # not an operator: no sign /ask exists
+    other = (await fake.wait_replies(10001, 3))[2]
+    assert "订单数" not in other and "销售额：" not in other
+    assert not [s for s in fake.sent if s.kind == "photo" and s.chat_id == 10001]
     code, output = await process.stop()
     assert code == 0, output

@@ -9,7 +9,7 @@ import pytest
 
 from agent.tools import file_evidence
 from db.catalog import get_product_details, get_promotions
-from db.knowledge import search_knowledge
+from db.knowledge import documents_by_id
 from db.pricing import calculate_final_price
 from guardrails import validator as v
 from guardrails.ledger import EvidenceLedger
@@ -42,8 +42,7 @@ async def ledger_for(conn, ids, calcs=(), docs=()):
     file_evidence(ledger, await get_promotions(conn, ids))
     for pid, qty, first in calcs:
         file_evidence(ledger, await calculate_final_price(conn, pid, qty, first))
-    for query in docs:
-        file_evidence(ledger, await search_knowledge(conn, query))
+    file_evidence(ledger, await documents_by_id(conn, list(docs)))
     return ledger
 
 
@@ -122,8 +121,8 @@ async def test_stock_status_contradicts(conn):
 
 
 async def test_policy_contradicts(conn):
-    ledger = await ledger_for(conn, [], docs=["退货", "支付方式 货到付款"])
-    cites = ["doc:D001", "doc:D008"]
+    ledger = await ledger_for(conn, [], docs=["returns#1", "payment#1"])
+    cites = ["doc:returns#1", "doc:payment#1"]
     for lie in ["签收后15天内支持无理由退货。", "支持货到付款。", "定制商品也可以无理由退货。"]:
         assert validate("q", lie, cites, ledger).codes == [v.POLICY_CONTRADICTS], lie
     assert validate("q", "签收后7天内支持无理由退货，15天内质量问题可以换货。", cites, ledger).ok
@@ -131,10 +130,10 @@ async def test_policy_contradicts(conn):
 
 
 async def test_unverified_duration_or_time(conn):
-    ledger = await ledger_for(conn, ["048"], docs=["客服时间"])
+    ledger = await ledger_for(conn, ["048"], docs=["service#1"])
     assert validate("q", "GPS心率运动手表续航14天。", ["product:048"], ledger).ok
     assert validate("q", "GPS心率运动手表续航30天。", ["product:048"], ledger).codes == [v.UNVERIFIED_POLICY_FIGURE]
-    late = validate("q", "人工客服晚上10点下班。", ["doc:D005"], ledger)
+    late = validate("q", "人工客服晚上10点下班。", ["doc:service#1"], ledger)
     assert v.UNVERIFIED_POLICY_FIGURE in late.codes and "10点" in late.message
 
 
@@ -152,7 +151,7 @@ LIES = {   # customer message → (tool call, the lie submitted with real eviden
                 "教程视频"),
     "足球包邮吗": (("search_products", {"query": "足球"}), "足球全国包邮。", ["product:001", "promotion:P001"], "120元"),
     "跑步鞋还有货吗": (("search_products", {"query": "跑步鞋"}), "跑步鞋已经售罄。", ["product:004"], "库存20双"),
-    "怎么退货": (("search_knowledge", {"query": "退货"}), "签收后15天内支持无理由退货。", ["doc:D001"], "7天"),
+    "怎么退货": (("search_knowledge", {"query": "退货"}), "签收后15天内支持无理由退货。", ["doc:returns#1"], "7天"),
 }
 
 
