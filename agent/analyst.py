@@ -6,6 +6,7 @@ guardrails.reports.check_report finds every figure in the cited aggregates."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -13,14 +14,20 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from agent.charts import ChartKind, draw_chart
+from agent.models import ChatModel, ModelError
+from agent.operator_tools import OPERATOR_TOOLS, MakeChart, QueryOrders, operator_prompt
 from agent.periods import Period, resolve
+from agent.tools import SubmitAnswer, ToolError, parse_arguments, to_json, tool_schemas
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import ALL, PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
 from db.schema import REGIONS
-from guardrails.ledger import EvidenceLedger
+from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.reports import check_report
 
+log = logging.getLogger(__name__)
+
 GROUNDED, INSUFFICIENT = "grounded", "insufficient_evidence"
+USE_SUBMIT = "Your reply was not delivered. Call submit_answer with the answer and the agg: ids it rests on."
 CAPTION_LIMIT = 1024
 
 _METRIC_WORDS: tuple[tuple[Metric, re.Pattern[str]], ...] = (
@@ -125,9 +132,29 @@ def _scope(ask: Ask, period: Period | None) -> str:
     return f"{when}{what}订单"
 
 
+class _GiveUp(Exception):
+    """The chat model will not produce a releasable report in this turn."""
+
+
+def _aggregate_result(agg: Aggregate) -> dict:
+    """What the model reads of an aggregate: exact strings for every figure, and its evidence id."""
+    start, end = agg.period
+    return {"status": str(agg.status), "evidence_id": agg.evidence_id, "metric": agg.metric,
+            "period": [str(start) if start else None, str(end) if end else None],
+            "whole": format(agg.whole, "f"), "orders": agg.orders,
+            "rows": [{"key": r.key, "value": format(r.value, "f"), "orders": r.orders,
+                      "share_percent": format(r.share, "f") if r.share is not None else None} for r in agg.rows]}
+
+
 class Analyst:
-    def __init__(self, analytics: OrderAnalytics, today: Callable[[], date]):
-        self.analytics, self.today = analytics, today
+    """`model`: a chat model for /ask (the operator tool set); None: the deterministic reading alone.
+    Whatever the model does, an answer is released only when check_report passes; when the model
+    cannot get there within its budget, the deterministic answer is given (and the turn marked degraded)."""
+
+    def __init__(self, analytics: OrderAnalytics, today: Callable[[], date], model: ChatModel | None = None,
+                 max_model_calls: int = 6, max_rejections: int = 2, budget_seconds: float = 40.0):
+        self.analytics, self.today, self.model = analytics, today, model
+        self.max_model_calls, self.max_rejections, self.budget_seconds = max_model_calls, max_rejections, budget_seconds
         self._categories: frozenset[str] | None = None
 
     async def categories(self) -> frozenset[str]:
@@ -166,11 +193,98 @@ class Analyst:
         return report
 
     async def ask(self, text: str) -> Report:
-        """An operator's question about the shop's orders."""
+        """An operator's question about the shop's orders: the chat model with the operator tools when there
+        is one, else (or when it fails) the deterministic reading."""
         started = time.perf_counter()
-        report = Report("", INSUFFICIENT)
         ask = read_question(text, self.today(), await self.categories())
-        ledger = EvidenceLedger()
+        if self.model is not None:
+            report, ledger = Report("", INSUFFICIENT, trace=TurnTrace(model=self.model.name)), EvidenceLedger()
+            try:
+                async with asyncio.timeout(self.budget_seconds):
+                    await self._ask_model(text, ask, report, ledger)
+                return self._finish(report, ledger, started)
+            except (ModelError, _GiveUp, TimeoutError) as exc:
+                log.warning("the chat model gave no releasable report (%s): the deterministic answer instead", exc)
+                trace = report.trace
+                trace.degraded, trace.degraded_reason = True, "turn budget spent" if isinstance(exc, TimeoutError) \
+                    else str(exc)
+                return await self._ask_template(ask, Report("", INSUFFICIENT, trace=trace), EvidenceLedger(), started)
+        return await self._ask_template(ask, Report("", INSUFFICIENT), EvidenceLedger(), started)
+
+    def _finish(self, report: Report, ledger: EvidenceLedger, started: float) -> Report:
+        report.trace.status, report.trace.citations = report.status, report.citations
+        report.trace.evidence_ids = list(ledger.entries)
+        report.trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        return report
+
+    async def _ask_model(self, text: str, ask: Ask, report: Report, ledger: EvidenceLedger) -> None:
+        period = ask.period
+        messages: list[dict] = [
+            {"role": "system", "content": operator_prompt(self.today(), period.start if period else None,
+                                                          period.end if period else None)},
+            {"role": "user", "content": text}]
+        schemas, rejections, trace = tool_schemas(OPERATOR_TOOLS), 0, report.trace
+        for call_number in range(self.max_model_calls):
+            reply = await self.model.complete(messages, schemas, "required" if call_number == 0 else "auto")
+            trace.model_calls += 1
+            trace.prompt_tokens += reply.prompt_tokens
+            trace.completion_tokens += reply.completion_tokens
+            trace.retries += reply.retries
+            messages.append(reply.as_message())
+            if not reply.tool_calls:
+                rejections += 1
+                trace.verdicts.append(VerdictTrace(False, ["NO_SUBMISSION"], self.model.name))
+                if rejections > self.max_rejections:
+                    raise _GiveUp("the model kept answering without submit_answer")
+                messages.append({"role": "system", "content": USE_SUBMIT})
+                continue
+            for call in reply.tool_calls:
+                try:
+                    args = parse_arguments(call.name, call.arguments, OPERATOR_TOOLS)
+                    if isinstance(args, SubmitAnswer):
+                        verdict = check_report(args.answer, args.citation_ids, ledger)
+                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, self.model.name))
+                        if verdict.ok and args.status == GROUNDED:
+                            report.answer, report.status = args.answer.strip(), GROUNDED
+                            report.citations = list(dict.fromkeys(args.citation_ids))
+                            if report.chart is not None:
+                                report.caption = self._caption(report, ledger)
+                            return
+                        rejections += 1
+                        if rejections > self.max_rejections:
+                            raise _GiveUp(f"report rejected {rejections} times ({', '.join(verdict.codes)})")
+                        result = {"accepted": False, "reasons": verdict.codes, "message": verdict.message}
+                    elif isinstance(args, QueryOrders):
+                        result = _aggregate_result(await self._model_query(args, period, ledger, trace))
+                    else:
+                        result = await self._model_chart(args, ledger, report)
+                except ToolError as exc:
+                    result = exc.as_result()
+                    trace.tool_calls.append(ToolTrace(call.name, call.arguments[:500], exc.code, 0.0))
+                except AggregateError as exc:
+                    result = {"status": "error", "error": "QUERY_FAILED", "message": str(exc)}
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": to_json(result)})
+        raise _GiveUp(f"no releasable report within {self.max_model_calls} model calls")
+
+    async def _model_query(self, args: QueryOrders, period: Period | None, ledger: EvidenceLedger,
+                           trace: TurnTrace) -> Aggregate:
+        """The model's query, with its period checked against the one the question names."""
+        if period is not None and (args.start, args.end) != (period.start, period.end):
+            raise ToolError("PERIOD_MISMATCH", f"the question's period is {period.start} to {period.end} "
+                                               f"(Asia/Shanghai): use start={period.start}, end={period.end}")
+        return await self._run(OrderQuery(args.metric, args.start, args.end, region=args.region,
+                                          category=args.category, status=args.status, group_by=args.group_by,
+                                          top_n=args.top_n), ledger, trace)
+
+    async def _model_chart(self, args: MakeChart, ledger: EvidenceLedger, report: Report) -> dict:
+        entry = ledger.entries.get(args.evidence_id)
+        if entry is None or entry.kind != EvidenceKind.AGGREGATE or not entry.record.rows:
+            raise ToolError("UNKNOWN_EVIDENCE", f"{args.evidence_id} is not a grouped query_orders result of this turn")
+        title = args.title if check_report(args.title, [args.evidence_id], ledger).ok else "订单统计"
+        report.chart = await asyncio.to_thread(draw_chart, entry.record, args.kind, title)
+        return {"status": "drawn", "evidence_id": args.evidence_id, "title": title}
+
+    async def _ask_template(self, ask: Ask, report: Report, ledger: EvidenceLedger, started: float) -> Report:
         period = ask.period
         base = dict(start=period.start if period else None, end=period.end if period else None, region=ask.region,
                     category=ask.category, status=ask.status)
@@ -202,11 +316,7 @@ class Analyst:
                     report.caption = self._caption(report, ledger)
         except AggregateError as exc:
             report.answer, report.status = f"这个统计没能完成：{exc}", INSUFFICIENT
-        report.trace.status = report.status
-        report.trace.citations = report.citations
-        report.trace.evidence_ids = list(ledger.entries)
-        report.trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
-        return report
+        return self._finish(report, ledger, started)
 
     async def for_customer(self, text: str, user_id: str) -> Report | None:
         """A customer's question about their own spending or number of orders (scoped to `user_id`, taken

@@ -154,10 +154,10 @@ def _strip_titles(node: Any, defs: dict[str, Any] | None = None) -> Any:
     return node
 
 
-def tool_schemas() -> list[dict[str, Any]]:
+def tool_schemas(tools: dict[str, type[BaseModel]] | None = None) -> list[dict[str, Any]]:
     """OpenAI function-tool schemas (`additionalProperties: false`, bounded integers and lists)."""
     out = []
-    for name, model in TOOLS.items():
+    for name, model in (tools or TOOLS).items():
         params = _strip_titles(model.model_json_schema())
         params.pop("description", None)
         out.append({"type": "function", "function": {"name": name, "description": inspect.cleandoc(model.__doc__ or ""),
@@ -176,11 +176,12 @@ class ToolError(Exception):
         return {"status": "error", "error": self.code, "message": str(self)}
 
 
-def parse_arguments(name: str, raw: str) -> _Args:
+def parse_arguments(name: str, raw: str, tools: dict[str, type[BaseModel]] | None = None) -> BaseModel:
     """Validate a tool call before anything runs; raise ToolError with a message for the model."""
-    model = TOOLS.get(name)
+    tools = tools or TOOLS
+    model = tools.get(name)
     if model is None:
-        raise ToolError("UNKNOWN_TOOL", f"there is no tool named {name!r}; available: {', '.join(TOOLS)}")
+        raise ToolError("UNKNOWN_TOOL", f"there is no tool named {name!r}; available: {', '.join(tools)}")
     try:
         data = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:

@@ -58,7 +58,8 @@ class Agent:
                  passages: PassageSearch | None = None):
         self.conn, self.search = conn, search
         self._passages = passages
-        self.analyst = Analyst(OrderAnalytics(conn), today or (lambda: now_shanghai().date()))
+        self.analyst = Analyst(OrderAnalytics(conn), today or (lambda: now_shanghai().date()), model,
+                               budget_seconds=turn_budget_seconds)
         self.offline = OfflineModel()
         self.model = model or self.offline
         self.max_model_calls, self.max_rejections = max_model_calls, max_rejections

@@ -201,3 +201,86 @@ async def test_a_customer_gets_their_own_spending_and_not_the_shops(conn, demo_d
     for question in ["店里上个月卖了多少单", "你们这个月销售额多少", "别人买了什么"]:
         refused = await agent.answer(question, user_id="console")
         assert refused.answer == SHOP_DATA_REFUSAL and not re.search(r"\d", refused.answer)
+
+
+# --- /ask with a chat model: the operator tool set, checked arguments, checked answers ---------------
+
+def _tool_reply(name: str, arguments: dict, call_id: str = "c1"):
+    import json
+
+    from agent.models import ModelReply, call
+
+    return ModelReply(tool_calls=[call(name, json.dumps(arguments, ensure_ascii=False), call_id)])
+
+
+def _last_tool_result(messages) -> dict:
+    import json
+
+    return json.loads(next(m for m in reversed(messages) if m["role"] == "tool")["content"])
+
+
+async def test_a_model_answers_with_the_operator_tools(conn, demo_db):
+    from agent.models import ScriptedModel
+
+    count = expected(demo_db, Metric.COUNT, D(2026, 10, 1), D(2026, 10, 31), status="已签收")
+
+    def submit(messages):
+        result = _last_tool_result(messages)
+        return _tool_reply("submit_answer", {
+            "answer": f"2026-10-01 至 2026-10-31 已签收的订单共{result['whole']}单。",
+            "citation_ids": [result["evidence_id"]], "status": "grounded"}, "c3")
+
+    model = ScriptedModel([
+        _tool_reply("query_orders", {"metric": "count", "start": "2026-09-01", "end": "2026-09-30", "status": "已签收"}),
+        _tool_reply("query_orders", {"metric": "count", "start": "2026-10-01", "end": "2026-10-31", "status": "已签收"},
+                    "c2"),
+        submit])
+    analyst = Analyst(OrderAnalytics(conn), lambda: DEMO_DAY, model)
+    report = await analyst.ask("上个月已签收的订单有多少单")
+    assert report.status == "grounded" and report.answer == f"2026-10-01 至 2026-10-31 已签收的订单共{count}单。"
+    first_result = model.calls[1][0][-1]["content"]
+    assert "PERIOD_MISMATCH" in first_result and "2026-10-01" in first_result   # the wrong month was refused
+    assert not report.trace.degraded and report.trace.model_calls == 3
+
+
+async def test_a_model_that_invents_figures_never_reaches_the_operator(conn, demo_db):
+    from agent.models import ScriptedModel
+
+    lie = _tool_reply("submit_answer", {"answer": "2026-10-01 至 2026-10-31 已签收的订单共99999单，一共12345.67元。",
+                                        "citation_ids": [], "status": "grounded"})
+    model = ScriptedModel([_tool_reply("query_orders", {"metric": "total", "start": "2026-10-01",
+                                                        "end": "2026-10-31", "status": "已签收"}), lie, lie, lie])
+    report = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY, model).ask("上个月已签收订单一共多少钱")
+    total = expected(demo_db, Metric.TOTAL, D(2026, 10, 1), D(2026, 10, 31), status="已签收")
+    assert "99999" not in report.answer and "12345.67" not in report.answer
+    assert report.trace.degraded and report.status == "grounded" and f"{total}元" in report.answer   # the template
+
+
+async def test_a_model_charts_a_verified_aggregate_by_its_id(conn):
+    from agent.models import ScriptedModel
+
+    def chart(messages):
+        return _tool_reply("make_chart", {"evidence_id": _last_tool_result(messages)["evidence_id"], "kind": "bar",
+                                          "title": "最近7天各地区销售额"}, "c2")
+
+    def submit(messages):
+        query = json_of_first_query(messages)
+        rows = "；".join(f"{r['key']}{r['value']}元" for r in query["rows"])
+        return _tool_reply("submit_answer", {"answer": f"2026-11-23 至 2026-11-29 各地区销售额：{rows}。",
+                                             "citation_ids": [query["evidence_id"]], "status": "grounded"}, "c3")
+
+    def json_of_first_query(messages):
+        import json
+
+        return json.loads(next(m for m in messages if m["role"] == "tool")["content"])
+
+    model = ScriptedModel([_tool_reply("query_orders", {"metric": "total", "start": "2026-11-23", "end": "2026-11-29",
+                                                        "group_by": "region"}), chart, submit])
+    report = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY, model).ask("最近7天各地区销售额画个柱状图")
+    assert report.status == "grounded" and report.chart.startswith(b"\x89PNG") and report.caption == report.answer
+    bad = ScriptedModel([_tool_reply("make_chart", {"evidence_id": "agg:total:0000000000", "kind": "pie",
+                                                    "title": "x"})] + [_tool_reply("submit_answer", {
+                                                        "answer": "没有数据", "citation_ids": [],
+                                                        "status": "insufficient_evidence"})] * 3)
+    report = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY, bad).ask("最近7天各地区销售额画个柱状图")
+    assert "UNKNOWN_EVIDENCE" in bad.calls[1][0][-1]["content"] and report.trace.degraded

@@ -12,7 +12,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from handlers import texts
+from tests.fakes.openai_server import tool_call
 from tests.fakes.redis_support import connect
+from tests.fakes.remote_bot import remote_bot
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP, OPERATOR, STRANGER = -1001234, 777, 888
@@ -252,3 +254,30 @@ async def test_operators_ask_and_a_customer_gets_only_their_own_figures(world):
     assert not [s for s in fake.sent if s.kind == "photo" and s.chat_id == 10001]
     code, output = await process.stop()
     assert code == 0, output
+
+
+def operator_model(body: dict) -> dict:
+    """An honest model with the operator tools: one query, then an answer from its result."""
+    names = {tool["function"]["name"] for tool in body.get("tools", [])}
+    assert "query_orders" in names and "search_products" not in names   # the operator tool set, not the shop's
+    results = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if not results:
+        return {"tool_calls": [tool_call("query_orders", {"metric": "total", "start": "2026-10-01",
+                                                          "end": "2026-10-31", "status": "已签收"})]}
+    last = results[-1]
+    return {"tool_calls": [tool_call("submit_answer", {
+        "answer": f"2026-10-01 至 2026-10-31，已签收订单{last['orders']}单，销售额合计{last['whole']}元。",
+        "citation_ids": [last["evidence_id"]], "status": "grounded"}, "call_2")]}
+
+
+async def test_ask_through_a_remote_model_over_http(tmp_path):
+    async with remote_bot(tmp_path, operator_model, **ENV) as world:
+        await world.telegram.say(OPERATOR, "/ask 上个月已签收的订单卖了多少钱")
+        (answer,) = await world.telegram.wait_replies(OPERATOR, 1)
+    shop = sqlite3.connect(tmp_path / "data" / "shop.db")
+    signed = [Decimal(t) for (t,) in shop.execute(
+        "SELECT total FROM orders WHERE status = '已签收' AND created_at >= '2026-10-01' AND created_at < '2026-11-01'")]
+    assert answer == f"2026-10-01 至 2026-10-31，已签收订单{len(signed)}单，销售额合计{sum(signed, Decimal(0))}元。"
+    (record,) = [r for r in world.audit() if r.get("message", "").startswith("/ask")]
+    assert record["status"] == "grounded" and not record["degraded"] and record["model_calls"] == 2
+    assert record["tool_calls"][0]["name"] == "query_orders"
