@@ -258,9 +258,32 @@ def not_sold_answer(subject: str) -> str:
             "我们主要销售球类、球拍、跑鞋、健身器材、瑜伽用品和户外运动装备，您可以换个说法再问我。")
 
 
+def readable(content: str) -> str:
+    """A policy chunk as a chat message: a Markdown table becomes one line per row ("微信支付：…")."""
+    lines, header = [], None
+    for line in content.splitlines():
+        if not line.lstrip().startswith("|"):
+            lines.append(line)
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if all(set(c) <= set("-: ") for c in cells):
+            continue   # the separator row
+        if header is None:
+            header = cells
+            continue
+        if len(cells) == 2:
+            lines.append(f"{cells[0]}：{cells[1]}")
+        else:
+            rest = "，".join(f"{h} {c}" for h, c in zip(header[1:], cells[1:], strict=False))
+            lines.append(f"{header[0]} {cells[0]}：{rest}")
+    return "\n".join(lines)
+
+
 def policy_answer(findings: Findings) -> tuple[str, list[str]]:
     doc = findings.documents[0]
-    return f"关于{doc.title}：{doc.content}", [doc.evidence_id]
+    path = doc.title.split(" › ")
+    title = f"{path[-1]}（{path[0]}）" if len(path) > 1 else path[0]   # 修改地址（发货与配送）
+    return f"关于{title}：\n{readable(doc.content)}", [doc.evidence_id]
 
 
 def orders_answer(findings: Findings) -> tuple[str, list[str]]:
