@@ -10,10 +10,6 @@ import warnings
 from enum import StrEnum
 from pathlib import Path
 
-from matplotlib import font_manager
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 from db.aggregates import Aggregate
 
 CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC")
@@ -30,7 +26,10 @@ class ChartError(Exception):
     """The chart could not be drawn correctly (no CJK font, a missing glyph)."""
 
 
-def cjk_font() -> font_manager.FontProperties:
+def cjk_font():
+    """The font for Chinese labels (matplotlib is imported here: half a second the bot does not pay at start)."""
+    from matplotlib import font_manager
+
     if WQY_PATH.exists():
         return font_manager.FontProperties(fname=str(WQY_PATH))
     for family in CJK_FONTS:
@@ -44,6 +43,9 @@ def cjk_font() -> font_manager.FontProperties:
 
 def draw_chart(aggregate: Aggregate, kind: ChartKind, title: str) -> bytes:
     """The aggregate's rows as a PNG: groups as labels, the metric as values."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     font = cjk_font()
     labels = [row.key for row in aggregate.rows]
     values = [float(row.value) for row in aggregate.rows]   # drawing only: the figures stated are Decimal

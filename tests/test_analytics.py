@@ -284,3 +284,12 @@ async def test_a_model_charts_a_verified_aggregate_by_its_id(conn):
                                                         "status": "insufficient_evidence"})] * 3)
     report = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY, bad).ask("最近7天各地区销售额画个柱状图")
     assert "UNKNOWN_EVIDENCE" in bad.calls[1][0][-1]["content"] and report.trace.degraded
+
+
+async def test_a_customers_own_orders_and_no_hint_about_anyone_elses(conn, search):
+    agent = Agent(conn, search, today=lambda: DEMO_DAY)
+    last = await agent.answer("我上次买的什么", user_id="console")
+    assert "A1002" in last.answer and "瑜伽垫" in last.answer
+    theirs = await agent.answer("查一下订单A1003", user_id="console")        # 10001's order
+    nobody = await agent.answer("查一下订单Z9999", user_id="console")        # no such order
+    assert theirs.answer == nobody.answer and "A1003" not in theirs.answer and "480" not in theirs.answer
