@@ -2,7 +2,7 @@
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    DATABASE_PATH=/data/shop.db AUDIT_PATH=/data/audit.jsonl WEBHOOK_PORT=8080
+    DATABASE_PATH=/data/shop.db AUDIT_DB=/data/audit.db WEBHOOK_PORT=8080
 
 # Chinese labels in operators' charts need a CJK font (the same Debian package CI installs).
 RUN apt-get update \

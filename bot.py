@@ -11,7 +11,9 @@ import argparse
 import asyncio
 import json
 import logging
+import sqlite3
 import sys
+import time
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
@@ -55,7 +57,9 @@ class Settings(BaseSettings):
     rate_limit_messages: int = Field(20, ge=1, le=10_000)
     rate_limit_window_seconds: int = Field(60, ge=1, le=86_400)
     max_message_chars: int = Field(1000, ge=10, le=4096)
-    audit_path: Path = Path("data/audit.jsonl")
+    audit_db: Path = Path("data/audit.db")
+    audit_retention_days: int = Field(90, ge=1, le=3650)
+    audit_path: Path | None = None   # an optional JSON Lines copy, for log shippers
     kefu_today: date | None = None
 
     @property
@@ -359,7 +363,6 @@ async def connect_redis(settings: Settings):
 
 
 async def run_telegram(settings: Settings) -> int:
-    from agent.audit import AuditLog
     from agent.conversation import Conversation
     from agent.handoff import LocalHandoffStore, RedisHandoffStore, ServiceHours
     from agent.memory import InProcessMemory
@@ -375,7 +378,7 @@ async def run_telegram(settings: Settings) -> int:
         raise StartupError("BOT_MODE=webhook needs WEBHOOK_URL and WEBHOOK_SECRET")
     redis = await connect_redis(settings)
     agent, conn, model = await build_agent(settings)
-    audit = AuditLog(settings.audit_path)
+    audit = open_audit(settings)
     sweeper = None
     try:
         if redis is not None:
@@ -427,6 +430,18 @@ async def run_telegram(settings: Settings) -> int:
             await redis.aclose()
 
 
+def open_audit(settings: Settings):
+    """The audit log: the SQLite store (AUDIT_DB) and, when AUDIT_PATH is set, a JSON Lines copy."""
+    from agent.audit import AuditLog
+    from db.audit_store import AuditStore
+
+    try:
+        store = AuditStore(settings.audit_db, settings.audit_retention_days)
+    except (OSError, sqlite3.Error) as exc:
+        raise StartupError(f"AUDIT_DB: cannot open the audit store at {settings.audit_db} ({exc})") from None
+    return AuditLog(store, settings.audit_path)
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
     if settings.bot_token is None:
@@ -435,21 +450,83 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(run_telegram(settings))
 
 
-def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.audit import follow, summary_line, tail
+def _moment(text: str | None, name: str):
+    """A --since/--until value: YYYY-MM-DD (midnight Asia/Shanghai) or a full ISO 8601 time."""
+    from datetime import datetime
 
-    path = Path(args.path) if args.path else settings.audit_path
-    records = tail(path, args.n, args.chat, args.blocked)
-    if not records and not args.follow:
-        print(f"No matching audit records in {path}.")
-    for record in records:
-        print(json.dumps(record, ensure_ascii=False) if args.json else summary_line(record))
-    if args.follow:
-        try:
-            for record in follow(path, args.chat, args.blocked):
-                print(json.dumps(record, ensure_ascii=False) if args.json else summary_line(record), flush=True)
-        except KeyboardInterrupt:
-            return 0
+    from agent.handoff import SHANGHAI
+
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise StartupError(f"{name}: expected YYYY-MM-DD or an ISO 8601 time, got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=SHANGHAI)
+
+
+def _audit_reader(args: argparse.Namespace, settings: Settings):
+    from db.audit_store import AuditReader
+
+    path = Path(args.db) if args.db else settings.audit_db
+    if not path.exists():
+        print(f"No audit store at {path} (the bot creates it on its first turn; AUDIT_DB chooses where).")
+        return None
+    return AuditReader(path)
+
+
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.audit import summary_line
+    from db.audit_store import AuditFilter
+
+    reader = _audit_reader(args, settings)
+    if reader is None:
+        return 0 if args.audit_command == "tail" else 1
+    try:
+        if args.audit_command == "export":
+            return _export(reader, args)
+        where = AuditFilter(chat_id=args.chat, blocked_only=args.blocked)
+        records = reader.query(where, limit=args.n)[::-1]
+        if not records and not args.follow:
+            print(f"No matching audit records in {reader.path}.")
+        show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else summary_line
+        for record in records:
+            print(show(record))
+        if args.follow:
+            last = max((r["id"] for r in records), default=0) or \
+                max((r["id"] for r in reader.query(AuditFilter(), limit=1)), default=0)
+            try:
+                while True:
+                    for record in reader.query(where, limit=500, newest_first=False, after_id=last):
+                        print(show(record), flush=True)
+                        last = record["id"]
+                    time.sleep(0.5)
+            except KeyboardInterrupt:
+                return 0
+        return 0
+    finally:
+        reader.close()
+
+
+def _export(reader, args: argparse.Namespace) -> int:
+    from agent.stats import to_csv
+    from db.audit_store import AuditFilter
+
+    where = AuditFilter(since=_moment(args.since, "--since"), until=_moment(args.until, "--until"))
+    records = list(reader.iterate(where))
+    out = sys.stdout.buffer
+    if args.output:
+        out = open(args.output, "wb")  # noqa: SIM115 - closed below
+    try:
+        if args.format == "csv":
+            out.write(to_csv(records))
+        else:
+            for record in records:
+                out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+    finally:
+        if args.output:
+            out.close()
+    print(f"{len(records)} audit records exported{' to ' + args.output if args.output else ''}.", file=sys.stderr)
     return 0
 
 
@@ -498,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
     dia.add_argument("--show-failures", action="store_true", help="print each failed dialogue with its answers")
     dia.set_defaults(func=cmd_eval_dialogues)
 
-    audit = sub.add_parser("audit", help="read the audit log")
+    audit = sub.add_parser("audit", help="read the audit store")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)
     audit_tail = audit_sub.add_parser("tail", help="the latest turns (and, with -f, new ones as they come)")
     audit_tail.add_argument("-f", "--follow", action="store_true", help="keep printing new records")
@@ -506,8 +583,15 @@ def build_parser() -> argparse.ArgumentParser:
     audit_tail.add_argument("--chat", help="only this chat id")
     audit_tail.add_argument("--blocked", action="store_true", help="only turns with a blocked draft, degraded or fallback")
     audit_tail.add_argument("--json", action="store_true", help="print the raw JSON records")
-    audit_tail.add_argument("--path", help="audit file (default: AUDIT_PATH)")
+    audit_tail.add_argument("--db", help="audit store (default: AUDIT_DB)")
     audit_tail.set_defaults(func=cmd_audit)
+    audit_export = audit_sub.add_parser("export", help="the audit records of a period as CSV (UTF-8 with BOM) or JSON Lines")
+    audit_export.add_argument("--since", help="YYYY-MM-DD (Asia/Shanghai) or an ISO 8601 time; default: the beginning")
+    audit_export.add_argument("--until", help="YYYY-MM-DD (Asia/Shanghai) or an ISO 8601 time, exclusive; default: now")
+    audit_export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    audit_export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    audit_export.add_argument("--db", help="audit store (default: AUDIT_DB)")
+    audit_export.set_defaults(func=cmd_audit)
     return parser
 
 

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.turn import TurnResult
+from agent.trace import TurnResult
+from db.audit_store import AuditFilter, AuditStore
 
 log = logging.getLogger("kefu.audit")
 
@@ -42,8 +43,8 @@ def build_record(*, chat_id: str, user_id: str, message: str, result: TurnResult
     }
 
 
-class AuditLog:
-    """Appends records through a queue to a RotatingFileHandler running in its own thread."""
+class JsonLines:
+    """The optional JSON Lines copy (for log shippers): a RotatingFileHandler in its own thread."""
 
     def __init__(self, path: Path, max_bytes: int = 20 * 1024 * 1024, backups: int = 5):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,9 +59,49 @@ class AuditLog:
         self._file_logger.propagate = False
         self._listener.start()
 
+    def write(self, record: dict[str, Any]) -> None:
+        self._file_logger.info(json.dumps(record, ensure_ascii=False, default=str))
+
+    def close(self) -> None:
+        self._listener.stop()
+        for handler in self._listener.handlers:
+            handler.close()
+
+
+class AuditLog:
+    """Every record goes to the audit store (SQLite, written off the event loop) and, when configured,
+    to a JSON Lines file; one summary line goes to the log."""
+
+    def __init__(self, store: AuditStore | None = None, jsonl: Path | None = None,
+                 jsonl_max_bytes: int = 20 * 1024 * 1024, jsonl_backups: int = 5):
+        self.store = store
+        self.jsonl = JsonLines(jsonl, jsonl_max_bytes, jsonl_backups) if jsonl is not None else None
+
+    def since(self, moment: datetime) -> list[dict[str, Any]]:
+        """Every record from `moment` on, oldest first (blocking: call it in a thread)."""
+        if self.store is not None:
+            return list(self.store.iterate(AuditFilter(since=moment)))
+        return read_since(self.jsonl.path, moment) if self.jsonl is not None else []
+
+    def of_chat(self, chat_id: str, count: int) -> list[dict[str, Any]]:
+        """A chat's latest `count` records, oldest first (blocking: call it in a thread)."""
+        if self.store is not None:
+            return self.store.query(AuditFilter(chat_id=str(chat_id)), limit=count)[::-1]
+        return tail(self.jsonl.path, count, str(chat_id)) if self.jsonl is not None else []
+
+    @property
+    def path(self) -> Path | None:
+        return self.jsonl.path if self.jsonl is not None else None
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self.store is not None:
+            self.store.add(record)
+        if self.jsonl is not None:
+            self.jsonl.write(record)
+
     def record(self, **fields: Any) -> dict[str, Any]:
         record = build_record(**fields)
-        self._file_logger.info(json.dumps(record, ensure_ascii=False))
+        self._write(record)
         log.info("turn chat=%s status=%s calls=%s degraded=%s fallback=%s blocked=%s latency_ms=%s",
                  record["chat_id"], record["status"], record["model_calls"], record["degraded"], record["fallback"],
                  record["blocked"], record["latency_ms"])
@@ -70,15 +111,16 @@ class AuditLog:
         """A handoff, relay or feedback event, in the same log as the turns."""
         assert kind in EVENT_KINDS, kind
         record = {"time": _now(), "kind": kind, "chat_id": str(chat_id), **fields}
-        self._file_logger.info(json.dumps(record, ensure_ascii=False, default=str))
+        self._write(record)
         log.info("%s chat=%s %s", kind, chat_id, " ".join(f"{k}={v}" for k, v in fields.items()
                                                           if k not in ("text", "message")))
         return record
 
     def close(self) -> None:
-        self._listener.stop()
-        for handler in self._listener.handlers:
-            handler.close()
+        if self.store is not None:
+            self.store.close()
+        if self.jsonl is not None:
+            self.jsonl.close()
 
 
 def _matches(record: dict[str, Any], chat: str | None, blocked: bool) -> bool:

@@ -16,7 +16,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
 
-from agent.audit import TURN, kind_of, read_since, tail
+from agent.audit import TURN, kind_of
 from agent.handoff import SHANGHAI, Claim
 from agent.stats import Stats, compute, to_csv
 from handlers import buttons
@@ -122,18 +122,13 @@ def format_stats(stats: Stats, label: str) -> str:
     ])
 
 
-def _audit_path(audit) -> object | None:
-    return getattr(audit, "path", None)
-
-
 async def on_stats(message: Message, bot: Bot, command: CommandObject, audit) -> None:
     period = _period(command.args, datetime.now(UTC))
     if period is None:
         await send_answer(bot, message.chat.id, "Usage: /stats [today|7d]", **_reply_kwargs(message))
         return
     since, label = period
-    path = _audit_path(audit)
-    records = await asyncio.to_thread(read_since, path, since) if path else []
+    records = await asyncio.to_thread(audit.since, since) if audit is not None else []
     await send_answer(bot, message.chat.id, format_stats(compute(records), label), **_reply_kwargs(message))
 
 
@@ -142,8 +137,7 @@ async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> 
     if not chat.lstrip("-").isdigit():
         await send_answer(bot, message.chat.id, "Usage: /chat <chat_id>", **_reply_kwargs(message))
         return
-    path = _audit_path(audit)
-    records = await asyncio.to_thread(tail, path, CHAT_TURNS * 3, chat) if path else []
+    records = await asyncio.to_thread(audit.of_chat, chat, CHAT_TURNS * 3) if audit is not None else []
     if not records:
         await send_answer(bot, message.chat.id, f"No audit records for chat {chat}.", **_reply_kwargs(message))
         return
@@ -173,8 +167,7 @@ async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -
                           **_reply_kwargs(message))
         return
     now = datetime.now(UTC)
-    path = _audit_path(audit)
-    records = await asyncio.to_thread(read_since, path, now - timedelta(days=int(arg))) if path else []
+    records = await asyncio.to_thread(audit.since, now - timedelta(days=int(arg))) if audit is not None else []
     data = await asyncio.to_thread(to_csv, records)
     name = f"kefu-audit-{now.astimezone(SHANGHAI):%Y%m%d}-{arg}d.csv"
     await bot.send_document(message.chat.id, BufferedInputFile(data, filename=name),

@@ -16,7 +16,7 @@ def result(answer="足球售价120元", blocked=False):
 
 def test_records_are_written_and_filtered(tmp_path):
     path = tmp_path / "audit.jsonl"
-    audit = AuditLog(path)
+    audit = AuditLog(jsonl=path)
     audit.record(chat_id="1", user_id="u1", message="足球多少钱", result=result())
     audit.record(chat_id="2", user_id="u2", message="足球多少钱", result=result(blocked=True), update_id=5)
     audit.close()
@@ -29,7 +29,7 @@ def test_records_are_written_and_filtered(tmp_path):
 
 def test_rotation_keeps_writing(tmp_path):
     path = tmp_path / "audit.jsonl"
-    audit = AuditLog(path, max_bytes=2000, backups=2)
+    audit = AuditLog(jsonl=path, jsonl_max_bytes=2000, jsonl_backups=2)
     for i in range(30):
         audit.record(chat_id=str(i), user_id="u", message="问" * 20, result=result())
     audit.close()
@@ -38,7 +38,7 @@ def test_rotation_keeps_writing(tmp_path):
 
 def test_follow_sees_new_records(tmp_path):
     path = tmp_path / "audit.jsonl"
-    audit = AuditLog(path)
+    audit = AuditLog(jsonl=path)
     seen = []
 
     start = path.stat().st_size if path.exists() else 0   # where following begins: no race with the writer
@@ -56,3 +56,84 @@ def test_follow_sees_new_records(tmp_path):
     thread.join(5)
     audit.close()
     assert seen == ["7", "8"]
+
+
+# --- the audit store (SQLite, WAL) ---------------------------------------------------------------------
+
+def test_the_store_keeps_turns_and_events_queryable(tmp_path):
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    from db.audit_store import AuditFilter, AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    audit.record(chat_id="1", user_id="u1", message="足球多少钱", result=result())
+    audit.record(chat_id="2", user_id="u2", message="<script>篮球</script>", result=result(blocked=True), update_id=5)
+    audit.event("relay", "2", direction="to_operators", text="在吗")
+    store.flush()
+    assert sqlite3.connect(tmp_path / "audit.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert [r["kind"] for r in store.query()] == ["relay", "turn", "turn"]          # newest first, with row ids
+    assert [r["chat_id"] for r in store.query(AuditFilter(code="UNVERIFIED_AMOUNT"))] == ["2"]
+    assert [r["chat_id"] for r in store.query(AuditFilter(blocked_only=True))] == ["2"]
+    assert [r["message"] for r in store.query(AuditFilter(text="篮球"))] == ["<script>篮球</script>"]
+    assert [r["kind"] for r in store.query(AuditFilter(chat_id="2"), newest_first=False)] == ["turn", "relay"]
+    assert [r["chat_id"] for r in audit.of_chat("1", 5)] == ["1"]
+    assert len(audit.since(datetime.now(UTC) - timedelta(minutes=1))) == 3
+    assert store.purge(now=datetime.now(UTC) + timedelta(days=91)) == 3 and store.query() == []
+    audit.close()
+
+
+def test_a_full_queue_is_counted_and_nothing_else_is_lost(tmp_path, caplog):
+    import sqlite3
+    import time
+
+    from db.audit_store import AuditStore
+
+    store = AuditStore(tmp_path / "audit.db", queue_size=1)
+    blocker = sqlite3.connect(tmp_path / "audit.db", timeout=0)
+    blocker.execute("BEGIN EXCLUSIVE")                       # a disk that does not answer
+    store.add({"time": "t1", "chat_id": "1"})
+    while store._queue.qsize():                              # the writer has taken it and waits on the disk
+        time.sleep(0.01)
+    assert store.add({"time": "t2", "chat_id": "1"})         # queued
+    assert not store.add({"time": "t3", "chat_id": "1"})     # full: counted and logged
+    assert store.dropped == 1 and "audit queue full" in caplog.text
+    blocker.rollback()
+    blocker.close()
+    store.flush()
+    assert [r["time"] for r in store.query(newest_first=False)] == ["t1", "t2"]
+    store.close()
+
+
+def test_audit_export_and_tail_on_the_command_line(tmp_path):
+    import csv
+    import io
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from db.audit_store import AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    audit.record(chat_id="1", user_id="u1", message="=足球多少钱", result=result())
+    audit.event("feedback", "1", update_id=9, value="up")
+    audit.close()
+    bot = Path(__file__).resolve().parent.parent / "bot.py"
+
+    def run(*args):
+        return subprocess.run([sys.executable, str(bot), "audit", *args, "--db", str(tmp_path / "audit.db")],
+                              capture_output=True, cwd=tmp_path, timeout=60)
+
+    exported = run("export", "--since", "2020-01-01", "--format", "csv")
+    assert exported.returncode == 0 and exported.stdout.startswith("\ufeff".encode())
+    rows = list(csv.DictReader(io.StringIO(exported.stdout.decode("utf-8-sig"))))
+    assert [r["kind"] for r in rows] == ["turn", "feedback"] and rows[0]["message"] == "'=足球多少钱"
+    assert b"2 audit records exported" in exported.stderr
+    lines = run("export", "--format", "jsonl").stdout.decode().splitlines()
+    assert len(lines) == 2 and '"value": "up"' in lines[1]
+    assert run("export", "--since", "yesterday").stderr.decode().strip() == \
+        "kefu-bot: --since: expected YYYY-MM-DD or an ISO 8601 time, got 'yesterday'"
+    tail = run("tail", "--chat", "1").stdout.decode()
+    assert "=足球多少钱" in tail and "feedback" in tail and tail.index("Q: =足球") < tail.index("feedback")

@@ -35,7 +35,7 @@ def test_env_example_documents_every_setting():
 
     documented = {line.split("=")[0] for line in (ROOT / ".env.example").read_text().splitlines()
                   if line and not line.startswith("#")}
-    expected = {name.upper() for name in Settings.model_fields} - {"DATABASE_PATH", "INDEX_PATH", "AUDIT_PATH",
+    expected = {name.upper() for name in Settings.model_fields} - {"DATABASE_PATH", "INDEX_PATH", "AUDIT_PATH", "AUDIT_DB",
                                                                      "REDIS_URL", "REDIS_PREFIX"}
     assert expected <= documented
 

@@ -208,7 +208,7 @@ async def test_outside_service_hours_the_customer_is_told_when_people_answer(con
 async def test_only_allowlisted_operators_reach_the_customer(conn, search, tmp_path):
     from agent.audit import AuditLog
 
-    audit = AuditLog(tmp_path / "audit.jsonl")
+    audit = AuditLog(jsonl=tmp_path / "audit.jsonl")
     noon = datetime(2026, 11, 29, 12, 0, tzinfo=SHANGHAI).timestamp()
     desktop = Desktop(Agent(conn, search), audit=audit, clock=lambda: noon)
     await desktop.feed(customer(8, "足球多少钱"), customer(8, "人工客服"))
@@ -251,7 +251,7 @@ async def test_an_album_is_copied_as_one_and_late_messages_are_not_answered(conn
 
     from agent.audit import AuditLog
 
-    audit = AuditLog(tmp_path / "audit.jsonl")
+    audit = AuditLog(jsonl=tmp_path / "audit.jsonl")
     desktop = Desktop(Agent(conn, search), audit=audit)
     desktop.session = AlbumSession()
     desktop.bot = desktop.desk.bot = Bot("42:TEST", session=desktop.session)

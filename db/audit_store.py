@@ -1,0 +1,235 @@
+"""The audit store: a SQLite file in WAL mode, apart from the catalog, the only thing the bot writes.
+One row per turn and per handoff, relay, feedback or unanswered event, indexed by time, chat, user,
+status and reason code; the whole record kept as JSON beside the indexed columns. Records are written
+by one thread in batches from a bounded queue, so a slow disk never slows a reply; a full queue is
+counted and logged. Several bot processes on one host may share the file (WAL, busy timeout)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+PRAGMA journal_mode = WAL;
+CREATE TABLE IF NOT EXISTS audit (
+    id           INTEGER PRIMARY KEY,
+    time         TEXT NOT NULL,          -- ISO 8601 UTC, milliseconds
+    kind         TEXT NOT NULL,          -- turn, handoff_start, relay, feedback, ...
+    chat_id      TEXT NOT NULL,
+    user_id      TEXT,
+    update_id    INTEGER,
+    status       TEXT,
+    blocked      INTEGER NOT NULL DEFAULT 0,
+    degraded     INTEGER NOT NULL DEFAULT 0,
+    fallback     INTEGER NOT NULL DEFAULT 0,
+    latency_ms   REAL,
+    model_calls  INTEGER,
+    message      TEXT,
+    answer       TEXT,
+    record       TEXT NOT NULL           -- the whole record as JSON (tool trace, evidence ids, verdicts)
+);
+CREATE INDEX IF NOT EXISTS audit_by_time ON audit(time);
+CREATE INDEX IF NOT EXISTS audit_by_chat ON audit(chat_id, time);
+CREATE INDEX IF NOT EXISTS audit_by_user ON audit(user_id, time);
+CREATE INDEX IF NOT EXISTS audit_by_status ON audit(status, time);
+CREATE TABLE IF NOT EXISTS audit_codes (
+    audit_id  INTEGER NOT NULL REFERENCES audit(id) ON DELETE CASCADE,
+    code      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_codes_by_code ON audit_codes(code, audit_id);
+CREATE INDEX IF NOT EXISTS audit_codes_by_record ON audit_codes(audit_id);
+"""
+BUSY_MS = 5000
+QUEUE_SIZE = 10_000
+BATCH = 200
+
+
+def blocked_codes(record: dict[str, Any]) -> list[str]:
+    """The reason codes of the drafts the validator blocked in this turn."""
+    return sorted({c for v in record.get("verdicts") or [] if not v.get("ok") for c in v.get("codes") or []})
+
+
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=BUSY_MS / 1000,
+                               check_same_thread=False)
+    else:
+        conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, check_same_thread=False)
+        conn.executescript(SCHEMA)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    since: datetime | None = None
+    until: datetime | None = None
+    chat_id: str | None = None
+    user_id: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    code: str | None = None
+    blocked_only: bool = False      # a blocked draft, a degraded turn or the fallback
+    text: str | None = None         # in the customer's message or the answer
+
+    def where(self) -> tuple[str, list[Any]]:
+        clauses, args = [], []
+        for column, value in (("chat_id", self.chat_id), ("user_id", self.user_id), ("status", self.status),
+                              ("kind", self.kind)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(str(value))
+        if self.since is not None:
+            clauses.append("time >= ?")
+            args.append(_iso(self.since))
+        if self.until is not None:
+            clauses.append("time < ?")
+            args.append(_iso(self.until))
+        if self.code is not None:
+            clauses.append("id IN (SELECT audit_id FROM audit_codes WHERE code = ?)")
+            args.append(self.code)
+        if self.blocked_only:
+            clauses.append("(blocked = 1 OR degraded = 1 OR fallback = 1)")
+        if self.text:
+            clauses.append("(instr(message, ?) > 0 OR instr(answer, ?) > 0)")
+            args += [self.text, self.text]
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _row(record: dict[str, Any]) -> tuple:
+    return (str(record.get("time")), str(record.get("kind") or "turn"), str(record.get("chat_id")),
+            record.get("user_id"), record.get("update_id"), record.get("status"),
+            int(bool(record.get("blocked") or blocked_codes(record))), int(bool(record.get("degraded"))),
+            int(bool(record.get("fallback"))), record.get("latency_ms"), record.get("model_calls"),
+            record.get("message"), record.get("answer"), json.dumps(record, ensure_ascii=False, default=str))
+
+
+class AuditReader:
+    """Queries over the store through a read-only connection (the command line, the operators' commands)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._reader = _connect(path, readonly=True)
+        self._read_lock = threading.Lock()
+
+    def query(self, where: AuditFilter = AuditFilter(), limit: int = 50, offset: int = 0,  # noqa: B008
+              newest_first: bool = True, after_id: int = 0) -> list[dict[str, Any]]:
+        """Matching records (each with its row `id`), newest first unless asked otherwise."""
+        sql, args = where.where()
+        if after_id:
+            sql += (" AND" if sql else " WHERE") + " id > ?"
+            args.append(after_id)
+        order = "DESC" if newest_first else "ASC"
+        with self._read_lock:
+            rows = self._reader.execute(f"SELECT id, record FROM audit{sql} ORDER BY time {order}, id {order} "
+                                        "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+        return [{**json.loads(r["record"]), "id": r["id"]} for r in rows]
+
+    def iterate(self, where: AuditFilter = AuditFilter(), chunk: int = 1000) -> Iterator[dict[str, Any]]:  # noqa: B008
+        """Every matching record, oldest first, read in chunks (exports, statistics)."""
+        offset = 0
+        while True:
+            page = self.query(where, chunk, offset, newest_first=False)
+            yield from page
+            if len(page) < chunk:
+                return
+            offset += chunk
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class AuditStore(AuditReader):
+    """Writes through a bounded queue and one thread, in batches; reads like an AuditReader."""
+
+    def __init__(self, path: Path, retention_days: int = 90, queue_size: int = QUEUE_SIZE):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.retention_days = retention_days
+        self._writer = _connect(path)
+        super().__init__(path)
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
+        self.dropped = 0
+        self.written = 0
+        self.purge()
+        self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
+        self._thread.start()
+
+    def add(self, record: dict[str, Any]) -> bool:
+        """Queue a record; False (counted and logged) when the queue is full."""
+        try:
+            self._queue.put_nowait(record)
+            return True
+        except queue.Full:
+            self.dropped += 1
+            log.error("audit queue full (%d records waiting): record dropped (%d so far)", self._queue.qsize(),
+                      self.dropped)
+            return False
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while len(batch) < BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            records = [r for r in batch if r is not None]
+            if records:
+                try:
+                    self._write(records)
+                except sqlite3.Error:
+                    log.exception("could not write %d audit records", len(records))
+            for _ in batch:
+                self._queue.task_done()
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        with self._writer:
+            for record in records:
+                cursor = self._writer.execute(
+                    "INSERT INTO audit (time, kind, chat_id, user_id, update_id, status, blocked, degraded, fallback, "
+                    "latency_ms, model_calls, message, answer, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _row(record))
+                codes = blocked_codes(record)
+                if codes:
+                    self._writer.executemany("INSERT INTO audit_codes VALUES (?, ?)",
+                                             [(cursor.lastrowid, c) for c in codes])
+        self.written += len(records)
+
+    def flush(self) -> None:
+        """Wait until every queued record is written (tests, shutdown)."""
+        self._queue.join()
+
+    def purge(self, now: datetime | None = None) -> int:
+        """Delete records older than the retention; how many were."""
+        cutoff = _iso((now or datetime.now(UTC)) - timedelta(days=self.retention_days))
+        with self._writer:
+            self._writer.execute("DELETE FROM audit_codes WHERE audit_id IN (SELECT id FROM audit WHERE time < ?)",
+                                 (cutoff,))
+            deleted = self._writer.execute("DELETE FROM audit WHERE time < ?", (cutoff,)).rowcount
+        return deleted
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+        self._writer.close()
+        super().close()
+
+
+
