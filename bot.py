@@ -14,6 +14,7 @@ import logging
 import sqlite3
 import sys
 import time
+from contextlib import asynccontextmanager
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
@@ -60,6 +61,9 @@ class Settings(BaseSettings):
     audit_db: Path = Path("data/audit.db")
     audit_retention_days: int = Field(90, ge=1, le=3650)
     audit_path: Path | None = None   # an optional JSON Lines copy, for log shippers
+    audit_web_port: int | None = Field(None, ge=1, le=65535)
+    audit_web_token: SecretStr | None = None
+    audit_web_host: str = "127.0.0.1"
     kefu_today: date | None = None
 
     @property
@@ -336,9 +340,13 @@ def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
 
     async def run() -> int:
         agent, conn, model = await build_agent(settings)
+        audit = open_audit(settings)
         try:
-            return await run_console(Conversation(agent, InProcessMemory(warn=False)), show_trace=args.show_trace)
+            async with audit_web(settings, audit):
+                return await run_console(Conversation(agent, InProcessMemory(warn=False), audit),
+                                         show_trace=args.show_trace)
         finally:
+            audit.close()
             await conn.close()
             if model is not None:
                 await model.close()
@@ -413,10 +421,11 @@ async def run_telegram(settings: Settings) -> int:
                                       sequencer=sequencer,
                                       audit=audit, limits=Limits(settings.max_message_chars))
         dispatcher.shutdown.register(desk.finish)
-        if settings.bot_mode == "webhook":
-            await run_webhook(dispatcher, bot, sequencer, guards, options)
-        else:
-            await run_polling(dispatcher, bot, sequencer, options)
+        async with audit_web(settings, audit):
+            if settings.bot_mode == "webhook":
+                await run_webhook(dispatcher, bot, sequencer, guards, options)
+            else:
+                await run_polling(dispatcher, bot, sequencer, options)
         log.info("stopped")
         return 0
     finally:
@@ -428,6 +437,33 @@ async def run_telegram(settings: Settings) -> int:
             await model.close()
         if redis is not None:
             await redis.aclose()
+
+
+@asynccontextmanager
+async def audit_web(settings: Settings, audit):
+    """The web audit console on AUDIT_WEB_PORT while the bot runs (nothing when the port is unset)."""
+    if settings.audit_web_port is None:
+        yield
+        return
+    if settings.audit_web_token is None or len(settings.audit_web_token.get_secret_value()) < 12:
+        raise StartupError("AUDIT_WEB_PORT needs AUDIT_WEB_TOKEN (at least 12 characters) for the login")
+    from aiohttp import web
+
+    from handlers.web import build_web_app
+
+    runner = web.AppRunner(build_web_app(audit.store, settings.audit_web_token.get_secret_value()))
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.audit_web_host, settings.audit_web_port).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise StartupError(f"AUDIT_WEB_PORT: cannot listen on {settings.audit_web_host}:{settings.audit_web_port} "
+                           f"({exc.strerror})") from None
+    log.info("audit console on http://%s:%d/", settings.audit_web_host, settings.audit_web_port)
+    try:
+        yield
+    finally:
+        await runner.cleanup()
 
 
 def open_audit(settings: Settings):

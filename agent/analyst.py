@@ -185,7 +185,8 @@ class Analyst:
 
     def _release(self, answer: str, citations: list[str], ledger: EvidenceLedger, report: Report) -> Report:
         verdict = check_report(answer, citations, ledger)
-        report.trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, "template"))
+        report.trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, "template", answer[:3000],
+                                                  "" if verdict.ok else verdict.message[:2000]))
         if not verdict.ok:   # our own template disagreeing with its evidence is a bug: say nothing unproven
             report.answer, report.status, report.chart = "抱歉，这个统计暂时无法核实，请换个问法再试。", INSUFFICIENT, None
             return report
@@ -243,7 +244,8 @@ class Analyst:
                     args = parse_arguments(call.name, call.arguments, OPERATOR_TOOLS)
                     if isinstance(args, SubmitAnswer):
                         verdict = check_report(args.answer, args.citation_ids, ledger)
-                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, self.model.name))
+                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, self.model.name,
+                                                           args.answer[:3000], "" if verdict.ok else verdict.message[:2000]))
                         if verdict.ok and args.status == GROUNDED:
                             report.answer, report.status = args.answer.strip(), GROUNDED
                             report.citations = list(dict.fromkeys(args.citation_ids))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.trace import TurnResult
-from db.audit_store import AuditFilter, AuditStore
+from db.audit_store import AuditFilter, AuditReader, AuditStore  # noqa: F401 - channels read the store through agent/
 
 log = logging.getLogger("kefu.audit")
 

@@ -25,6 +25,8 @@ class VerdictTrace:
     ok: bool
     codes: list[str]
     model: str
+    draft: str = ""          # the answer submitted (a blocked draft is shown beside what was sent)
+    detail: str = ""         # the validator's message for a blocked draft
 
 
 @dataclass

@@ -167,7 +167,8 @@ class Agent:
                     args = parse_arguments(tool_call.name, tool_call.arguments)
                     if isinstance(args, SubmitAnswer):
                         verdict = validate(context.question, args.answer, args.citation_ids, ledger, args.status)
-                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, model.name))
+                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, model.name, args.answer[:3000],
+                                                           "" if verdict.ok else verdict.message[:2000]))
                         if verdict.ok:
                             return _Released(args.answer.strip(), list(dict.fromkeys(args.citation_ids)),
                                              args.status)

@@ -140,6 +140,20 @@ class AuditReader:
                                         "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
         return [{**json.loads(r["record"]), "id": r["id"]} for r in rows]
 
+    def get(self, record_id: int) -> dict[str, Any] | None:
+        with self._read_lock:
+            row = self._reader.execute("SELECT id, record FROM audit WHERE id = ?", (record_id,)).fetchone()
+        return {**json.loads(row["record"]), "id": row["id"]} if row else None
+
+    def count(self, where: AuditFilter = AuditFilter()) -> int:  # noqa: B008
+        sql, args = where.where()
+        with self._read_lock:
+            return int(self._reader.execute(f"SELECT count(*) FROM audit{sql}", args).fetchone()[0])
+
+    def latest_id(self) -> int:
+        with self._read_lock:
+            return int(self._reader.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0])
+
     def iterate(self, where: AuditFilter = AuditFilter(), chunk: int = 1000) -> Iterator[dict[str, Any]]:  # noqa: B008
         """Every matching record, oldest first, read in chunks (exports, statistics)."""
         offset = 0
