@@ -119,10 +119,13 @@ async def security_headers(request: web.Request, handler):
 
 
 async def _login_page(request: web.Request, failed: bool = False) -> web.Response:
-    csrf = secrets.token_urlsafe(24)
-    response = aiohttp_jinja2.render_template("login.html", request, {"csrf": csrf, "failed": failed},
+    """The login form. Its CSRF token is kept in a cookie for /login (reused while it lasts: a browser's
+    own requests, such as the favicon, must not replace the token of the form on screen)."""
+    csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
+    response = aiohttp_jinja2.render_template("login.html", request, {"login_csrf": csrf, "failed": failed},
                                               status=401 if failed or request.path != "/login" else 200)
-    response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="Strict", path="/login")
+    if request.cookies.get(CSRF_COOKIE) != csrf:
+        response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="Strict", path="/", max_age=3600)
     return response
 
 
@@ -139,7 +142,6 @@ async def login(request: web.Request) -> web.Response:
     request.app[SESSIONS][sid] = {"csrf": secrets.token_urlsafe(24), "expires": time.time() + SESSION_SECONDS}
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path="/", max_age=SESSION_SECONDS)
-    response.del_cookie(CSRF_COOKIE, path="/login")
     return response
 
 
