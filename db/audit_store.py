@@ -42,6 +42,7 @@ CREATE INDEX IF NOT EXISTS audit_by_time ON audit(time);
 CREATE INDEX IF NOT EXISTS audit_by_chat ON audit(chat_id, time);
 CREATE INDEX IF NOT EXISTS audit_by_user ON audit(user_id, time);
 CREATE INDEX IF NOT EXISTS audit_by_status ON audit(status, time);
+CREATE INDEX IF NOT EXISTS audit_by_update ON audit(update_id) WHERE update_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS audit_codes (
     audit_id  INTEGER NOT NULL REFERENCES audit(id) ON DELETE CASCADE,
     code      TEXT NOT NULL
@@ -150,6 +151,17 @@ class AuditReader:
         with self._read_lock:
             return int(self._reader.execute(f"SELECT count(*) FROM audit{sql}", args).fetchone()[0])
 
+    def feedback_for(self, update_ids: list[int]) -> dict[int, str]:
+        """The 👍/👎 recorded for the turns answering these updates."""
+        ids = [int(i) for i in update_ids if i is not None]
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        with self._read_lock:
+            rows = self._reader.execute(f"SELECT update_id, json_extract(record, '$.value') FROM audit "
+                                        f"WHERE kind = 'feedback' AND update_id IN ({marks})", ids).fetchall()
+        return {int(r[0]): str(r[1]) for r in rows}
+
     def latest_id(self) -> int:
         with self._read_lock:
             return int(self._reader.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0])
@@ -190,8 +202,9 @@ class AuditStore(AuditReader):
             return True
         except queue.Full:
             self.dropped += 1
-            log.error("audit queue full (%d records waiting): record dropped (%d so far)", self._queue.qsize(),
-                      self.dropped)
+            if self.dropped == 1 or self.dropped % 1000 == 0:   # counted every time, logged without flooding
+                log.error("audit queue full (%d records waiting): %d record(s) dropped so far", self._queue.qsize(),
+                          self.dropped)
             return False
 
     def _run(self) -> None:

@@ -50,10 +50,13 @@ def codes_of(record: dict[str, Any]) -> list[str]:
     return sorted({c for v in record.get("verdicts") or [] if not v.get("ok") for c in v.get("codes") or []})
 
 
-def row_of(record: dict[str, Any]) -> dict[str, Any]:
+VOTE = {"up": "👍", "down": "👎"}
+
+
+def row_of(record: dict[str, Any], vote: str | None = None) -> dict[str, Any]:
     """What the feed shows of a record (also sent by the live stream, and rendered there as text)."""
     flags = [f for f in ("degraded", "fallback") if record.get(f)] + (["blocked"] if codes_of(record) else []) + \
-        (["not sent"] if record.get("delivered") is False else [])
+        (["not sent"] if record.get("delivered") is False else []) + ([VOTE[vote]] if vote in VOTE else [])
     kind = kind_of(record)
     return {"id": record.get("id"), "time": local_time(record.get("time")), "kind": kind,
             "chat_id": record.get("chat_id"), "user_id": record.get("user_id"),
@@ -175,8 +178,9 @@ async def feed(request: web.Request) -> web.Response:
     records = await _read(request, "query", where, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     total = await _read(request, "count", where)
     latest = await _read(request, "latest_id")
+    votes = await _read(request, "feedback_for", [r.get("update_id") for r in records if kind_of(r) == TURN])
     return aiohttp_jinja2.render_template("feed.html", request, {
-        "rows": [row_of(r) for r in records], "query": dict(request.query), "page": page, "total": total,
+        "rows": [row_of(r, votes.get(r.get("update_id"))) for r in records], "query": dict(request.query), "page": page, "total": total,
         "pages": max(1, -(-total // PAGE_SIZE)), "newer": _link(request, page=page - 1) if page > 1 else None,
         "older": _link(request, page=page + 1) if page * PAGE_SIZE < total else None, "latest": latest,
         "live": page == 1, "stream": "/events?" + urlencode({k: v for k, v in request.query.items() if v}),

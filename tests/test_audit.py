@@ -98,7 +98,7 @@ def test_a_full_queue_is_counted_and_nothing_else_is_lost(tmp_path, caplog):
         time.sleep(0.01)
     assert store.add({"time": "t2", "chat_id": "1"})         # queued
     assert not store.add({"time": "t3", "chat_id": "1"})     # full: counted and logged
-    assert store.dropped == 1 and "audit queue full" in caplog.text
+    assert store.dropped == 1 and "1 record(s) dropped so far" in caplog.text
     blocker.rollback()
     blocker.close()
     store.flush()
@@ -137,3 +137,18 @@ def test_audit_export_and_tail_on_the_command_line(tmp_path):
         "kefu-bot: --since: expected YYYY-MM-DD or an ISO 8601 time, got 'yesterday'"
     tail = run("tail", "--chat", "1").stdout.decode()
     assert "=足球多少钱" in tail and "feedback" in tail and tail.index("Q: =足球") < tail.index("feedback")
+
+
+def test_two_writers_share_one_store(tmp_path):
+    """Two bot processes on one host: two stores (two connections, two writer threads) on one WAL file."""
+    from db.audit_store import AuditStore
+
+    first, second = AuditStore(tmp_path / "audit.db"), AuditStore(tmp_path / "audit.db")
+    for n in range(300):
+        (first if n % 2 else second).add({"time": f"2026-11-29T00:00:{n:05d}", "kind": "turn", "chat_id": str(n)})
+    first.flush()
+    second.flush()
+    assert sorted(int(r["chat_id"]) for r in first.iterate()) == list(range(300))
+    assert first.dropped == second.dropped == 0
+    first.close()
+    second.close()

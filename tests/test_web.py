@@ -89,7 +89,7 @@ async def test_the_feed_escapes_paginates_and_filters(console):
         second = await (await session.get(f"{url}/?page=2")).text()
         assert second.count('class="detail"') == 10 and 'id="newer"' in second and 'id="live"' not in second
         only = await (await session.get(f"{url}/?chat=7")).text()
-        assert only.count('class="detail"') == 2 and "共 2 条" in only
+        assert only.count('class="detail"') == 2 and "共 2 条" in only and '<span class="flag">👎</span>' in only
         assert (await (await session.get(f"{url}/?code=WRONG_ROLE")).text()).count('class="detail"') == 1
         assert (await (await session.get(f"{url}/?flagged=1")).text()).count('class="detail"') == 1
         assert (await (await session.get(f"{url}/?q=问题57")).text()).count('class="detail"') == 1
