@@ -214,7 +214,7 @@ class Analyst:
 
     def _finish(self, report: Report, ledger: EvidenceLedger, started: float) -> Report:
         report.trace.status, report.trace.citations = report.status, report.citations
-        report.trace.evidence_ids = list(ledger.entries)
+        report.trace.file_ledger(ledger)
         report.trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
         return report
 
@@ -346,7 +346,7 @@ class Analyst:
                       "（不含待付款、已取消和已退款的订单）。")
         self._release(answer, [count.evidence_id, total.evidence_id], ledger, report)
         report.trace.status, report.trace.citations = report.status, report.citations
-        report.trace.evidence_ids = list(ledger.entries)
+        report.trace.file_ledger(ledger)
         report.trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
         return report
 

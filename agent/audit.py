@@ -38,7 +38,7 @@ def build_record(*, chat_id: str, user_id: str, message: str, result: TurnResult
         "citations": result.citations,
         "blocked": any(not v["ok"] for v in trace.get("verdicts", [])),
         **{k: trace.get(k) for k in ("model", "model_calls", "prompt_tokens", "completion_tokens", "retries",
-                                     "degraded", "degraded_reason", "fallback", "latency_ms", "evidence_ids",
+                                     "degraded", "degraded_reason", "fallback", "latency_ms", "evidence_ids", "evidence_figures",
                                      "tool_calls", "verdicts")},
     }
 

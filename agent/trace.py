@@ -35,6 +35,14 @@ class TurnTrace:
     tool_calls: list[ToolTrace] = field(default_factory=list)
     verdicts: list[VerdictTrace] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
+    evidence_figures: dict[str, list[str]] = field(default_factory=dict)   # id → "price 120", "rate 0.9"…
+
+    def file_ledger(self, ledger: Any) -> None:
+        """The verified evidence of the turn and the figures each holds, for the audit."""
+        self.evidence_ids = list(ledger.entries)
+        self.evidence_figures = {eid: [f"{f.role} {f.value:f}" + (f" ({f.source})" if f.source else "")
+                                       for f in entry.figures][:40]
+                                 for eid, entry in ledger.entries.items()}
     citations: list[str] = field(default_factory=list)
     model_calls: int = 0
     prompt_tokens: int = 0

@@ -126,7 +126,7 @@ class Agent:
             released = _Released(SAFE_FALLBACK, [], FALLBACK)
         trace.status = released.status
         trace.citations = released.citations
-        trace.evidence_ids = list(ledger.entries)
+        trace.file_ledger(ledger)
         trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
         focus, last_quantity = self._focus(released, ledger)
         return TurnResult(released.answer, released.status, released.citations, focus, last_quantity, trace)

@@ -11,6 +11,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,7 @@ CREATE INDEX IF NOT EXISTS audit_codes_by_record ON audit_codes(audit_id);
 BUSY_MS = 5000
 QUEUE_SIZE = 10_000
 BATCH = 200
+PURGE_EVERY_SECONDS = 6 * 3600
 
 
 def blocked_codes(record: dict[str, Any]) -> list[str]:
@@ -208,8 +210,14 @@ class AuditStore(AuditReader):
             return False
 
     def _run(self) -> None:
-        stop = False
+        stop, purged = False, time.monotonic()
         while not stop:
+            if time.monotonic() - purged > PURGE_EVERY_SECONDS:   # a long-running bot keeps its retention too
+                purged = time.monotonic()
+                try:
+                    self.purge()
+                except sqlite3.Error:
+                    log.exception("could not purge old audit records")
             batch = [self._queue.get()]
             while len(batch) < BATCH:
                 try:

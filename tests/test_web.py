@@ -108,7 +108,7 @@ async def test_a_turn_shows_its_blocked_draft_beside_the_answer_sent(console):
         page = await (await session.get(f"{url}/turn/{record['id']}")).text()
         assert "足球售价108元。" in page and "WRONG_ROLE" in page and "is the total for 1 unit" in page
         assert 'id="answer" class="released">足球售价120元。' in page and "get_product_details" in page
-        assert "calc:001:1:regular" in page
+        assert "calc:001:1:regular" in page and 'id="evidence"' in page
         assert (await session.get(f"{url}/turn/999999")).status == 404
         summary = await (await session.get(f"{url}/summary")).text()
         assert "<svg" in summary and "WRONG_ROLE ×1" in summary
@@ -153,3 +153,24 @@ async def test_the_console_is_served_only_with_a_token(tmp_path, monkeypatch):
         async with bot.audit_web(settings, store):
             pass
     store.close()
+
+
+async def test_a_real_turn_shows_the_figures_its_evidence_holds(tmp_path, conn, search):
+    from agent.turn import Agent
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    answer = await Agent(conn, search).answer("足球多少钱", user_id="5")
+    assert any(f.startswith("price 120") for f in answer.trace.evidence_figures["product:001"])
+    audit.record(chat_id="5", user_id="5", message="足球多少钱", result=answer)
+    store.flush()
+    runner, url = await serve(build_web_app(store, TOKEN))
+    try:
+        session = await logged_in(url)
+        async with session:
+            (record,) = store.query()
+            page = await (await session.get(f"{url}/turn/{record['id']}")).text()
+            assert "price 120" in page and "rate 0.9" in page
+    finally:
+        await runner.cleanup()
+        audit.close()
