@@ -66,6 +66,37 @@ def compute(records: list[dict[str, Any]]) -> Stats:
         model_calls_per_turn=sum(calls) / len(calls) if calls else None)
 
 
+def from_counts(day: dict[str, Any]) -> Stats:
+    """The same figures from the store's per-day counts (AuditReader.daily), without reading records."""
+    latencies = sorted(day.get("latencies") or [])
+    calls = day.get("model_calls") or []
+    p50 = p95 = None
+    if latencies:
+        p50 = statistics.median(latencies)
+        p95 = latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=20, method="inclusive")[18]
+    n = lambda key: int(day.get(key) or 0)  # noqa: E731
+    return Stats(turns=n("turns"), grounded=n("grounded"), insufficient=n("insufficient"), fallback=n("fallback"),
+                 degraded=n("degraded"), muted=n("muted"), blocked_by_code=dict(day.get("codes") or {}),
+                 handoffs=n("handoffs"), relayed=n("relayed"), thumbs_up=n("up"), thumbs_down=n("down"),
+                 latency_p50_ms=p50, latency_p95_ms=p95,
+                 model_calls_per_turn=sum(calls) / len(calls) if calls else None)
+
+
+def combine(days: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several days' counts as one."""
+    total: dict[str, Any] = {"latencies": [], "model_calls": [], "codes": {}}
+    for day in days:
+        for key, value in day.items():
+            if key in ("latencies", "model_calls"):
+                total[key] += value
+            elif key == "codes":
+                for code, n in value.items():
+                    total["codes"][code] = total["codes"].get(code, 0) + n
+            elif isinstance(value, int):
+                total[key] = total.get(key, 0) + value
+    return total
+
+
 CSV_COLUMNS = ("time", "kind", "chat_id", "user_id", "update_id", "status", "message", "answer", "text",
                "delivered", "blocked", "reason_codes", "degraded", "fallback", "model_calls", "latency_ms",
                "citations", "operator_id", "direction", "value", "reason")

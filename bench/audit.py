@@ -122,8 +122,9 @@ async def main(args) -> None:
               f"{pct(old_costs, 50):.0f} µs, p95 {pct(old_costs, 95):.0f} µs; the store writes at "
               f"{rate / old_rate:.2f}× its rate")
         size = db.stat().st_size + sum(p.stat().st_size for p in db.parent.glob("audit.db-*"))
+        lines = sum(p.stat().st_size for p in jsonl.parent.glob("audit.jsonl*"))
         print(f"  database: {size / 2**20:.1f} MB, {size / 2**20 / (args.turns / 10_000):.2f} MB per 10,000 turns "
-              f"(JSON Lines: {jsonl.stat().st_size / 2**20 / (args.turns / 10_000):.2f} MB)")
+              f"(JSON Lines: {lines / 2**20 / (args.turns / 10_000):.2f} MB per 10,000, before rotation drops any)")
         store.close()
         backdate(db, 30)
         store = AuditStore(db)

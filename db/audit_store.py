@@ -164,6 +164,42 @@ class AuditReader:
                                         f"WHERE kind = 'feedback' AND update_id IN ({marks})", ids).fetchall()
         return {int(r[0]): str(r[1]) for r in rows}
 
+    def daily(self, since: datetime, utc_offset_hours: int = 8) -> list[dict[str, Any]]:
+        """Per local day from `since`: the counts of /stats by SQL over the indexed columns (no JSON parsed),
+        the latencies and model calls of its turns, and its blocked drafts by reason code."""
+        day = f"date(time, '{utc_offset_hours:+d} hours')"
+        start = _iso(since)
+        with self._read_lock:
+            counts = self._reader.execute(
+                f"SELECT {day} AS day, "
+                "sum(kind = 'turn') AS turns, "
+                "sum(kind = 'turn' AND status = 'grounded' AND fallback = 0) AS grounded, "
+                "sum(kind = 'turn' AND status = 'insufficient_evidence' AND fallback = 0) AS insufficient, "
+                "sum(kind = 'turn' AND (fallback = 1 OR status = 'fallback')) AS fallback, "
+                "sum(kind = 'turn' AND degraded = 1) AS degraded, sum(kind = 'turn' AND blocked = 1) AS blocked, "
+                "sum(kind = 'handoff_start') AS handoffs, sum(kind = 'relay') AS relayed, "
+                "sum(kind = 'feedback' AND json_extract(record, '$.value') = 'up') AS up, "
+                "sum(kind = 'feedback' AND json_extract(record, '$.value') = 'down') AS down, "
+                "sum(kind = 'turn' AND json_extract(record, '$.delivered') = 0) AS muted "
+                f"FROM audit WHERE time >= ? GROUP BY day ORDER BY day", (start,)).fetchall()
+            samples = self._reader.execute(
+                f"SELECT {day} AS day, latency_ms, model_calls FROM audit WHERE time >= ? AND kind = 'turn'",
+                (start,)).fetchall()
+            codes = self._reader.execute(
+                f"SELECT {day} AS day, c.code, count(*) FROM audit a JOIN audit_codes c ON c.audit_id = a.id "
+                "WHERE a.time >= ? GROUP BY day, c.code ORDER BY count(*) DESC", (start,)).fetchall()
+        out = {r["day"]: {**dict(r), "latencies": [], "model_calls": [], "codes": {}} for r in counts}
+        for r in samples:
+            if r["day"] in out:
+                if r["latency_ms"] is not None:
+                    out[r["day"]]["latencies"].append(float(r["latency_ms"]))
+                if r["model_calls"] is not None:
+                    out[r["day"]]["model_calls"].append(int(r["model_calls"]))
+        for d, code, n in codes:
+            if d in out:
+                out[d]["codes"][code] = n
+        return list(out.values())
+
     def latest_id(self) -> int:
         with self._read_lock:
             return int(self._reader.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0])

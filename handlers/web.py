@@ -22,7 +22,7 @@ from aiohttp import web
 
 from agent.audit import TURN, AuditFilter, kind_of
 from agent.handoff import SHANGHAI
-from agent.stats import compute
+from agent.stats import combine, from_counts
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE, CSRF_COOKIE = "kefu_session", "kefu_login_csrf"
@@ -220,19 +220,16 @@ async def summary(request: web.Request) -> web.Response:
         days = 14
     today = datetime.now(SHANGHAI).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=days - 1)
-    records = await _read(request, "query", AuditFilter(since=start), 1_000_000, 0, False)
-    by_day: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        by_day.setdefault(local_time(record.get("time"))[:10], []).append(record)
+    counted = {d["day"]: d for d in await _read(request, "daily", start)}
     rows = []
     for n in range(days):
         day = (start + timedelta(days=n)).strftime("%Y-%m-%d")
-        stats = compute(by_day.get(day, []))
-        blocked = sum(1 for r in by_day.get(day, []) if kind_of(r) == TURN and codes_of(r))
+        stats = from_counts(counted.get(day, {}))
+        blocked = int(counted.get(day, {}).get("blocked") or 0)
         rows.append({"day": day, "stats": stats, "blocked": blocked,
                      "block_rate": blocked / stats.turns if stats.turns else 0.0})
     return aiohttp_jinja2.render_template("summary.html", request, {
-        "rows": rows, "days": days, "total": compute(records), "chart": _chart(rows),
+        "rows": rows, "days": days, "total": from_counts(combine(list(counted.values()))), "chart": _chart(rows),
         "csrf": request[SESSION]["csrf"]})
 
 

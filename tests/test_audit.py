@@ -152,3 +152,27 @@ def test_two_writers_share_one_store(tmp_path):
     assert first.dropped == second.dropped == 0
     first.close()
     second.close()
+
+
+def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from agent.stats import combine, compute, from_counts
+    from db.audit_store import AuditFilter, AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    for n in range(12):
+        r = result(answer=f"回答{n}", blocked=n % 4 == 0)
+        r.status = ["grounded", "insufficient_evidence", "grounded"][n % 3]
+        r.trace.latency_ms, r.trace.degraded = 100.0 + n, n % 5 == 0
+        audit.record(chat_id=str(n % 3), user_id="u", message="q", result=r, update_id=n, delivered=n != 7)
+    for kind, extra in [("handoff_start", {}), ("relay", {}), ("feedback", {"value": "up"}),
+                        ("feedback", {"value": "down"}), ("feedback", {"value": "up"})]:
+        audit.event(kind, "1", **extra)
+    store.flush()
+    since = datetime.now(UTC) - timedelta(days=1)
+    by_sql = from_counts(combine(store.daily(since)))
+    by_records = compute(list(store.iterate(AuditFilter(since=since))))
+    assert by_sql == by_records and by_sql.turns == 12 and by_sql.thumbs_up == 2 and by_sql.muted == 1
+    audit.close()
