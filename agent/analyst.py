@@ -227,10 +227,7 @@ class Analyst:
         schemas, rejections, trace = tool_schemas(OPERATOR_TOOLS), 0, report.trace
         for call_number in range(self.max_model_calls):
             reply = await self.model.complete(messages, schemas, "required" if call_number == 0 else "auto")
-            trace.model_calls += 1
-            trace.prompt_tokens += reply.prompt_tokens
-            trace.completion_tokens += reply.completion_tokens
-            trace.retries += reply.retries
+            trace.count_reply(reply)
             messages.append(reply.as_message())
             if not reply.tool_calls:
                 rejections += 1

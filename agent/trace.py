@@ -37,6 +37,13 @@ class TurnTrace:
     evidence_ids: list[str] = field(default_factory=list)
     evidence_figures: dict[str, list[str]] = field(default_factory=dict)   # id → "price 120", "rate 0.9"…
 
+    def count_reply(self, reply: Any) -> None:
+        """One model call: its tokens and retries."""
+        self.model_calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.retries += reply.retries
+
     def file_ledger(self, ledger: Any) -> None:
         """The verified evidence of the turn and the figures each holds, for the audit."""
         self.evidence_ids = list(ledger.entries)

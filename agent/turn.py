@@ -149,10 +149,7 @@ class Agent:
         for call_number in range(self.max_model_calls):
             reply = await model.complete(messages, self.schemas, "required" if call_number == 0 else "auto",
                                          context=context)
-            trace.model_calls += 1
-            trace.prompt_tokens += reply.prompt_tokens
-            trace.completion_tokens += reply.completion_tokens
-            trace.retries += reply.retries
+            trace.count_reply(reply)
             messages.append(reply.as_message())
             if not reply.tool_calls:
                 rejections += 1
