@@ -17,14 +17,14 @@ COPY retrieval ./retrieval
 COPY guardrails ./guardrails
 COPY handlers ./handlers
 RUN pip install . \
-    && useradd --create-home --uid 10001 kefu \
-    && mkdir -p /data && chown kefu:kefu /data
+    && useradd --create-home --uid 10001 --user-group kefu \
+    && mkdir -p /data && chown 10001:10001 /data
 
-USER kefu
+USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8080
 # /healthz answers in both polling and webhook mode.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-    CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('WEBHOOK_PORT', '8080'), timeout=4)"
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('WEBHOOK_PORT', '8080'), timeout=4)"]
 STOPSIGNAL SIGTERM
 CMD ["python", "bot.py"]

@@ -42,4 +42,4 @@ def test_env_example_documents_every_setting():
 
 def test_dockerfile_runs_as_non_root_with_a_healthcheck():
     text = (ROOT / "Dockerfile").read_text()
-    assert "USER kefu" in text and "HEALTHCHECK" in text and 'CMD ["python", "bot.py"]' in text
+    assert "USER 10001:10001" in text and "HEALTHCHECK" in text and 'CMD ["python", "bot.py"]' in text
