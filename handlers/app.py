@@ -15,6 +15,7 @@ from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_applicati
 from aiohttp import web
 
 from handlers.guards import ChatSequencer
+from handlers.metrics import metrics_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Ap
 
     dispatcher.startup.register(started)
     app.router.add_get("/healthz", _health)
+    app.router.add_get("/metrics", metrics_endpoint)
     return app
 
 

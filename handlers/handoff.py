@@ -19,6 +19,7 @@ from aiogram.types import Message, User
 from agent.conversation import Conversation, CustomerCard
 from agent.handoff import SHANGHAI, Claim, HandoffStore, Mode, ServiceHours
 from handlers import buttons, texts
+from handlers.metrics import HANDOFFS
 from handlers.replies import send_answer
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ class Desk:
             await send_answer(self.bot, chat_id, texts.HANDOFF_ALREADY)
             return
         self._audit("handoff_start", chat_id, user_id=user_id, reason=reason)
+        HANDOFFS.inc()
         try:
             await self._topic(chat_id, reason=reason, fresh=True)
         except TelegramAPIError:   # the chat stays muted; the next customer message tries the topic again

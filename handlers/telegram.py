@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,7 @@ from aiogram.utils.chat_action import ChatActionSender
 
 from agent.conversation import Conversation
 from agent.handoff import asks_for_person
-from handlers import buttons, texts
+from handlers import buttons, metrics, texts
 from handlers.guards import ChatSequencer
 from handlers.handoff import Desk
 from handlers.operators import Operators, build_operator_router
@@ -55,8 +56,12 @@ class UpdateGate(BaseMiddleware):
         chat = data.get("event_chat")
         chat_id = order_key(event, chat.id) if chat is not None else f"update:{event.update_id}"
         sequencer: ChatSequencer = data["sequencer"]
+        metrics.UPDATES.inc()
+        arrived = time.perf_counter()
         async with sequencer.turn(chat_id):
+            metrics.STAGE.labels(stage="queue").observe(time.perf_counter() - arrived)
             if not await data["guards"].first_time(event.update_id):
+                metrics.DUPLICATES.inc()
                 log.info("duplicate update %s ignored", event.update_id)
                 return None
             async with data["guards"].chat_lock(chat_id):
@@ -131,9 +136,12 @@ def build_router() -> Router:
             return
         state = await desk.store.get(str(chat_id))   # a person may have taken the chat during the turn
         delivered = not state.muted and state.epoch == handoff_epoch
+        metrics.observe_turn(result, delivered)
         if delivered:
             misses = await desk.store.misses(str(chat_id), helped=result.helped)
+            sending = time.perf_counter()
             await send_answer(bot, chat_id, result.answer, reply_markup=buttons.feedback(event_update.update_id))
+            metrics.STAGE.labels(stage="send").observe(time.perf_counter() - sending)
             if misses >= 2:   # twice in a row without help: offer a person instead of going on
                 await desk.store.misses(str(chat_id), helped=True)
                 if desk.enabled:
@@ -156,6 +164,7 @@ def build_router() -> Router:
         up = callback_data.value == "up"
         await query.answer(texts.FEEDBACK_ALREADY if not first else texts.FEEDBACK_THANKS if up else texts.FEEDBACK_SORRY)
         if first:
+            metrics.FEEDBACK.labels(value="up" if up else "down").inc()
             await guards.count(f"feedback:{'up' if up else 'down'}")
             if audit is not None:
                 audit.event("feedback", str(query.message.chat.id), update_id=callback_data.update_id,

@@ -191,6 +191,16 @@ async def test_feedback_once_and_operator_commands(world):
         await redis.aclose()
     assert counters == {"feedback:up": 1, "feedback:down": 1}
 
+    # the same, as Prometheus metrics on the health port
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{process.port}/metrics") as response:
+        metrics = await response.text()
+    for line in ('kefu_turns_total{status="grounded"} 2.0', 'kefu_feedback_total{value="up"} 1.0',
+                 'kefu_feedback_total{value="down"} 1.0', "kefu_handoffs_total 1.0", "kefu_updates_total 6.0"):
+        assert line in metrics, line
+    assert 'kefu_stage_seconds_count{stage="queue"}' in metrics and 'kefu_stage_seconds_count{stage="send"} 2.0' in metrics
+
     # a customer who types an operator command gets an ordinary answer; an operator gets the figures
     await fake.say(52, "/stats")
     (ordinary,) = await fake.wait_replies(52, 1)

@@ -1,0 +1,53 @@
+"""Prometheus metrics of the bot process, served at /metrics on the health port (WEBHOOK_PORT).
+Counters and histograms live in prometheus-client's default registry (one per process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+
+SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40)
+
+UPDATES = Counter("kefu_updates_total", "Telegram updates received (before duplicates are dropped)")
+DUPLICATES = Counter("kefu_duplicate_updates_total", "Updates dropped as already seen")
+TURNS = Counter("kefu_turns_total", "Customer turns answered, by status", ["status"])
+BLOCKS = Counter("kefu_validator_blocks_total", "Drafts blocked by the validator, by reason code", ["code"])
+DEGRADED = Counter("kefu_degraded_turns_total", "Turns the remote model could not finish (offline model answered)")
+FALLBACK = Counter("kefu_fallback_turns_total", "Turns that ended with the safe fallback text")
+NOT_SENT = Counter("kefu_turns_not_sent_total", "Answers not sent because a person took the chat meanwhile")
+MODEL_CALLS = Histogram("kefu_model_calls_per_turn", "Model calls in one turn", buckets=(1, 2, 3, 4, 5, 6, 8, 12))
+HANDOFFS = Counter("kefu_handoffs_total", "Chats handed to a person")
+FEEDBACK = Counter("kefu_feedback_total", "👍/👎 presses recorded", ["value"])
+STAGE = Histogram("kefu_stage_seconds", "Time per stage of a customer message", ["stage"], buckets=SECONDS)
+# stages: queue (waiting for the chat's earlier messages), tools (retrieval and SQL, summed), turn (the
+# whole turn: model calls, tools, validation), send (the reply to Telegram)
+
+
+def observe_turn(result: Any, delivered: bool) -> None:
+    """Count one finished turn from its result and trace."""
+    TURNS.labels(status=str(result.status)).inc()
+    trace = result.trace
+    if not delivered:
+        NOT_SENT.inc()
+    if trace is None:
+        return
+    for verdict in trace.verdicts:
+        if not verdict.ok:
+            for code in verdict.codes:
+                BLOCKS.labels(code=code).inc()
+    if trace.degraded:
+        DEGRADED.inc()
+    if trace.fallback:
+        FALLBACK.inc()
+    MODEL_CALLS.observe(trace.model_calls)
+    STAGE.labels(stage="turn").observe(trace.latency_ms / 1000)
+    STAGE.labels(stage="tools").observe(sum(t.duration_ms for t in trace.tool_calls) / 1000)
+
+
+async def metrics_endpoint(request: web.Request) -> web.Response:
+    response = web.Response(body=generate_latest())
+    response.content_type = CONTENT_TYPE_LATEST.split(";")[0]
+    response.charset = "utf-8"
+    return response
