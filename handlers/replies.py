@@ -8,7 +8,7 @@ import html
 import logging
 
 from aiogram import Bot
-from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter, TelegramServerError
 from aiogram.types import InlineKeyboardMarkup, Message
 
 log = logging.getLogger(__name__)
@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 TELEGRAM_LIMIT = 4096
 MAX_RETRY_AFTER_ATTEMPTS = 3
 MAX_RETRY_AFTER_SECONDS = 30
+MAX_SERVER_ERROR_RETRIES = 3
+SERVER_ERROR_BACKOFF = 0.5   # seconds, doubled at each retry
 
 
 def split_text(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
@@ -40,17 +42,25 @@ def split_text(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
 
 async def _send(bot: Bot, chat_id: int, text: str, thread_id: int | None = None,
                 reply_markup: InlineKeyboardMarkup | None = None) -> Message:
-    """One piece: HTML first; entity trouble → once as plain text; flood control → wait, bounded."""
-    plain = False
-    for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + 1):
+    """One piece: HTML first; entity trouble → once as plain text; flood control → wait, bounded;
+    a 5xx from the Bot API (nothing was delivered) → retried with backoff, bounded."""
+    plain, server_errors = False, 0
+    for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + MAX_SERVER_ERROR_RETRIES + 1):
         try:
             if plain:
                 return await bot.send_message(chat_id, text, parse_mode=None, message_thread_id=thread_id,
                                               reply_markup=reply_markup)
             return await bot.send_message(chat_id, html.escape(text, quote=False), parse_mode="HTML",
                                           message_thread_id=thread_id, reply_markup=reply_markup)
+        except TelegramServerError:
+            server_errors += 1
+            if server_errors > MAX_SERVER_ERROR_RETRIES:
+                raise
+            wait = SERVER_ERROR_BACKOFF * 2 ** (server_errors - 1)
+            log.warning("the Bot API answered a server error: resending in %.1f s", wait)
+            await asyncio.sleep(wait)
         except TelegramRetryAfter as exc:
-            if attempt == MAX_RETRY_AFTER_ATTEMPTS:
+            if attempt - server_errors >= MAX_RETRY_AFTER_ATTEMPTS:
                 raise
             wait = min(float(exc.retry_after), MAX_RETRY_AFTER_SECONDS)
             log.warning("Telegram flood control: waiting %.1f s before resending", wait)

@@ -81,10 +81,10 @@ async def test_restart_keeps_memory_and_flood_control_is_survived(world):
 
     second = bot()
     await second.start()
-    fake.send_failures = ["429"]        # Telegram's flood control on the next reply
+    fake.send_failures = ["429", "502", "500"]   # flood control, then two server errors, on the next reply
     await fake.say(21, "那买两个呢")
     replies = await fake.wait_replies(21, 2)
-    assert "216元" in replies[1]         # memory survived the restart (Redis); the 429 was waited out
+    assert "216元" in replies[1]         # memory survived the restart (Redis); 429 waited out, 5xx retried
 
     # graceful shutdown: a turn in flight is finished before the process exits
     await fake.say(22, "羽毛球拍买两支")

@@ -176,6 +176,23 @@ async def test_retry_after_is_waited_out_and_entity_errors_resent_plain():
     assert message.text == "a < b & c" and message.parse_mode is None
 
 
+async def test_server_errors_are_retried_with_backoff_and_bounded(monkeypatch):
+    from aiogram.exceptions import TelegramServerError
+
+    from handlers import replies
+
+    monkeypatch.setattr(replies, "SERVER_ERROR_BACKOFF", 0.001)
+    session = RecordingSession()
+    bot = Bot("42:TEST", session=session)
+    session.failures = [lambda m: TelegramServerError(m, "Bad Gateway")] * 3
+    await send_answer(bot, 1, "第一段")
+    assert session.texts(1) == ["第一段"]                       # delivered after three 502s
+    session.failures = [lambda m: TelegramServerError(m, "Internal Server Error")] * 4
+    with pytest.raises(TelegramServerError):
+        await send_answer(bot, 1, "第二段")
+    assert session.texts(1) == ["第一段"]
+
+
 async def test_retry_after_is_bounded():
     session = RecordingSession()
     bot = Bot("42:TEST", session=session)

@@ -61,7 +61,7 @@ class FakeTelegram:
     updates: list[dict[str, Any]] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    send_failures: list[str] = field(default_factory=list)   # "429" or "entities", consumed per sendMessage
+    send_failures: list[str] = field(default_factory=list)   # "429", "500", "502" or "entities", per sendMessage
     topics: dict[int, Topic] = field(default_factory=dict)
     blocked: set[int] = field(default_factory=set)           # customers who blocked the bot
     callback_answers: list[dict[str, Any]] = field(default_factory=list)
@@ -252,6 +252,8 @@ class FakeTelegram:
                                           "parameters": {"retry_after": 1}}, status=429)
             if failure == "entities":
                 raise ApiError(400, "Bad Request: can't parse entities: unexpected end tag")
+            if failure in ("500", "502"):
+                raise ApiError(int(failure), "Internal Server Error" if failure == "500" else "Bad Gateway")
         chat_id = int(fields["chat_id"])
         thread_id = self._check_target(chat_id, fields.get("message_thread_id"))
         return self._ok(self._record(Sent(chat_id, str(fields["text"]), fields.get("parse_mode"), time.monotonic(),
