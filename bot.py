@@ -11,6 +11,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import socket
 import sqlite3
 import sys
 import time
@@ -65,6 +67,8 @@ class Settings(BaseSettings):
     audit_web_token: SecretStr | None = None
     audit_web_host: str = "127.0.0.1"
     kefu_today: date | None = None
+    inbox_partitions: int = Field(4, ge=1, le=256)
+    inbox_lease_ms: int = Field(15_000, ge=500, le=600_000)
 
     @property
     def today(self) -> date:
@@ -370,7 +374,9 @@ async def connect_redis(settings: Settings):
     return client
 
 
-async def run_telegram(settings: Settings) -> int:
+async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all") -> int:
+    """`all`: take updates from Telegram and answer them in this process; `work`: answer what the durable
+    inbox holds (another process receives)."""
     from agent.conversation import Conversation
     from agent.handoff import LocalHandoffStore, RedisHandoffStore, ServiceHours
     from agent.memory import InProcessMemory
@@ -419,10 +425,17 @@ async def run_telegram(settings: Settings) -> int:
         dispatcher = build_dispatcher(operators=Operators(frozenset(settings.operator_ids), settings.operator_chat_id),
                                       conversation=conversation, desk=desk, analyst=agent.analyst, guards=guards,
                                       sequencer=sequencer,
-                                      audit=audit, limits=Limits(settings.max_message_chars))
+                                      audit=audit, limits=Limits(settings.max_message_chars),
+                                      inbox_mode=role == "work")
         dispatcher.shutdown.register(desk.finish)
         async with audit_web(settings, audit):
-            if settings.bot_mode == "webhook":
+            if role == "work":
+                from handlers.app import run_worker
+                from handlers.inbox import Inbox
+
+                await run_worker(dispatcher, bot, sequencer, Inbox(redis, settings.redis_prefix, settings.inbox_partitions),
+                                 f"{socket.gethostname()}-{os.getpid()}", options, settings.inbox_lease_ms)
+            elif settings.bot_mode == "webhook":
                 await run_webhook(dispatcher, bot, sequencer, guards, options)
             else:
                 await run_polling(dispatcher, bot, sequencer, options)
@@ -476,6 +489,40 @@ def open_audit(settings: Settings):
     except (OSError, sqlite3.Error) as exc:
         raise StartupError(f"AUDIT_DB: cannot open the audit store at {settings.audit_db} ({exc})") from None
     return AuditLog(store, settings.audit_path)
+
+
+def _needs_inbox(settings: Settings, role: str) -> None:
+    if settings.bot_token is None:
+        raise StartupError(f"`bot.py {role}` needs BOT_TOKEN")
+    if settings.redis_url is None:
+        raise StartupError(f"`bot.py {role}` needs REDIS_URL: the inbox lives in Redis Streams")
+
+
+def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
+    """Receive only: long-poll Telegram and append every update to the durable inbox."""
+    _needs_inbox(settings, "receive")
+    from handlers.app import TelegramOptions, make_bot, run_receiver
+    from handlers.inbox import Inbox
+
+    async def run() -> int:
+        redis = await connect_redis(settings)
+        try:
+            options = TelegramOptions(token=settings.bot_token.get_secret_value(),
+                                      api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
+                                      port=settings.webhook_port)
+            await run_receiver(make_bot(options), Inbox(redis, settings.redis_prefix, settings.inbox_partitions), options)
+            return 0
+        finally:
+            await redis.aclose()
+
+    return asyncio.run(run())
+
+
+def cmd_work(args: argparse.Namespace, settings: Settings) -> int:
+    """Work only: answer the updates the inbox holds, for the partitions this process leases."""
+    _needs_inbox(settings, "work")
+    prepare_catalog(settings)
+    return asyncio.run(run_telegram(settings, role="work"))
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
@@ -573,6 +620,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the bot (Telegram with BOT_TOKEN, else the console chat); the default")
     run.add_argument("--show-trace", action="store_true", help="console: print each turn's trace")
     run.set_defaults(func=cmd_run)
+
+    receive = sub.add_parser("receive", help="take updates from Telegram into the durable inbox (Redis Streams)")
+    receive.set_defaults(func=cmd_receive)
+    work = sub.add_parser("work", help="answer the updates the durable inbox holds (run as many as you like)")
+    work.set_defaults(func=cmd_work)
 
     console = sub.add_parser("console", help="chat with the bot in this terminal (demo catalog by default)")
     console.add_argument("--show-trace", action="store_true", help="print each turn's trace")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from dataclasses import dataclass
@@ -110,4 +111,55 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
         await stop.wait()
     finally:
         await runner.cleanup()   # stops taking requests, runs the dispatcher's shutdown (drains turns)
+        await bot.session.close()
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def run_receiver(bot: Bot, inbox, options: TelegramOptions) -> None:
+    """`bot.py receive`: long-poll Telegram into the durable inbox; /healthz on the health port."""
+    from handlers.inbox import receive
+
+    app = web.Application()
+    ready = asyncio.Event()
+    app["sequencer"], app["ready"] = ChatSequencer(), ready
+    app.router.add_get("/healthz", _health)
+    app.router.add_get("/metrics", metrics_endpoint)
+    runner = await _serve(app, options.port)
+    stop = _stop_on_signals()
+    try:
+        await bot.delete_webhook(drop_pending_updates=False)
+        ready.set()
+        log.info("receiving: updates go to the inbox before they are confirmed")
+        receiving = asyncio.create_task(receive(bot, inbox, stop))
+        await stop.wait()
+        receiving.cancel()   # safe anywhere: an append is one Lua call, and what was not confirmed comes again
+        with contextlib.suppress(asyncio.CancelledError):
+            await receiving
+    finally:
+        await runner.cleanup()
+        await bot.session.close()
+
+
+async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, inbox, name: str,
+                     options: TelegramOptions, lease_ms: int) -> None:
+    """`bot.py work`: answer what the inbox holds for the partitions this worker leases."""
+    from handlers.inbox import Worker
+
+    _register_shutdown(dispatcher, sequencer)
+    runner = await _serve(_app_with_health(dispatcher, sequencer), options.port)
+    stop = _stop_on_signals()
+    try:
+        await dispatcher.emit_startup(bot=bot)
+        log.info("working as %s", name)
+        await Worker(inbox, dispatcher, bot, name, lease_ms=lease_ms).run(stop)
+    finally:
+        await dispatcher.emit_shutdown(bot=bot)
+        await runner.cleanup()
         await bot.session.close()

@@ -60,10 +60,13 @@ class UpdateGate(BaseMiddleware):
         arrived = time.perf_counter()
         async with sequencer.turn(chat_id):
             metrics.STAGE.labels(stage="queue").observe(time.perf_counter() - arrived)
-            if not await data["guards"].first_time(event.update_id):
+            # from the inbox, duplicates were dropped on arrival and a re-run must run: no second check here
+            if not data.get("inbox_mode") and not await data["guards"].first_time(event.update_id):
                 metrics.DUPLICATES.inc()
                 log.info("duplicate update %s ignored", event.update_id)
                 return None
+            if data.get("inbox_mode"):   # the partition's lease already gives this chat to one worker
+                return await handler(event, data)
             async with data["guards"].chat_lock(chat_id):
                 return await handler(event, data)
 

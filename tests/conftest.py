@@ -87,8 +87,8 @@ async def world(tmp_path):
     prefix = unique_prefix()
     bots: list[BotProcess] = []
 
-    def bot(**env: str) -> BotProcess:
-        process = BotProcess(fake, tmp_path, prefix, **env)
+    def bot(*args: str, **env: str) -> BotProcess:
+        process = BotProcess(fake, tmp_path, prefix, *args, **env)
         bots.append(process)
         return process
 

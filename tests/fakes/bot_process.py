@@ -23,8 +23,9 @@ def free_port() -> int:
 
 
 class BotProcess:
-    def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, **env: str):
-        self.fake, self.workdir = fake, workdir
+    def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, *args: str, **env: str):
+        """`args`: the subcommand (none: `python bot.py`, receiving and answering in one process)."""
+        self.fake, self.workdir, self.args = fake, workdir, list(args)
         self.env = {k: v for k, v in os.environ.items()
                     if k not in {"OPENAI_API_KEY", "BOT_MODE", "WEBHOOK_URL", "WEBHOOK_SECRET"}}
         self.env.update({"BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url, "REDIS_URL": REDIS_TEST_URL,
@@ -52,7 +53,7 @@ class BotProcess:
         """Start the process; ready when /healthz says the dispatcher has started (signal handlers
         installed) — another process polling the same fake server cannot be mistaken for this one."""
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bot.py"), cwd=self.workdir, env=self.env,
+            sys.executable, str(ROOT / "bot.py"), *self.args, cwd=self.workdir, env=self.env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while not await self._healthy():

@@ -1,0 +1,199 @@
+"""A durable inbox on Redis Streams. The receiver appends each Telegram update to a stream partition
+chosen by its chat (duplicates dropped in the same Lua step) and only then asks Telegram for the next
+ones (which confirms these). Workers read with a consumer group; each partition is held by one worker
+at a time through an expiring lease, so a chat's messages stay in order; a worker taking a partition
+over first re-runs what its predecessor left pending (XAUTOCLAIM). An entry is acknowledged after the
+update was handled (reply sent, memory saved, audit queued); a done-marker per update id keeps a re-run
+from answering twice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiogram import Bot, Dispatcher
+from aiogram.types import Update
+from redis.asyncio import Redis
+from redis.exceptions import RedisError, ResponseError
+
+log = logging.getLogger(__name__)
+
+GROUP = "workers"
+SEEN_SECONDS = 24 * 3600
+DONE_SECONDS = 24 * 3600
+RETRY_SECONDS = (0.5, 1, 2, 4, 5)
+
+_APPEND = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
+  return redis.call('XADD', KEYS[2], '*', 'update', ARGV[1])
+end
+return false
+"""
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+def chat_of(update: Update) -> int | None:
+    event = update.message or update.edited_message or update.channel_post or update.edited_channel_post
+    if event is not None:
+        return event.chat.id
+    if update.callback_query is not None and update.callback_query.message is not None:
+        return update.callback_query.message.chat.id
+    return None
+
+
+class Inbox:
+    def __init__(self, redis: Redis, prefix: str = "kefu:", partitions: int = 4):
+        self.redis, self.prefix, self.partitions = redis, prefix, partitions
+        self._append = redis.register_script(_APPEND)
+        self._renew = redis.register_script(_RENEW)
+
+    def stream(self, partition: int) -> str:
+        return f"{self.prefix}inbox:{partition}"
+
+    def partition_of(self, update: Update) -> int:
+        chat = chat_of(update)
+        key = str(chat) if chat is not None else f"u{update.update_id}"
+        return zlib.crc32(key.encode()) % self.partitions
+
+    async def ensure_groups(self) -> None:
+        for p in range(self.partitions):
+            try:
+                await self.redis.xgroup_create(self.stream(p), GROUP, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    async def append(self, update: Update) -> bool:
+        """Append once per update id; False for a duplicate."""
+        added = await self._append(keys=[f"{self.prefix}seen:{update.update_id}", self.stream(self.partition_of(update))],
+                                   args=[update.model_dump_json(exclude_none=True), SEEN_SECONDS])
+        return bool(added)
+
+    # --- the done-marker: an update handled is never handled again ------------------------------------
+
+    async def is_done(self, update_id: int) -> bool:
+        return bool(await self.redis.exists(f"{self.prefix}done:{update_id}"))
+
+    async def mark_done(self, update_id: int) -> None:
+        await self.redis.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
+
+    # --- leases --------------------------------------------------------------------------------------
+
+    async def take(self, partition: int, owner: str, lease_ms: int) -> bool:
+        return bool(await self.redis.set(f"{self.prefix}lease:{partition}", owner, nx=True, px=lease_ms))
+
+    async def renew(self, partition: int, owner: str, lease_ms: int) -> bool:
+        return bool(await self._renew(keys=[f"{self.prefix}lease:{partition}"], args=[owner, lease_ms]))
+
+    async def release(self, partition: int, owner: str) -> None:
+        if (await self.redis.get(f"{self.prefix}lease:{partition}") or b"").decode() == owner:
+            await self.redis.delete(f"{self.prefix}lease:{partition}")
+
+
+async def receive(bot: Bot, inbox: Inbox, stop: asyncio.Event, allowed_updates: list[str] | None = None,
+                  poll_seconds: int = 20) -> None:
+    """Long-poll Telegram; append every update; only then move the offset (which confirms them)."""
+    await inbox.ensure_groups()
+    offset: int | None = None
+    failures = 0
+    while not stop.is_set():
+        try:
+            updates = await bot.get_updates(offset=offset, timeout=poll_seconds, allowed_updates=allowed_updates,
+                                            request_timeout=poll_seconds + 10)
+            for update in updates:
+                await inbox.append(update)
+                offset = update.update_id + 1   # appended: safe to confirm
+            failures = 0
+        except (RedisError, OSError, Exception) as exc:   # noqa: BLE001 - whatever failed, nothing was confirmed
+            wait = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
+            failures += 1
+            log.warning("receiving updates failed (%s); retrying in %.1f s", type(exc).__name__, wait)
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+            except TimeoutError:
+                pass
+
+
+@dataclass
+class Worker:
+    """Serves the partitions it can lease; different chats run concurrently, one chat in order."""
+
+    inbox: Inbox
+    dispatcher: Dispatcher
+    bot: Bot
+    name: str
+    lease_ms: int = 15_000
+    batch: int = 50
+    held: set[int] = field(default_factory=set)
+    _tasks: set[asyncio.Task] = field(default_factory=set)
+
+    async def _handle(self, partition: int, entry_id: Any, fields: dict) -> None:
+        raw = fields.get(b"update") or fields.get("update")
+        try:
+            update = Update.model_validate_json(raw)
+            if not await self.inbox.is_done(update.update_id):
+                await self.dispatcher.feed_update(self.bot, update)
+                await self.inbox.mark_done(update.update_id)
+        except Exception:   # noqa: BLE001 - a poisoned entry is logged and acknowledged, never retried forever
+            log.exception("inbox entry %s could not be handled", entry_id)
+        await self.inbox.redis.xack(self.inbox.stream(partition), GROUP, entry_id)
+
+    def _start(self, partition: int, entries: list) -> None:
+        for entry_id, fields in entries:   # tasks start in order: the chat's FIFO lock keeps them in order
+            task = asyncio.create_task(self._handle(partition, entry_id, fields))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _leases(self) -> None:
+        for p in range(self.inbox.partitions):
+            if p in self.held:
+                if not await self.inbox.renew(p, self.name, self.lease_ms):
+                    log.warning("worker %s lost partition %d", self.name, p)
+                    self.held.discard(p)
+            elif await self.inbox.take(p, self.name, self.lease_ms):
+                self.held.add(p)
+                log.info("worker %s took partition %d", self.name, p)
+                # what a predecessor read and never acknowledged: run it again first
+                _, claimed, _ = await self.inbox.redis.xautoclaim(self.inbox.stream(p), GROUP, self.name, 0,
+                                                                   "0-0", count=1000)
+                if claimed:
+                    log.info("worker %s re-runs %d pending entries of partition %d", self.name, len(claimed), p)
+                    self._start(p, claimed)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.inbox.ensure_groups()
+        renew_every = self.lease_ms / 3000
+        last = 0.0
+        loop = asyncio.get_running_loop()
+        try:
+            while not stop.is_set():
+                try:
+                    if loop.time() - last >= renew_every:
+                        await self._leases()
+                        last = loop.time()
+                    if not self.held:
+                        await asyncio.sleep(min(renew_every, 1.0))
+                        continue
+                    streams = {self.inbox.stream(p): ">" for p in sorted(self.held)}
+                    found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams, count=self.batch, block=500)
+                    for stream, entries in found or []:
+                        name = stream.decode() if isinstance(stream, bytes) else stream
+                        self._start(int(name.rsplit(":", 1)[1]), entries)
+                except (RedisError, OSError) as exc:
+                    log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
+                    await asyncio.sleep(1.0)
+        finally:
+            if self._tasks:   # drain: finish what was started (SIGTERM), the rest stays pending for others
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            for p in list(self.held):
+                try:
+                    await self.inbox.release(p, self.name)
+                except RedisError:
+                    pass
+

@@ -1,0 +1,139 @@
+"""The durable inbox on Redis Streams: appended once per update, partitioned by chat, answered by
+workers that lease partitions; a worker killed mid-turn leaves its message to the next one, which
+answers it exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+
+from aiogram import Bot
+from aiogram.types import Update
+
+from agent.conversation import Conversation
+from agent.handoff import LocalHandoffStore
+from agent.memory import InProcessMemory
+from agent.turn import Agent
+from handlers.guards import ChatSequencer, LocalGuards
+from handlers.handoff import Desk
+from handlers.inbox import GROUP, Inbox, Worker
+from handlers.telegram import Limits, build_dispatcher
+from tests.fakes.bot_session import RecordingSession
+from tests.fakes.openai_server import FakeOpenAI, tool_call
+
+_ids = iter(range(5_000_000, 10**9))
+
+
+def update(chat_id: int, text: str, update_id: int | None = None) -> Update:
+    return Update.model_validate({"update_id": update_id or next(_ids), "message": {
+        "message_id": next(_ids), "date": int(time.time()), "text": text,
+        "chat": {"id": chat_id, "type": "private"}, "from": {"id": chat_id, "is_bot": False, "first_name": "顾客"}}})
+
+
+async def test_appended_once_per_update_and_one_partition_per_chat(redis):
+    inbox = Inbox(redis, redis.test_prefix, partitions=4)
+    await inbox.ensure_groups()
+    first = update(7, "足球多少钱", update_id=1)
+    assert await inbox.append(first) and not await inbox.append(first)          # a re-delivery is dropped
+    assert {inbox.partition_of(update(7, str(n))) for n in range(20)} == {inbox.partition_of(first)}
+    assert len({inbox.partition_of(update(c, "x")) for c in range(1, 200)}) == 4
+    assert await redis.xlen(inbox.stream(inbox.partition_of(first))) == 1
+
+
+async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(redis, conn, search):
+    inbox = Inbox(redis, redis.test_prefix, partitions=2)
+    await inbox.ensure_groups()
+    questions = ["足球多少钱", "有优惠吗", "那买两个呢"]
+    for text in questions:
+        await inbox.append(update(31, text))
+    await inbox.append(update(32, "篮球多少钱"))
+    # a worker that died: it read chat 32's message and never acknowledged it
+    p32 = inbox.partition_of(update(32, ""))
+    await redis.xreadgroup(GROUP, "dead-worker", {inbox.stream(p32): ">"}, count=1)
+
+    session = RecordingSession()
+    bot = Bot("42:TEST", session=session)
+    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
+    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
+                                  guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
+                                  inbox_mode=True)
+    stop = asyncio.Event()
+    worker = Worker(inbox, dispatcher, bot, "w1", lease_ms=2000)
+    running = asyncio.create_task(worker.run(stop))
+    deadline = time.monotonic() + 30
+    while (len(session.texts(31)) < 3 or not session.texts(32)) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    stop.set()
+    await running
+    replies = session.texts(31)
+    assert "120元" in replies[0] and "9折" in replies[1] and "216元" in replies[2]     # in order, with memory
+    assert len(session.texts(32)) == 1 and "200元" in session.texts(32)[0]            # the dead worker's, once
+    for p in range(2):
+        assert (await redis.xpending(inbox.stream(p), GROUP))["pending"] == 0        # all acknowledged
+    # handled but not acknowledged (died after replying): a re-run does not answer twice
+    again = update(33, "足球多少钱")
+    await inbox.mark_done(again.update_id)
+    await inbox.append(again)
+    stop = asyncio.Event()
+    running = asyncio.create_task(Worker(inbox, dispatcher, bot, "w2", lease_ms=2000).run(stop))
+    stream = inbox.stream(inbox.partition_of(again))
+    (last_id, _), = await redis.xrevrange(stream, count=1)
+
+    async def acknowledged() -> bool:
+        (group,) = [g for g in await redis.xinfo_groups(stream) if g["name"] in (GROUP, GROUP.encode())]
+        return group["last-delivered-id"] == last_id and group["pending"] == 0
+
+    deadline = time.monotonic() + 30
+    while not await acknowledged() and time.monotonic() < deadline:  # noqa: ASYNC110 - Redis, polled
+        await asyncio.sleep(0.05)
+    assert await acknowledged()
+    stop.set()
+    await running
+    assert session.texts(33) == []
+
+
+def stalls_first(calls: list[int]):
+    """The first chat request hangs (a slow model holding the turn); later ones answer honestly."""
+    def reply(body: dict) -> dict | str:
+        calls.append(1)
+        if len(calls) == 1:
+            return "stall"
+        return honest(body)
+    return reply
+
+
+def honest(body: dict) -> dict:
+    results = [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if not results:
+        return {"tool_calls": [tool_call("search_products", {"query": "足球", "top_k": 3})]}
+    return {"tool_calls": [tool_call("submit_answer", {"answer": "足球售价120元。", "citation_ids": ["product:001"],
+                                                       "status": "grounded"}, "call_2")]}
+
+
+async def test_a_worker_killed_mid_turn_leaves_the_message_to_the_next_one(world):
+    fake, bot, _ = world
+    openai = await FakeOpenAI(chat_function=stalls_first([]), stall_seconds=8).start()
+    model = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai.url, "LLM_TIMEOUT_SECONDS": "50",
+             "LLM_MAX_RETRIES": "0", "INBOX_LEASE_MS": "1500", "INBOX_PARTITIONS": "2"}
+    try:
+        receiver, first = bot("receive", **model), bot("work", **model)
+        await receiver.start()
+        await first.start()
+        await fake.say(41, "足球多少钱")
+        while not [r for r in openai.requests if r[0] == "chat"]:  # noqa: ASYNC110 - the turn is in flight
+            await asyncio.sleep(0.05)
+        first.process.send_signal(signal.SIGKILL)
+        await first.process.wait()
+        second = bot("work", **model)
+        await second.start()
+        (reply,) = await fake.wait_replies(41, 1, within=60)
+        assert "120元" in reply
+        await asyncio.sleep(2)
+        assert fake.replies(41) == [reply]                            # exactly once
+        for process in (second, receiver):
+            code, output = await process.stop()
+            assert code == 0, output
+    finally:
+        await openai.stop()
