@@ -95,7 +95,8 @@ async def test_a_turn_appears_live_with_its_blocked_draft(tmp_path, browser):
         chat = browser.find_element(By.NAME, "chat")
         chat.send_keys("32")
         await asyncio.to_thread(browser.find_element(By.ID, "apply").click)
-        await until(lambda: "chat=32" in browser.current_url, what="the filtered view")
+        await until(lambda: "chat=32" in browser.current_url and "共 1 条" in browser.page_source,
+                    what="the filtered view")
         texts = rows_text(browser)
         assert texts and all("篮球多少钱" in t for t in texts) and not any("足球多少钱" in t for t in texts)
         shot = tmp_path / "audit-console.png"
@@ -111,4 +112,5 @@ async def test_without_the_token_every_url_shows_the_login_page(tmp_path, browse
             assert browser.find_elements(By.ID, "login-form"), path
         browser.find_element(By.ID, "token").send_keys("not-the-token")
         await asyncio.to_thread(browser.find_element(By.ID, "login-button").click)
-        assert browser.find_elements(By.ID, "login-failed") and browser.find_elements(By.ID, "login-form")
+        await until(lambda: browser.find_elements(By.ID, "login-failed"), what="the refused login")   # a new page
+        assert browser.find_elements(By.ID, "login-form")
