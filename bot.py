@@ -422,19 +422,23 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
         elif settings.operator_ids:
             log.info("OPERATOR_CHAT_ID is not set: no handoff; operator commands work in a private chat")
         sequencer = ChatSequencer()
+        # with Redis and polling, even one process goes through the durable inbox (receive, then work)
+        inbox_mode = role == "work" or (redis is not None and settings.bot_mode == "polling")
+        from handlers.inbox import Inbox
+
+        inbox = Inbox(redis, settings.redis_prefix, settings.inbox_partitions) if inbox_mode else None
         dispatcher = build_dispatcher(operators=Operators(frozenset(settings.operator_ids), settings.operator_chat_id),
                                       conversation=conversation, desk=desk, analyst=agent.analyst, guards=guards,
                                       sequencer=sequencer,
                                       audit=audit, limits=Limits(settings.max_message_chars),
-                                      inbox_mode=role == "work")
+                                      inbox_mode=inbox_mode, inbox=inbox)
         dispatcher.shutdown.register(desk.finish)
         async with audit_web(settings, audit):
-            if role == "work":
+            if inbox is not None:
                 from handlers.app import run_worker
-                from handlers.inbox import Inbox
 
-                await run_worker(dispatcher, bot, sequencer, Inbox(redis, settings.redis_prefix, settings.inbox_partitions),
-                                 f"{socket.gethostname()}-{os.getpid()}", options, settings.inbox_lease_ms)
+                await run_worker(dispatcher, bot, sequencer, inbox, f"{socket.gethostname()}-{os.getpid()}", options,
+                                 settings.inbox_lease_ms, receiving=role == "all")
             elif settings.bot_mode == "webhook":
                 await run_webhook(dispatcher, bot, sequencer, guards, options)
             else:

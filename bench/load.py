@@ -87,8 +87,12 @@ async def main(args) -> None:
     prefix = unique_prefix()
     with tempfile.TemporaryDirectory() as tmp:
         bot = BotProcess(fake, Path(tmp), prefix, RATE_LIMIT_MESSAGES="1000")
+        extra = [BotProcess(fake, Path(tmp), prefix, "work", RATE_LIMIT_MESSAGES="1000")
+                 for _ in range(args.workers - 1)]
         try:
             await bot.start()
+            for worker in extra:        # more workers: the inbox's partitions are shared among them
+                await worker.start()
             await fake.say(1, "足球多少钱")              # warm-up
             await fake.wait_replies(1, 1)
             latencies: list[float] = []
@@ -101,13 +105,15 @@ async def main(args) -> None:
             replies_by_chat = {c: [r for r in fake.replies(c) if not r.startswith(offers)]
                                for c in range(1000, 1000 + args.chats)}
         finally:
+            for worker in extra:
+                await worker.stop()
             await bot.stop()
             await drop_prefix(redis, prefix)
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
     rate = total / elapsed
-    print(f"{args.chats} chats × {args.messages} messages = {total} messages in {elapsed:.1f} s "
+    print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages = {total} messages in {elapsed:.1f} s "
           f"(each chat waits for its reply before its next message)")
     print(f"throughput: {rate:.1f} messages/s; the bare aiogram echo bot, same run: {echo_rate:.1f} messages/s "
           f"(ours {rate / echo_rate:.0%} of it)")
@@ -118,13 +124,13 @@ async def main(args) -> None:
           f"{sum(max(args.messages - len(fake_replies), 0) for fake_replies in replies_by_chat.values())}, "
           f"duplicates {sum(max(len(r) - args.messages, 0) for r in replies_by_chat.values())} (offers of a person "
           "after two unhelped answers are not counted)")
-    print(f"Redis commands per message: {(redis_after - redis_before) / total:.1f} "
-          "in 6 round trips by construction: dedup SET NX, lock acquire, rate-limit pipeline, memory load "
-          "pipeline, memory append transaction, lock release")
+    print(f"Redis commands per message: {(redis_after - redis_before) / total:.1f} (inbox append, partition read "
+          "and acknowledgement, done-marker, rate limit, memory load and append, handoff state)")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--chats", type=int, default=50)
     parser.add_argument("--messages", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=1, help="workers in all (python bot.py is the first)")
     asyncio.run(main(parser.parse_args()))

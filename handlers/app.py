@@ -148,18 +148,27 @@ async def run_receiver(bot: Bot, inbox, options: TelegramOptions) -> None:
 
 
 async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, inbox, name: str,
-                     options: TelegramOptions, lease_ms: int) -> None:
-    """`bot.py work`: answer what the inbox holds for the partitions this worker leases."""
-    from handlers.inbox import Worker
+                     options: TelegramOptions, lease_ms: int, receiving: bool = False) -> None:
+    """`bot.py work`: answer what the inbox holds for the partitions this worker leases; with `receiving`
+    (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox."""
+    from handlers.inbox import Worker, receive
 
     _register_shutdown(dispatcher, sequencer)
     runner = await _serve(_app_with_health(dispatcher, sequencer), options.port)
     stop = _stop_on_signals()
+    receiver = None
     try:
+        if receiving:
+            await bot.delete_webhook(drop_pending_updates=False)
+            receiver = asyncio.create_task(receive(bot, inbox, stop))
         await dispatcher.emit_startup(bot=bot)
-        log.info("working as %s", name)
+        log.info("working as %s%s", name, " (and receiving)" if receiving else "")
         await Worker(inbox, dispatcher, bot, name, lease_ms=lease_ms).run(stop)
     finally:
+        if receiver is not None:
+            receiver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await receiver
         await dispatcher.emit_shutdown(bot=bot)
         await runner.cleanup()
         await bot.session.close()

@@ -135,11 +135,8 @@ class Worker:
 
     async def _handle(self, partition: int, entry_id: Any, fields: dict) -> None:
         raw = fields.get(b"update") or fields.get("update")
-        try:
-            update = Update.model_validate_json(raw)
-            if not await self.inbox.is_done(update.update_id):
-                await self.dispatcher.feed_update(self.bot, update)
-                await self.inbox.mark_done(update.update_id)
+        try:   # the first await is the dispatcher's per-chat FIFO: entries keep their order
+            await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw))
         except Exception:   # noqa: BLE001 - a poisoned entry is logged and acknowledged, never retried forever
             log.exception("inbox entry %s could not be handled", entry_id)
         await self.inbox.redis.xack(self.inbox.stream(partition), GROUP, entry_id)

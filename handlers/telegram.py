@@ -60,13 +60,20 @@ class UpdateGate(BaseMiddleware):
         arrived = time.perf_counter()
         async with sequencer.turn(chat_id):
             metrics.STAGE.labels(stage="queue").observe(time.perf_counter() - arrived)
-            # from the inbox, duplicates were dropped on arrival and a re-run must run: no second check here
-            if not data.get("inbox_mode") and not await data["guards"].first_time(event.update_id):
+            inbox = data.get("inbox") if data.get("inbox_mode") else None
+            if inbox is not None:
+                # from the inbox: duplicates were dropped on arrival, the partition's lease gives this chat to
+                # one worker, and only an update already handled (a re-run after a crash) is skipped
+                if await inbox.is_done(event.update_id):
+                    log.info("update %s was handled before a restart: not answered twice", event.update_id)
+                    return None
+                result = await handler(event, data)
+                await inbox.mark_done(event.update_id)
+                return result
+            if not await data["guards"].first_time(event.update_id):
                 metrics.DUPLICATES.inc()
                 log.info("duplicate update %s ignored", event.update_id)
                 return None
-            if data.get("inbox_mode"):   # the partition's lease already gives this chat to one worker
-                return await handler(event, data)
             async with data["guards"].chat_lock(chat_id):
                 return await handler(event, data)
 

@@ -58,7 +58,7 @@ async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(re
     conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
     dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
                                   guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
-                                  inbox_mode=True)
+                                  inbox_mode=True, inbox=inbox)
     stop = asyncio.Event()
     worker = Worker(inbox, dispatcher, bot, "w1", lease_ms=2000)
     running = asyncio.create_task(worker.run(stop))
