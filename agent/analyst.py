@@ -197,7 +197,8 @@ class Analyst:
         """An operator's question about the shop's orders: the chat model with the operator tools when there
         is one, else (or when it fails) the deterministic reading."""
         started = time.perf_counter()
-        ask = read_question(text, self.today(), await self.categories())
+        # jionlp (imported on first use, half a second) and its parsing run off the event loop
+        ask = await asyncio.to_thread(read_question, text, self.today(), await self.categories())
         if self.model is not None:
             report, ledger = Report("", INSUFFICIENT, trace=TurnTrace(model=self.model.name)), EvidenceLedger()
             try:
@@ -329,7 +330,7 @@ class Analyst:
             return None
         started = time.perf_counter()
         report = Report("", INSUFFICIENT)
-        period = resolve(text, self.today())
+        period = await asyncio.to_thread(resolve, text, self.today())
         ledger = EvidenceLedger()
         base = dict(start=period.start if period else None, end=period.end if period else None, user_id=user_id,
                     statuses=PAID)
