@@ -8,8 +8,6 @@ import json
 import logging
 import logging.handlers
 import queue
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -161,28 +159,6 @@ def tail(path: Path, count: int = 20, chat: str | None = None, blocked: bool = F
     with path.open(encoding="utf-8", errors="replace") as handle:
         records = [r for r in map(_parse, handle) if r is not None and _matches(r, chat, blocked)]
     return records[-count:]
-
-
-def follow(path: Path, chat: str | None = None, blocked: bool = False, poll: float = 0.5,
-           stop_after: float | None = None, start: int | None = None) -> Iterator[dict[str, Any]]:
-    """New matching records as they are appended (survives rotation); `start`: read from this offset
-    instead of the end of the file as it is when the first record is asked for."""
-    started = time.monotonic()
-    position = start if start is not None else (path.stat().st_size if path.exists() else 0)
-    inode = path.stat().st_ino if path.exists() else None
-    while stop_after is None or time.monotonic() - started < stop_after:
-        if path.exists():
-            stat = path.stat()
-            if stat.st_ino != inode or stat.st_size < position:
-                inode, position = stat.st_ino, 0   # rotated
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                handle.seek(position)
-                for line in handle:
-                    record = _parse(line)
-                    if record is not None and _matches(record, chat, blocked):
-                        yield record
-                position = handle.tell()
-        time.sleep(poll)
 
 
 def summary_line(record: dict[str, Any]) -> str:
