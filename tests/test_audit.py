@@ -153,3 +153,44 @@ def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(tmp_path):
     by_records = compute(list(store.iterate(AuditFilter(since=since))))
     assert by_sql == by_records and by_sql.turns == 12 and by_sql.thumbs_up == 2 and by_sql.muted == 1
     audit.close()
+
+
+def test_audit_tail_follows_new_records_in_the_store(tmp_path):
+    import queue
+    import subprocess
+    import threading
+    import sys
+    import time
+    from pathlib import Path
+
+    from db.audit_store import AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    audit.record(chat_id="1", user_id="u", message="旧问题", result=result())
+    store.flush()
+    bot = Path(__file__).resolve().parent.parent / "bot.py"
+    follower = subprocess.Popen([sys.executable, str(bot), "audit", "tail", "-f", "-n", "5", "--db",
+                                 str(tmp_path / "audit.db")], stdout=subprocess.PIPE, cwd=tmp_path, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in follower.stdout], daemon=True).start()
+
+    def read_until(text: str) -> str:
+        seen, deadline = "", time.monotonic() + 20
+        while text not in seen and time.monotonic() < deadline:
+            try:
+                seen += lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+        return seen
+
+    try:
+        assert "旧问题" in read_until("旧问题")                 # the latest records first
+        audit.record(chat_id="2", user_id="u", message="新问题", result=result())
+        store.flush()
+        seen = read_until("新问题")
+        assert "新问题" in seen and "chat=2" in seen
+    finally:
+        follower.terminate()
+        follower.wait(10)
+        audit.close()
