@@ -158,8 +158,8 @@ def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(tmp_path):
 def test_audit_tail_follows_new_records_in_the_store(tmp_path):
     import queue
     import subprocess
-    import threading
     import sys
+    import threading
     import time
     from pathlib import Path
 
