@@ -19,6 +19,8 @@ from aiogram.types import Update
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from handlers import metrics
+
 log = logging.getLogger(__name__)
 
 GROUP = "workers"
@@ -147,6 +149,15 @@ class Worker:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    async def _gauges(self) -> None:
+        """Pending and unread entries of the partitions this worker holds (Prometheus gauges)."""
+        for p in sorted(self.held):
+            for group in await self.inbox.redis.xinfo_groups(self.inbox.stream(p)):
+                name = group["name"].decode() if isinstance(group["name"], bytes) else group["name"]
+                if name == GROUP:
+                    metrics.INBOX_PENDING.labels(partition=str(p)).set(group["pending"])
+                    metrics.INBOX_LAG.labels(partition=str(p)).set(group.get("lag") or 0)
+
     async def _leases(self) -> None:
         for p in range(self.inbox.partitions):
             if p in self.held:
@@ -173,6 +184,7 @@ class Worker:
                 try:
                     if loop.time() - last >= renew_every:
                         await self._leases()
+                        await self._gauges()
                         last = loop.time()
                     if not self.held:
                         await asyncio.sleep(min(renew_every, 1.0))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40)
 
@@ -20,6 +20,9 @@ NOT_SENT = Counter("kefu_turns_not_sent_total", "Answers not sent because a pers
 MODEL_CALLS = Histogram("kefu_model_calls_per_turn", "Model calls in one turn", buckets=(1, 2, 3, 4, 5, 6, 8, 12))
 HANDOFFS = Counter("kefu_handoffs_total", "Chats handed to a person")
 FEEDBACK = Counter("kefu_feedback_total", "👍/👎 presses recorded", ["value"])
+INBOX_PENDING = Gauge("kefu_inbox_pending", "Inbox entries read and not yet acknowledged, per partition",
+                      ["partition"])
+INBOX_LAG = Gauge("kefu_inbox_lag", "Inbox entries not yet read by any worker, per partition", ["partition"])
 STAGE = Histogram("kefu_stage_seconds", "Time per stage of a customer message", ["stage"], buckets=SECONDS)
 # stages: queue (waiting for the chat's earlier messages), tools (retrieval and SQL, summed), turn (the
 # whole turn: model calls, tools, validation), send (the reply to Telegram)

@@ -137,3 +137,29 @@ async def test_a_worker_killed_mid_turn_leaves_the_message_to_the_next_one(world
             assert code == 0, output
     finally:
         await openai.stop()
+
+
+async def test_sigterm_finishes_the_turn_in_flight_and_metrics_show_the_inbox(world):
+    fake, bot, _ = world
+    openai = await FakeOpenAI(chat_function=stalls_first([]), stall_seconds=3).start()
+    model = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai.url, "LLM_TIMEOUT_SECONDS": "20",
+             "LLM_MAX_RETRIES": "0", "INBOX_LEASE_MS": "1500", "INBOX_PARTITIONS": "2"}
+    try:
+        receiver, worker = bot("receive", **model), bot("work", **model)
+        await receiver.start()
+        await worker.start()
+        await fake.say(51, "足球多少钱")
+        while not [r for r in openai.requests if r[0] == "chat"]:  # noqa: ASYNC110 - the turn is in flight
+            await asyncio.sleep(0.05)
+        import aiohttp
+
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{worker.port}/metrics") as response:
+            assert "kefu_inbox_pending{" in await response.text()
+        code, output = await worker.stop()          # SIGTERM while the model holds the turn
+        assert code == 0, output
+        (reply,) = fake.replies(51)                 # answered before the process left, once
+        assert "120元" in reply
+        code, output = await receiver.stop()
+        assert code == 0, output
+    finally:
+        await openai.stop()
