@@ -24,19 +24,22 @@ class LocalGuards:
                  clock: Callable[[], float] = time.time):
         self.rate_limit, self.window_seconds, self.dedup_seconds = rate_limit, window_seconds, dedup_seconds
         self.clock = clock   # rate windows are read from it: tests fix it, so no window boundary can fall mid-test
-        self._seen: dict[int, float] = {}
+        self._claimed: dict[str, float] = {}   # key → when the claim expires (monotonic)
         self._windows: dict[str, tuple[int, int]] = {}
-        self._once: set[str] = set()
         self.counters: dict[str, int] = {}
 
-    async def first_time(self, update_id: int) -> bool:
+    def _claim(self, key: str, seconds: float) -> bool:
+        """SET NX EX in this process: True for the first caller while the claim lasts; expired claims go."""
         now = time.monotonic()
-        if len(self._seen) > 100_000:
-            self._seen = {k: t for k, t in self._seen.items() if now - t < self.dedup_seconds}
-        if update_id in self._seen:
+        if len(self._claimed) > 100_000:
+            self._claimed = {k: until for k, until in self._claimed.items() if until > now}
+        if self._claimed.get(key, 0.0) > now:
             return False
-        self._seen[update_id] = now
+        self._claimed[key] = now + seconds
         return True
+
+    async def first_time(self, update_id: int) -> bool:
+        return self._claim(f"update:{update_id}", self.dedup_seconds)
 
     async def rate(self, user_id: str) -> Rate:
         window = int(self.clock() // self.window_seconds)
@@ -50,10 +53,7 @@ class LocalGuards:
         yield   # one process: the in-process FIFO lock in the middleware already orders the chat
 
     async def claim_once(self, name: str, seconds: int) -> bool:
-        if name in self._once:
-            return False
-        self._once.add(name)
-        return True
+        return self._claim(f"once:{name}", seconds)
 
     async def count(self, name: str) -> None:
         self.counters[name] = self.counters.get(name, 0) + 1
