@@ -19,7 +19,7 @@ from agent.operator_tools import OPERATOR_TOOLS, MakeChart, QueryOrders, operato
 from agent.periods import Period, resolve
 from agent.tools import SubmitAnswer, ToolError, parse_arguments, to_json, tool_schemas
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
-from db.aggregates import ALL, PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
+from db.aggregates import PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
 from db.schema import REGIONS
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.reports import check_report
@@ -351,4 +351,3 @@ class Analyst:
 
 _GROUP_LABEL = {Dimension.DAY: "天", Dimension.WEEK: "周（每周一起）", Dimension.MONTH: "月", Dimension.REGION: "地区",
                 Dimension.CATEGORY: "品类", Dimension.PRODUCT: "商品", Dimension.STATUS: "订单状态"}
-__all__ = ["ALL", "Analyst", "Ask", "Report", "read_question", "SHOP_DATA_REFUSAL"]

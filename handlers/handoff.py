@@ -84,13 +84,13 @@ class Desk:
 
     # --- the customer's side -------------------------------------------------------------------------
 
-    async def no_desk_text(self) -> str:
+    def no_desk_text(self) -> str:
         return texts.NO_HANDOFF_POLICY.format(policy=self.contact_text) if self.contact_text else texts.NO_HANDOFF
 
     async def start(self, chat_id: int, user: User | None, reason: str) -> None:
         """Mute the bot for this chat, open the customer's topic with a card, tell the customer."""
         if not self.enabled:
-            await send_answer(self.bot, chat_id, await self.no_desk_text())
+            await send_answer(self.bot, chat_id, self.no_desk_text())
             return
         user_id = str(user.id) if user else str(chat_id)
         name = user.full_name if user else user_id

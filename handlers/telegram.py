@@ -157,7 +157,7 @@ def build_router() -> Router:
                 if desk.enabled:
                     await send_answer(bot, chat_id, texts.HANDOFF_OFFER, reply_markup=buttons.ask_person())
                 else:
-                    await send_answer(bot, chat_id, await desk.no_desk_text())
+                    await send_answer(bot, chat_id, desk.no_desk_text())
         else:
             log.info("chat %s was handed to a person during the turn: the answer is not sent", chat_id)
         await conversation.remember(str(chat_id), user_id, text, result, update_id=event_update.update_id,

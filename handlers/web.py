@@ -11,7 +11,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -298,7 +298,3 @@ def build_web_app(reader: Any, token: str) -> web.Application:
     app.router.add_get("/events", events)
     app.router.add_static("/static/", HERE / "static")
     return app
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)

@@ -96,9 +96,7 @@ async def world(tmp_path):
         yield fake, bot, tmp_path
     finally:
         for process in bots:
-            if process.process is not None and process.process.returncode is None:
-                process.process.kill()
-                await process.process.wait()
+            await process.kill()
         await drop_prefix(redis, prefix)
         await redis.aclose()
         await fake.stop()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import time
+from contextlib import asynccontextmanager
 
+import aiohttp
 from aiogram import Bot
 from aiogram.types import Update
 
@@ -112,54 +113,53 @@ def honest(body: dict) -> dict:
                                                        "status": "grounded"}, "call_2")]}
 
 
-async def test_a_worker_killed_mid_turn_leaves_the_message_to_the_next_one(world):
+@asynccontextmanager
+async def slow_turn(world, chat_id: int, stall_seconds: float):
+    """A receiver and a worker whose model holds the first turn for `stall_seconds`; yields once a
+    customer's question is in flight (the model has been called): (worker, receiver, start_worker)."""
     fake, bot, _ = world
-    openai = await FakeOpenAI(chat_function=stalls_first([]), stall_seconds=8).start()
+    openai = await FakeOpenAI(chat_function=stalls_first([]), stall_seconds=stall_seconds).start()
     model = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai.url, "LLM_TIMEOUT_SECONDS": "50",
              "LLM_MAX_RETRIES": "0", "INBOX_LEASE_MS": "1500", "INBOX_PARTITIONS": "2"}
+
+    async def start_worker():
+        worker = bot("work", **model)
+        await worker.start()
+        return worker
+
     try:
-        receiver, first = bot("receive", **model), bot("work", **model)
+        receiver = bot("receive", **model)
         await receiver.start()
-        await first.start()
-        await fake.say(41, "足球多少钱")
+        worker = await start_worker()
+        await fake.say(chat_id, "足球多少钱")
         while not [r for r in openai.requests if r[0] == "chat"]:  # noqa: ASYNC110 - the turn is in flight
             await asyncio.sleep(0.05)
-        first.process.send_signal(signal.SIGKILL)
-        await first.process.wait()
-        second = bot("work", **model)
-        await second.start()
-        (reply,) = await fake.wait_replies(41, 1, within=60)
-        assert "120元" in reply
-        await asyncio.sleep(2)
-        assert fake.replies(41) == [reply]                            # exactly once
-        for process in (second, receiver):
-            code, output = await process.stop()
-            assert code == 0, output
+        yield worker, receiver, start_worker
+        code, output = await receiver.stop()
+        assert code == 0, output
     finally:
         await openai.stop()
 
 
-async def test_sigterm_finishes_the_turn_in_flight_and_metrics_show_the_inbox(world):
-    fake, bot, _ = world
-    openai = await FakeOpenAI(chat_function=stalls_first([]), stall_seconds=3).start()
-    model = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": openai.url, "LLM_TIMEOUT_SECONDS": "20",
-             "LLM_MAX_RETRIES": "0", "INBOX_LEASE_MS": "1500", "INBOX_PARTITIONS": "2"}
-    try:
-        receiver, worker = bot("receive", **model), bot("work", **model)
-        await receiver.start()
-        await worker.start()
-        await fake.say(51, "足球多少钱")
-        while not [r for r in openai.requests if r[0] == "chat"]:  # noqa: ASYNC110 - the turn is in flight
-            await asyncio.sleep(0.05)
-        import aiohttp
+async def test_a_worker_killed_mid_turn_leaves_the_message_to_the_next_one(world):
+    fake = world[0]
+    async with slow_turn(world, 41, stall_seconds=8) as (first, _, start_worker):
+        await first.kill()
+        second = await start_worker()
+        (reply,) = await fake.wait_replies(41, 1, within=60)
+        assert "120元" in reply
+        await asyncio.sleep(2)
+        assert fake.replies(41) == [reply]                            # exactly once
+        code, output = await second.stop()
+        assert code == 0, output
 
+
+async def test_sigterm_finishes_the_turn_in_flight_and_metrics_show_the_inbox(world):
+    fake = world[0]
+    async with slow_turn(world, 51, stall_seconds=3) as (worker, _, _):
         async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{worker.port}/metrics") as response:
             assert "kefu_inbox_pending{" in await response.text()
         code, output = await worker.stop()          # SIGTERM while the model holds the turn
         assert code == 0, output
         (reply,) = fake.replies(51)                 # answered before the process left, once
         assert "120元" in reply
-        code, output = await receiver.stop()
-        assert code == 0, output
-    finally:
-        await openai.stop()

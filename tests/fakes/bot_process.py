@@ -62,6 +62,12 @@ class BotProcess:
                 raise AssertionError(f"the bot did not start:\n{output}")
             await asyncio.sleep(0.05)
 
+    async def kill(self) -> None:
+        """SIGKILL if still running (test clean-up, or a crash on purpose)."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+
     async def stop(self) -> tuple[int, str]:
         assert self.process is not None
         if self.process.returncode is None:

@@ -43,9 +43,7 @@ async def remote_bot(workdir: Path, chat_function: ChatScript, **env: str) -> As
         assert code == 0, output
         assert API_KEY not in output
     finally:
-        if bot.process is not None and bot.process.returncode is None:
-            bot.process.kill()
-            await bot.process.wait()
+        await bot.kill()
         await drop_prefix(redis, prefix)
         await redis.aclose()
         await openai.stop()
