@@ -16,6 +16,7 @@ from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_applicati
 from aiohttp import web
 
 from handlers.guards import ChatSequencer
+from handlers.inbox import DeliveryMarker
 from handlers.metrics import metrics_endpoint
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ def make_bot(options: TelegramOptions) -> Bot:
     api = TelegramAPIServer.from_base(options.api_base) if options.api_base else None
     session = AiohttpSession(api=api, timeout=options.request_timeout) if api else \
         AiohttpSession(timeout=options.request_timeout)
+    session.middleware(DeliveryMarker())
     return Bot(options.token, session=session)
 
 

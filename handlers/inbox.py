@@ -11,10 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiogram import Bot, Dispatcher
+from aiogram.client.session.middlewares.base import BaseRequestMiddleware
+from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError
 from aiogram.types import Update
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
@@ -27,6 +31,9 @@ GROUP = "workers"
 SEEN_SECONDS = 24 * 3600
 DONE_SECONDS = 24 * 3600
 RETRY_SECONDS = (0.5, 1, 2, 4, 5)
+# trouble that passes: Redis restarting or unreachable, the network, the Bot API's 5xx or flood control
+TRANSIENT = (RedisError, OSError, TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
+TURN_RETRY_WAITS = (0.5, 1, 2, 4, 8, 10, 10, 10)   # ~45 s in all, inside the chat's turn: order is kept
 
 _APPEND = """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
@@ -38,6 +45,28 @@ _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
+
+
+@dataclass
+class Delivery:
+    """Whether something reached the customer while one update was handled."""
+    sent: bool = False
+
+
+_delivery: ContextVar[Delivery | None] = ContextVar("kefu_delivery", default=None)
+
+
+class DeliveryMarker(BaseRequestMiddleware):
+    """A Bot API request middleware: a message sent, copied or forwarded on behalf of the update being
+    handled marks its delivery, so that a retry after a later failure does not send it again."""
+
+    async def __call__(self, make_request, bot, method):
+        response = await make_request(bot, method)
+        delivery = _delivery.get()
+        name = type(method).__name__
+        if delivery is not None and name.startswith(("Send", "Copy", "Forward")) and name != "SendChatAction":
+            delivery.sent = True
+        return response
 
 
 def chat_of(update: Update) -> int | None:
@@ -84,6 +113,33 @@ class Inbox:
 
     async def mark_done(self, update_id: int) -> None:
         await self.redis.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
+
+    async def handle_once(self, update_id: int, run: Callable[[], Awaitable[Any]]) -> Any:
+        """Run the turn of an update that was not handled before. Transient trouble is retried here,
+        holding the chat's turn (order kept), with bounded backoff; once anything reached the customer
+        the turn is not run again (a failure after the reply costs that turn's memory, never a second
+        answer). Raises when the budget is spent: the entry stays pending and is re-run later."""
+        delivery, result = Delivery(), None
+        for wait in (*TURN_RETRY_WAITS, None):
+            try:
+                if not delivery.sent:
+                    if await self.is_done(update_id):
+                        log.info("update %s was handled before a restart: not answered twice", update_id)
+                        return None
+                    token = _delivery.set(delivery)
+                    try:
+                        result = await run()
+                    finally:
+                        _delivery.reset(token)
+                await self.mark_done(update_id)
+                return result
+            except TRANSIENT as exc:
+                if wait is None:
+                    raise
+                log.warning("update %s: %s; %s in %.1f s", update_id, type(exc).__name__,
+                            "marking it answered" if delivery.sent else "running it again", wait)
+                await asyncio.sleep(wait)
+        return None
 
     # --- leases --------------------------------------------------------------------------------------
 
@@ -134,20 +190,50 @@ class Worker:
     batch: int = 50
     held: set[int] = field(default_factory=set)
     _tasks: set[asyncio.Task] = field(default_factory=set)
+    _in_flight: set[tuple[int, Any]] = field(default_factory=set)
+    _rerun: set[int] = field(default_factory=set)   # partitions with entries of ours left pending
 
     async def _handle(self, partition: int, entry_id: Any, fields: dict) -> None:
         raw = fields.get(b"update") or fields.get("update")
-        try:   # the first await is the dispatcher's per-chat FIFO: entries keep their order
-            await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw))
-        except Exception:   # noqa: BLE001 - a poisoned entry is logged and acknowledged, never retried forever
-            log.exception("inbox entry %s could not be handled", entry_id)
-        await self.inbox.redis.xack(self.inbox.stream(partition), GROUP, entry_id)
+        try:
+            try:   # the first await is the dispatcher's per-chat FIFO: entries keep their order
+                await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw))
+            except TRANSIENT as exc:
+                log.warning("inbox entry %s left pending after retries (%s): it runs again later", entry_id,
+                            type(exc).__name__)
+                self._rerun.add(partition)
+                return
+            except Exception:   # noqa: BLE001 - a poisoned entry is logged and acknowledged, never retried forever
+                log.exception("inbox entry %s could not be handled", entry_id)
+            for wait in (*RETRY_SECONDS, None):
+                try:
+                    await self.inbox.redis.xack(self.inbox.stream(partition), GROUP, entry_id)
+                    return
+                except RedisError:
+                    if wait is None:   # handled and marked done: a re-run only acknowledges it
+                        self._rerun.add(partition)
+                        return
+                    await asyncio.sleep(wait)
+        finally:
+            self._in_flight.discard((partition, entry_id))
 
     def _start(self, partition: int, entries: list) -> None:
         for entry_id, fields in entries:   # tasks start in order: the chat's FIFO lock keeps them in order
+            # running here already (ids are per stream: two partitions can share one), or deleted meanwhile
+            if (partition, entry_id) in self._in_flight or not fields:
+                continue
+            self._in_flight.add((partition, entry_id))
             task = asyncio.create_task(self._handle(partition, entry_id, fields))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    async def _run_again(self) -> None:
+        """Entries of ours left pending by trouble that lasted too long: run them again, oldest first."""
+        for p in sorted(self._rerun & self.held):
+            found = await self.inbox.redis.xreadgroup(GROUP, self.name, {self.inbox.stream(p): "0"}, count=1000)
+            self._rerun.discard(p)
+            for _, entries in found or []:
+                self._start(p, entries)
 
     async def _gauges(self) -> None:
         """Pending and unread entries of the partitions this worker holds (Prometheus gauges)."""
@@ -184,6 +270,7 @@ class Worker:
                 try:
                     if loop.time() - last >= renew_every:
                         await self._leases()
+                        await self._run_again()
                         await self._gauges()
                         last = loop.time()
                     if not self.held:

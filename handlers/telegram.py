@@ -17,6 +17,7 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandStart
 from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message, TelegramObject, Update
 from aiogram.utils.chat_action import ChatActionSender
+from redis.exceptions import RedisError
 
 from agent.conversation import Conversation
 from agent.handoff import asks_for_person
@@ -64,12 +65,7 @@ class UpdateGate(BaseMiddleware):
             if inbox is not None:
                 # from the inbox: duplicates were dropped on arrival, the partition's lease gives this chat to
                 # one worker, and only an update already handled (a re-run after a crash) is skipped
-                if await inbox.is_done(event.update_id):
-                    log.info("update %s was handled before a restart: not answered twice", event.update_id)
-                    return None
-                result = await handler(event, data)
-                await inbox.mark_done(event.update_id)
-                return result
+                return await inbox.handle_once(event.update_id, lambda: handler(event, data))
             if not await data["guards"].first_time(event.update_id):
                 metrics.DUPLICATES.inc()
                 log.info("duplicate update %s ignored", event.update_id)
@@ -140,6 +136,8 @@ def build_router() -> Router:
         try:
             async with ChatActionSender.typing(bot=bot, chat_id=chat_id):
                 result = await conversation.answer(str(chat_id), user_id, text)
+        except RedisError:
+            raise   # Redis trouble passes: the inbox runs the turn again rather than apologise
         except Exception:
             log.exception("turn failed for chat %s", chat_id)
             await send_answer(bot, chat_id, texts.SORRY)

@@ -10,6 +10,7 @@ import time
 from contextlib import asynccontextmanager
 
 import aiohttp
+import pytest
 from aiogram import Bot
 from aiogram.types import Update
 
@@ -163,3 +164,42 @@ async def test_sigterm_finishes_the_turn_in_flight_and_metrics_show_the_inbox(wo
         assert code == 0, output
         (reply,) = fake.replies(51)                 # answered before the process left, once
         assert "120元" in reply
+
+
+async def test_handle_once_retries_trouble_before_the_reply_and_never_sends_twice(redis, monkeypatch):
+    from aiogram.methods import SendChatAction, SendMessage
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from handlers import inbox as inbox_module
+    from handlers.inbox import DeliveryMarker
+
+    monkeypatch.setattr(inbox_module, "TURN_RETRY_WAITS", (0.01, 0.01))
+    inbox = Inbox(redis, redis.test_prefix, partitions=1)
+    marker, sent = DeliveryMarker(), []
+
+    async def make_request(bot, method):
+        sent.append(type(method).__name__)
+        return True
+
+    async def turn(fail_before: int, fail_after: int, runs: list):
+        runs.append(1)
+        await marker(make_request, None, SendChatAction(chat_id=1, action="typing"))   # typing is not a reply
+        if len(runs) <= fail_before:
+            raise RedisConnectionError("Redis restarting")
+        await marker(make_request, None, SendMessage(chat_id=1, text="答"))
+        if len(runs) <= fail_after:
+            raise RedisConnectionError("memory not saved")
+        return "ok"
+
+    runs: list = []   # trouble before the reply: run again, answered once
+    assert await inbox.handle_once(1, lambda: turn(1, 0, runs)) == "ok" and len(runs) == 2
+    assert sent.count("SendMessage") == 1 and await inbox.is_done(1)
+    runs, sent[:] = [], []   # trouble after the reply: marked done, not run again
+    assert await inbox.handle_once(2, lambda: turn(0, 5, runs)) is None and len(runs) == 1
+    assert sent.count("SendMessage") == 1 and await inbox.is_done(2)
+    runs = []                # handled before (a re-run after a crash): not run at all
+    assert await inbox.handle_once(2, lambda: turn(0, 0, runs)) is None and runs == []
+    runs = []                # trouble that outlasts the budget: raised, the entry stays pending
+    with pytest.raises(RedisConnectionError):
+        await inbox.handle_once(3, lambda: turn(9, 0, runs))
+    assert len(runs) == 3 and not await inbox.is_done(3)

@@ -61,6 +61,7 @@ class FakeTelegram:
     updates: list[dict[str, Any]] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    delivered: list[dict[str, Any]] = field(default_factory=list)   # every update handed out by getUpdates
     send_failures: list[str] = field(default_factory=list)   # "429", "500", "502" or "entities", per sendMessage
     topics: dict[int, Topic] = field(default_factory=dict)
     blocked: set[int] = field(default_factory=set)           # customers who blocked the bot
@@ -240,8 +241,9 @@ class FakeTelegram:
                 except TimeoutError:
                     break
         self.updates = [u for u in self.updates if u["update_id"] >= offset]   # confirmed ones are gone
-        ready = list(self.updates)
-        return self._ok(ready[:100])
+        ready = list(self.updates)[:100]
+        self.delivered.extend(ready)
+        return self._ok(ready)
 
     async def _m_sendMessage(self, fields) -> web.Response:
         if self.send_failures:
