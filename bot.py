@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import logging
+import logging.handlers
 import os
 import socket
 import sqlite3
@@ -364,8 +365,10 @@ async def connect_redis(settings: Settings):
         return None
     from redis.asyncio import Redis
 
+    from handlers.metrics import CountingConnection
+
     client = Redis.from_url(str(settings.redis_url), socket_timeout=5, socket_connect_timeout=5,
-                            health_check_interval=30)
+                            health_check_interval=30, connection_class=CountingConnection)
     try:
         await client.ping()
     except Exception as exc:   # noqa: BLE001 - whatever the reason, the line below says what to fix
@@ -394,11 +397,14 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
     agent, conn, model = await build_agent(settings)
     audit = open_audit(settings)
     sweeper = None
+    # with Redis and polling, even one process goes through the durable inbox (receive, then work)
+    inbox_mode = role == "work" or (redis is not None and settings.bot_mode == "polling")
     try:
         if redis is not None:
             memory = RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix)
             guards = RedisGuards(redis, settings.redis_prefix, settings.rate_limit_messages,
-                                 settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30)
+                                 settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30,
+                                 rate_in_process=inbox_mode)
             handoffs = RedisHandoffStore(redis, settings.redis_prefix)
         else:
             memory = InProcessMemory()
@@ -422,8 +428,6 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
         elif settings.operator_ids:
             log.info("OPERATOR_CHAT_ID is not set: no handoff; operator commands work in a private chat")
         sequencer = ChatSequencer()
-        # with Redis and polling, even one process goes through the durable inbox (receive, then work)
-        inbox_mode = role == "work" or (redis is not None and settings.bot_mode == "polling")
         from handlers.inbox import Inbox
 
         inbox = Inbox(redis, settings.redis_prefix, settings.inbox_partitions) if inbox_mode else None
@@ -687,8 +691,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def log_off_the_loop() -> logging.handlers.QueueListener:
+    """Log lines are queued and written to stderr by a thread of their own: a slow reader of the log
+    (a full pipe, a busy log driver) never stalls the event loop. aiogram's line per update is left out
+    (the audit log has one per turn)."""
+    import queue
+
+    lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    writer = logging.StreamHandler()
+    writer.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    root.addHandler(logging.handlers.QueueHandler(lines))
+    logging.getLogger("aiogram.event").setLevel(logging.WARNING)
+    listener = logging.handlers.QueueListener(lines, writer)
+    listener.start()
+    return listener
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    listener = log_off_the_loop()
     args = build_parser().parse_args(argv)
     if getattr(args, "func", None) is None:
         args = build_parser().parse_args(["run"])
@@ -699,6 +721,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        listener.stop()
 
 
 if __name__ == "__main__":

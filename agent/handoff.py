@@ -72,6 +72,7 @@ class HandoffStore(Protocol):
     async def chat_of_topic(self, topic_id: int) -> str | None: ...
     async def idle(self, before: float) -> list[str]: ...
     async def misses(self, chat_id: str, helped: bool) -> int: ...
+    async def after_turn(self, chat_id: str, helped: bool) -> tuple[HandoffState, int]: ...
     def topic_lock(self, chat_id: str): ...
 
 
@@ -130,6 +131,9 @@ class LocalHandoffStore:
         self._misses[chat_id] = 0 if helped else self._misses.get(chat_id, 0) + 1
         return self._misses[chat_id]
 
+    async def after_turn(self, chat_id, helped) -> tuple[HandoffState, int]:
+        return await self.get(chat_id), await self.misses(chat_id, helped)
+
     @asynccontextmanager
     async def topic_lock(self, chat_id: str) -> AsyncIterator[None]:
         async with self._locks.setdefault(chat_id, asyncio.Lock()):
@@ -187,7 +191,11 @@ class RedisHandoffStore:
         return [f"{self.prefix}handoff:{chat_id}", f"{self.prefix}handoff:muted"]
 
     async def get(self, chat_id: str) -> HandoffState:
-        raw = {_text(k): _text(v) for k, v in (await self.redis.hgetall(self._keys(chat_id)[0])).items()}
+        return self._state(await self.redis.hgetall(self._keys(chat_id)[0]))
+
+    @staticmethod
+    def _state(fields: dict) -> HandoffState:
+        raw = {_text(k): _text(v) for k, v in fields.items()}
         if not raw:
             return HandoffState()
         return HandoffState(mode=Mode(raw.get("mode") or "bot"), epoch=int(raw.get("epoch") or 0),
@@ -235,6 +243,20 @@ class RedisHandoffStore:
             pipe.expire(key, 24 * 3600)
             count, _ = await pipe.execute()
         return int(count)
+
+    async def after_turn(self, chat_id, helped) -> tuple[HandoffState, int]:
+        """The chat's state (did a person take it during the turn?) and the count of unhelped turns in a
+        row, updated by this one: one round trip."""
+        key = f"{self.prefix}misses:{chat_id}"
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self._keys(chat_id)[0])
+            if helped:
+                pipe.delete(key)
+            else:
+                pipe.incr(key)
+                pipe.expire(key, 24 * 3600)
+            fields, *counted = await pipe.execute()
+        return self._state(fields), 0 if helped else int(counted[0])
 
     @asynccontextmanager
     async def topic_lock(self, chat_id: str) -> AsyncIterator[None]:

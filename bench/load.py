@@ -4,7 +4,7 @@ update being available to the reply arriving, Redis commands per message, lost, 
 out-of-order replies — and the same figures for a bare aiogram echo bot (bench/echo_bot.py) through the
 same fake server in the same run, with ours as ratios to it.
 
-    python bench/load.py [--chats 50] [--messages 4]
+    python bench/load.py [--chats 1000] [--messages 5] [--workers 1]
 
 Needs Redis on 127.0.0.1:6379 (db 15 is used, under a key prefix of its own)."""
 
@@ -33,6 +33,20 @@ QUESTIONS = ["足球多少钱", "有优惠吗", "那买两个呢", "羽毛球拍
 
 async def commands_processed(redis) -> int:
     return int((await redis.info("stats"))["total_commands_processed"])
+
+
+async def round_trips(processes) -> float:
+    """Redis round trips written by the bot processes so far (their /metrics counters, summed)."""
+    import aiohttp
+
+    total = 0.0
+    async with aiohttp.ClientSession() as http:
+        for process in processes:
+            async with http.get(f"http://127.0.0.1:{process.port}/metrics") as response:
+                for line in (await response.text()).splitlines():
+                    if line.startswith("kefu_redis_round_trips_total "):
+                        total += float(line.split()[1])
+    return total
 
 
 async def chat(fake: FakeTelegram, chat_id: int, messages: int, latencies: list[float]) -> None:
@@ -97,10 +111,12 @@ async def main(args) -> None:
             await fake.wait_replies(1, 1)
             latencies: list[float] = []
             redis_before = await commands_processed(redis)
+            trips_before = await round_trips([bot, *extra])
             started = time.perf_counter()
             await asyncio.gather(*(chat(fake, 1000 + c, args.messages, latencies) for c in range(args.chats)))
             elapsed = time.perf_counter() - started
             redis_after = await commands_processed(redis)
+            trips_after = await round_trips([bot, *extra])
             offers = (texts.HANDOFF_OFFER, texts.NO_HANDOFF)   # the extra "转人工?" after two unhelped answers
             replies_by_chat = {c: [r for r in fake.replies(c) if not r.startswith(offers)]
                                for c in range(1000, 1000 + args.chats)}
@@ -124,13 +140,14 @@ async def main(args) -> None:
           f"{sum(max(args.messages - len(fake_replies), 0) for fake_replies in replies_by_chat.values())}, "
           f"duplicates {sum(max(len(r) - args.messages, 0) for r in replies_by_chat.values())} (offers of a person "
           "after two unhelped answers are not counted)")
-    print(f"Redis commands per message: {(redis_after - redis_before) / total:.1f} (inbox append, partition read "
-          "and acknowledgement, done-marker, rate limit, memory load and append, handoff state)")
+    print(f"Redis per message: {(trips_after - trips_before) / total:.1f} round trips, "
+          f"{(redis_after - redis_before) / total:.1f} commands (inbox append, partition read and acknowledgement, "
+          "done-marker, rate limit, memory load and append, handoff state; lease renewals and gauges included)")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--chats", type=int, default=50)
-    parser.add_argument("--messages", type=int, default=4)
+    parser.add_argument("--chats", type=int, default=1000)
+    parser.add_argument("--messages", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1, help="workers in all (python bot.py is the first)")
     asyncio.run(main(parser.parse_args()))

@@ -8,10 +8,13 @@ import contextlib
 import logging
 import signal
 from dataclasses import dataclass
+from typing import Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.session.middlewares.base import BaseRequestMiddleware
 from aiogram.client.telegram import TelegramAPIServer
+from aiogram.methods.base import Response
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
@@ -36,11 +39,27 @@ class TelegramOptions:
     request_timeout: float = 30.0
 
 
+class KeepResponseTypes(BaseRequestMiddleware):
+    """Holds each `Response[T]` that aiogram builds to parse an answer: pydantic caches parametrized
+    models only weakly, and under load it was rebuilding them (a schema build per request, ~7% of the
+    event loop in the profile)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Any, Any] = {}
+
+    async def __call__(self, make_request, bot, method):
+        returning = method.__returning__
+        if returning not in self._kept:
+            self._kept[returning] = Response[returning]
+        return await make_request(bot, method)
+
+
 def make_bot(options: TelegramOptions) -> Bot:
     """A Bot with its own aiohttp session, pointed at a self-hosted Bot API server when configured."""
     api = TelegramAPIServer.from_base(options.api_base) if options.api_base else None
     session = AiohttpSession(api=api, timeout=options.request_timeout) if api else \
         AiohttpSession(timeout=options.request_timeout)
+    session.middleware(KeepResponseTypes())
     session.middleware(DeliveryMarker())
     return Bot(options.token, session=session)
 

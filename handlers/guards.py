@@ -66,15 +66,22 @@ class RedisGuards:
     """Redis-backed guards: SET NX for duplicates and one-time jobs, INCR windows, expiring locks."""
 
     def __init__(self, redis: Redis, prefix: str = "kefu:", rate_limit: int = 20, window_seconds: int = 60,
-                 dedup_seconds: int = 24 * 3600, lock_seconds: float = 90.0, clock: Callable[[], float] = time.time):
+                 dedup_seconds: int = 24 * 3600, lock_seconds: float = 90.0, clock: Callable[[], float] = time.time,
+                 rate_in_process: bool = False):
+        """`rate_in_process`: count rate windows here, not in Redis — right when every message of a chat
+        reaches this process (the inbox gives a chat's partition to one worker); a window starts afresh
+        when a partition moves to another worker."""
         self.redis, self.prefix, self.clock = redis, prefix, clock
         self.rate_limit, self.window_seconds = rate_limit, window_seconds
         self.dedup_seconds, self.lock_seconds = dedup_seconds, lock_seconds
+        self._local_rate = LocalGuards(rate_limit, window_seconds, clock=clock) if rate_in_process else None
 
     async def first_time(self, update_id: int) -> bool:
         return bool(await self.redis.set(f"{self.prefix}update:{update_id}", 1, nx=True, ex=self.dedup_seconds))
 
     async def rate(self, user_id: str) -> Rate:
+        if self._local_rate is not None:
+            return await self._local_rate.rate(user_id)
         window = int(self.clock() // self.window_seconds)
         key = f"{self.prefix}rate:{user_id}:{window}"
         async with self.redis.pipeline(transaction=True) as pipe:

@@ -69,6 +69,16 @@ class DeliveryMarker(BaseRequestMiddleware):
         return response
 
 
+@dataclass
+class Entry:
+    """An inbox entry being handled: where it is, whether this is its first delivery (nobody can have
+    handled it before), and whether the gate has acknowledged it already."""
+    stream: str
+    id: Any
+    first: bool
+    acked: bool = False
+
+
 def chat_of(update: Update) -> int | None:
     event = update.message or update.edited_message or update.channel_post or update.edited_channel_post
     if event is not None:
@@ -114,7 +124,18 @@ class Inbox:
     async def mark_done(self, update_id: int) -> None:
         await self.redis.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
 
-    async def handle_once(self, update_id: int, run: Callable[[], Awaitable[Any]]) -> Any:
+    async def finish(self, update_id: int, entry: Entry | None) -> None:
+        """Mark the update done and, with its entry, acknowledge it: one round trip."""
+        if entry is None:
+            await self.mark_done(update_id)
+            return
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
+            pipe.xack(entry.stream, GROUP, entry.id)
+            await pipe.execute()
+        entry.acked = True
+
+    async def handle_once(self, update_id: int, run: Callable[[], Awaitable[Any]], entry: Entry | None = None) -> Any:
         """Run the turn of an update that was not handled before. Transient trouble is retried here,
         holding the chat's turn (order kept), with bounded backoff; once anything reached the customer
         the turn is not run again (a failure after the reply costs that turn's memory, never a second
@@ -123,7 +144,8 @@ class Inbox:
         for wait in (*TURN_RETRY_WAITS, None):
             try:
                 if not delivery.sent:
-                    if await self.is_done(update_id):
+                    # a first delivery cannot have been handled before: only a re-run asks
+                    if not (entry and entry.first) and await self.is_done(update_id):
                         log.info("update %s was handled before a restart: not answered twice", update_id)
                         return None
                     token = _delivery.set(delivery)
@@ -131,7 +153,7 @@ class Inbox:
                         result = await run()
                     finally:
                         _delivery.reset(token)
-                await self.mark_done(update_id)
+                await self.finish(update_id, entry)
                 return result
             except TRANSIENT as exc:
                 if wait is None:
@@ -193,11 +215,12 @@ class Worker:
     _in_flight: set[tuple[int, Any]] = field(default_factory=set)
     _rerun: set[int] = field(default_factory=set)   # partitions with entries of ours left pending
 
-    async def _handle(self, partition: int, entry_id: Any, fields: dict) -> None:
+    async def _handle(self, partition: int, entry_id: Any, fields: dict, first: bool) -> None:
         raw = fields.get(b"update") or fields.get("update")
+        entry = Entry(self.inbox.stream(partition), entry_id, first)
         try:
             try:   # the first await is the dispatcher's per-chat FIFO: entries keep their order
-                await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw))
+                await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw), inbox_entry=entry)
             except TRANSIENT as exc:
                 log.warning("inbox entry %s left pending after retries (%s): it runs again later", entry_id,
                             type(exc).__name__)
@@ -206,6 +229,8 @@ class Worker:
             except Exception:   # noqa: BLE001 - a poisoned entry is logged and acknowledged, never retried forever
                 log.exception("inbox entry %s could not be handled", entry_id)
             for wait in (*RETRY_SECONDS, None):
+                if entry.acked:   # with the done-marker, by the gate
+                    return
                 try:
                     await self.inbox.redis.xack(self.inbox.stream(partition), GROUP, entry_id)
                     return
@@ -217,13 +242,13 @@ class Worker:
         finally:
             self._in_flight.discard((partition, entry_id))
 
-    def _start(self, partition: int, entries: list) -> None:
+    def _start(self, partition: int, entries: list, first: bool = False) -> None:
         for entry_id, fields in entries:   # tasks start in order: the chat's FIFO lock keeps them in order
             # running here already (ids are per stream: two partitions can share one), or deleted meanwhile
             if (partition, entry_id) in self._in_flight or not fields:
                 continue
             self._in_flight.add((partition, entry_id))
-            task = asyncio.create_task(self._handle(partition, entry_id, fields))
+            task = asyncio.create_task(self._handle(partition, entry_id, fields, first))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -280,7 +305,7 @@ class Worker:
                     found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams, count=self.batch, block=500)
                     for stream, entries in found or []:
                         name = stream.decode() if isinstance(stream, bytes) else stream
-                        self._start(int(name.rsplit(":", 1)[1]), entries)
+                        self._start(int(name.rsplit(":", 1)[1]), entries, first=True)
                 except (RedisError, OSError) as exc:
                     log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
                     await asyncio.sleep(1.0)

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from redis.asyncio.connection import Connection
 
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40)
 
@@ -23,9 +24,19 @@ FEEDBACK = Counter("kefu_feedback_total", "👍/👎 presses recorded", ["value"
 INBOX_PENDING = Gauge("kefu_inbox_pending", "Inbox entries read and not yet acknowledged, per partition",
                       ["partition"])
 INBOX_LAG = Gauge("kefu_inbox_lag", "Inbox entries not yet read by any worker, per partition", ["partition"])
+REDIS_ROUND_TRIPS = Counter("kefu_redis_round_trips_total", "Requests written to Redis (a pipeline or a "
+                            "transaction is one)")
 STAGE = Histogram("kefu_stage_seconds", "Time per stage of a customer message", ["stage"], buckets=SECONDS)
 # stages: queue (waiting for the chat's earlier messages), tools (retrieval and SQL, summed), turn (the
 # whole turn: model calls, tools, validation), send (the reply to Telegram)
+
+
+class CountingConnection(Connection):
+    """A Redis connection that counts its round trips: every write of one command or one pipeline."""
+
+    async def send_packed_command(self, command, check_health: bool = True) -> None:
+        REDIS_ROUND_TRIPS.inc()
+        await super().send_packed_command(command, check_health)
 
 
 def observe_turn(result: Any, delivered: bool) -> None:

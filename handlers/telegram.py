@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 
 FEEDBACK_DAYS = 90
+TYPING_AFTER_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class UpdateGate(BaseMiddleware):
             if inbox is not None:
                 # from the inbox: duplicates were dropped on arrival, the partition's lease gives this chat to
                 # one worker, and only an update already handled (a re-run after a crash) is skipped
-                return await inbox.handle_once(event.update_id, lambda: handler(event, data))
+                return await inbox.handle_once(event.update_id, lambda: handler(event, data), data.get("inbox_entry"))
             if not await data["guards"].first_time(event.update_id):
                 metrics.DUPLICATES.inc()
                 log.info("duplicate update %s ignored", event.update_id)
@@ -134,7 +135,8 @@ def build_router() -> Router:
                 await send_answer(bot, chat_id, texts.SLOW_DOWN)
             return
         try:
-            async with ChatActionSender.typing(bot=bot, chat_id=chat_id):
+            # "typing…" only for a turn that takes a while: a fast one costs no extra request
+            async with ChatActionSender.typing(bot=bot, chat_id=chat_id, initial_sleep=TYPING_AFTER_SECONDS):
                 result = await conversation.answer(str(chat_id), user_id, text)
         except RedisError:
             raise   # Redis trouble passes: the inbox runs the turn again rather than apologise
@@ -142,11 +144,11 @@ def build_router() -> Router:
             log.exception("turn failed for chat %s", chat_id)
             await send_answer(bot, chat_id, texts.SORRY)
             return
-        state = await desk.store.get(str(chat_id))   # a person may have taken the chat during the turn
+        # a person may have taken the chat during the turn; and how many turns in a row went unhelped
+        state, misses = await desk.store.after_turn(str(chat_id), helped=result.helped)
         delivered = not state.muted and state.epoch == handoff_epoch
         metrics.observe_turn(result, delivered)
         if delivered:
-            misses = await desk.store.misses(str(chat_id), helped=result.helped)
             sending = time.perf_counter()
             await send_answer(bot, chat_id, result.answer, reply_markup=buttons.feedback(event_update.update_id))
             metrics.STAGE.labels(stage="send").observe(time.perf_counter() - sending)

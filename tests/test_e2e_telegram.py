@@ -87,9 +87,9 @@ async def test_restart_keeps_memory_and_flood_control_is_survived(world):
     assert "216元" in replies[1]         # memory survived the restart (Redis); 429 waited out, 5xx retried
 
     # graceful shutdown: a turn in flight is finished before the process exits
-    await fake.say(22, "羽毛球拍买两支")
-    while not any(m == "sendChatAction" and str(f.get("chat_id")) == "22" for m, f in fake.calls):  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
+    taken = await fake.say(22, "羽毛球拍买两支")
+    await fake.wait_for(lambda: any(u["update_id"] == taken for u in fake.delivered), poll=0.005,
+                        what="the update taken by the bot")
     code, output = await second.stop()
     assert code == 0, output
     assert "480元" in fake.replies(22)[0]

@@ -62,6 +62,9 @@ async def test_the_state_machine_shared_by_both_stores(store):
     assert await store.chat_of_topic(501) == "1" and (await store.get("1")).topic_id == 501
     assert [await store.misses("1", helped=False) for _ in range(2)] == [1, 2]
     assert await store.misses("1", helped=True) == 0
+    state, misses = await store.after_turn("1", helped=False)          # one round trip after a turn
+    assert (state.epoch, state.topic_id, misses) == (2, 501, 1)
+    assert (await store.after_turn("1", helped=False))[1] == 2 and (await store.after_turn("1", helped=True))[1] == 0
 
 
 async def test_redis_state_is_shared_by_two_processes(redis):

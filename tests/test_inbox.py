@@ -76,11 +76,12 @@ async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(re
         assert (await redis.xpending(inbox.stream(p), GROUP))["pending"] == 0        # all acknowledged
     # handled but not acknowledged (died after replying): a re-run does not answer twice
     again = update(33, "足球多少钱")
-    await inbox.mark_done(again.update_id)
     await inbox.append(again)
+    stream = inbox.stream(inbox.partition_of(again))
+    await redis.xreadgroup(GROUP, "died-after-replying", {stream: ">"}, count=1)   # delivered to it ...
+    await inbox.mark_done(again.update_id)                                       # ... answered, never acked
     stop = asyncio.Event()
     running = asyncio.create_task(Worker(inbox, dispatcher, bot, "w2", lease_ms=2000).run(stop))
-    stream = inbox.stream(inbox.partition_of(again))
     (last_id, _), = await redis.xrevrange(stream, count=1)
 
     async def acknowledged() -> bool:

@@ -33,6 +33,8 @@ class BotProcess:
                          "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
                          "MAX_MESSAGE_CHARS": "200", "KEFU_TODAY": "2026-11-29", **env})
         self.process: asyncio.subprocess.Process | None = None
+        self.output = bytearray()   # read all along: a full pipe would stall the bot's logging
+        self._reader: asyncio.Task | None = None
 
     @property
     def port(self) -> int:
@@ -55,12 +57,17 @@ class BotProcess:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "bot.py"), *self.args, cwd=self.workdir, env=self.env,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        self._reader = asyncio.create_task(self._read(self.process.stdout))
         deadline = time.monotonic() + 120
         while not await self._healthy():
             if self.process.returncode is not None or time.monotonic() > deadline:
-                output = (await self.process.stdout.read()).decode(errors="replace")
-                raise AssertionError(f"the bot did not start:\n{output}")
+                await asyncio.wait_for(self._reader, 10)
+                raise AssertionError(f"the bot did not start:\n{self.output.decode(errors='replace')}")
             await asyncio.sleep(0.05)
+
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.output.extend(chunk)
 
     async def kill(self) -> None:
         """SIGKILL if still running (test clean-up, or a crash on purpose)."""
@@ -73,11 +80,11 @@ class BotProcess:
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
         try:
-            output = (await asyncio.wait_for(self.process.stdout.read(), 60)).decode(errors="replace")
             code = await asyncio.wait_for(self.process.wait(), 60)
+            await asyncio.wait_for(self._reader, 10)
         except TimeoutError:
             self.process.kill()
             raise
-        return code, output
+        return code, self.output.decode(errors="replace")
 
 

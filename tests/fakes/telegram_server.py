@@ -71,6 +71,8 @@ class FakeTelegram:
     _next_message_id: int = 1
     _next_thread_id: int = 500
     _known: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)   # messages copyable by id
+    _by_chat: dict[int, list[Sent]] = field(default_factory=dict)   # `sent`, indexed: load tests ask per chat
+    _arrived: dict[int, asyncio.Event] = field(default_factory=dict)   # set when a chat gets a message
     _runner: web.AppRunner | None = None
     _changed: asyncio.Condition | None = None
 
@@ -139,10 +141,10 @@ class FakeTelegram:
             "from": {"id": user, "is_bot": False, "first_name": "顾客"}, "message": message}})
 
     def replies(self, chat_id: int) -> list[str]:
-        return [s.text for s in self.sent if s.chat_id == chat_id]
+        return [s.text for s in self._by_chat.get(chat_id, ())]
 
     def in_topic(self, chat_id: int, thread_id: int) -> list[Sent]:
-        return [s for s in self.sent if s.chat_id == chat_id and s.thread_id == thread_id]
+        return [s for s in self._by_chat.get(chat_id, ()) if s.thread_id == thread_id]
 
     async def wait_for(self, condition, within: float = 60.0, what: str = "a condition", poll: float = 0.05):
         """Poll `condition()` until it returns something truthy; that value is returned."""
@@ -155,11 +157,17 @@ class FakeTelegram:
         raise AssertionError(f"timed out waiting for {what}; sent: {[(s.chat_id, s.thread_id, s.text) for s in self.sent]}")
 
     async def wait_replies(self, chat_id: int, count: int, within: float = 60.0) -> list[str]:
+        """Wait, woken by each message the chat gets (no polling: a load test waits in a thousand chats)."""
         deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if len(self.replies(chat_id)) >= count:
-                return self.replies(chat_id)
-            await asyncio.sleep(0.05)
+        while len(self.replies(chat_id)) < count:
+            arrived = self._arrived.setdefault(chat_id, asyncio.Event())
+            try:
+                await asyncio.wait_for(arrived.wait(), max(deadline - time.monotonic(), 0))
+            except TimeoutError:
+                break
+            arrived.clear()
+        if len(self.replies(chat_id)) >= count:
+            return self.replies(chat_id)
         raise AssertionError(f"chat {chat_id}: expected {count} replies, got {self.replies(chat_id)}")
 
     def delete_topic(self, thread_id: int) -> None:
@@ -216,6 +224,9 @@ class FakeTelegram:
     def _record(self, sent: Sent) -> dict[str, Any]:
         sent.message_id = self._new_message_id()
         self.sent.append(sent)
+        self._by_chat.setdefault(sent.chat_id, []).append(sent)
+        if sent.chat_id in self._arrived:
+            self._arrived[sent.chat_id].set()
         message = {"message_id": sent.message_id, "date": int(time.time()), "from": BOT_USER,
                    "chat": {"id": sent.chat_id, "type": "private" if sent.chat_id > 0 else "supergroup"},
                    "text": sent.text}
@@ -328,7 +339,7 @@ class FakeTelegram:
 
     async def _m_editMessageReplyMarkup(self, fields) -> web.Response:
         chat_id, message_id = int(fields["chat_id"]), int(fields["message_id"])
-        sent = next((s for s in self.sent if s.chat_id == chat_id and s.message_id == message_id), None)
+        sent = next((s for s in self._by_chat.get(chat_id, ()) if s.message_id == message_id), None)
         if sent is None:
             raise ApiError(400, "Bad Request: message to edit not found")
         markup = fields.get("reply_markup") or None
