@@ -385,20 +385,19 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
     from agent.memory import InProcessMemory
     from agent.memory_redis import RedisMemory
     from db.knowledge import contact_policy
-    from handlers.app import TelegramOptions, make_bot, run_polling, run_webhook
+    from handlers.app import make_bot, run_polling, run_webhook
     from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
     from handlers.handoff import Desk
     from handlers.operators import Operators
     from handlers.telegram import Limits, build_dispatcher
 
-    if settings.bot_mode == "webhook" and (settings.webhook_url is None or settings.webhook_secret is None):
-        raise StartupError("BOT_MODE=webhook needs WEBHOOK_URL and WEBHOOK_SECRET")
+    _webhook_settings(settings)
     redis = await connect_redis(settings)
     agent, conn, model = await build_agent(settings)
     audit = open_audit(settings)
     sweeper = None
-    # with Redis and polling, even one process goes through the durable inbox (receive, then work)
-    inbox_mode = role == "work" or (redis is not None and settings.bot_mode == "polling")
+    # with Redis, even one process goes through the durable inbox (receive, then work)
+    inbox_mode = role == "work" or redis is not None
     try:
         if redis is not None:
             memory = RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix)
@@ -410,12 +409,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
             memory = InProcessMemory()
             guards = LocalGuards(settings.rate_limit_messages, settings.rate_limit_window_seconds)
             handoffs = LocalHandoffStore()
-        options = TelegramOptions(
-            token=settings.bot_token.get_secret_value(),
-            api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
-            mode=settings.bot_mode, webhook_url=str(settings.webhook_url) if settings.webhook_url else None,
-            webhook_secret=settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
-            port=settings.webhook_port)
+        options = telegram_options(settings)
         bot = make_bot(options)
         policy = await contact_policy(conn)
         hours = ServiceHours.parse(settings.service_hours) if settings.service_hours else \
@@ -442,7 +436,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
                 from handlers.app import run_worker
 
                 await run_worker(dispatcher, bot, sequencer, inbox, f"{socket.gethostname()}-{os.getpid()}", options,
-                                 settings.inbox_lease_ms, receiving=role == "all")
+                                 settings.inbox_lease_ms, guards, receiving=role == "all")
             elif settings.bot_mode == "webhook":
                 await run_webhook(dispatcher, bot, sequencer, guards, options)
             else:
@@ -499,6 +493,11 @@ def open_audit(settings: Settings):
     return AuditLog(store, settings.audit_path)
 
 
+def _webhook_settings(settings: Settings) -> None:
+    if settings.bot_mode == "webhook" and (settings.webhook_url is None or settings.webhook_secret is None):
+        raise StartupError("BOT_MODE=webhook needs WEBHOOK_URL and WEBHOOK_SECRET")
+
+
 def _needs_inbox(settings: Settings, role: str) -> None:
     if settings.bot_token is None:
         raise StartupError(f"`bot.py {role}` needs BOT_TOKEN")
@@ -506,19 +505,32 @@ def _needs_inbox(settings: Settings, role: str) -> None:
         raise StartupError(f"`bot.py {role}` needs REDIS_URL: the inbox lives in Redis Streams")
 
 
+def telegram_options(settings: Settings):
+    from handlers.app import TelegramOptions
+
+    return TelegramOptions(
+        token=settings.bot_token.get_secret_value(),
+        api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
+        mode=settings.bot_mode, webhook_url=str(settings.webhook_url) if settings.webhook_url else None,
+        webhook_secret=settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
+        port=settings.webhook_port)
+
+
 def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
-    """Receive only: long-poll Telegram and append every update to the durable inbox."""
+    """Receive only: long-poll Telegram, or (BOT_MODE=webhook) take Telegram's POSTs as one of several
+    replicas, and append every update to the durable inbox."""
     _needs_inbox(settings, "receive")
-    from handlers.app import TelegramOptions, make_bot, run_receiver
+    _webhook_settings(settings)
+    from handlers.app import make_bot, run_receiver
+    from handlers.guards import RedisGuards
     from handlers.inbox import Inbox
 
     async def run() -> int:
         redis = await connect_redis(settings)
         try:
-            options = TelegramOptions(token=settings.bot_token.get_secret_value(),
-                                      api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
-                                      port=settings.webhook_port)
-            await run_receiver(make_bot(options), Inbox(redis, settings.redis_prefix, settings.inbox_partitions), options)
+            options = telegram_options(settings)
+            await run_receiver(make_bot(options), Inbox(redis, settings.redis_prefix, settings.inbox_partitions), options,
+                               RedisGuards(redis, settings.redis_prefix))
             return 0
         finally:
             await redis.aclose()

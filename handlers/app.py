@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import signal
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.methods.base import Response
+from aiogram.types import Update
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
@@ -119,10 +121,7 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
         app, path=WEBHOOK_PATH)
     setup_application(app, dispatcher, bot=bot)
     runner = await _serve(app, options.port)
-    if await guards.claim_once("set-webhook", 300):
-        await bot.set_webhook(f"{options.webhook_url.rstrip('/')}{WEBHOOK_PATH}", secret_token=options.webhook_secret,
-                              drop_pending_updates=False)
-        log.info("webhook registered")
+    await register_webhook(bot, guards, options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -143,8 +142,41 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def run_receiver(bot: Bot, inbox, options: TelegramOptions) -> None:
-    """`bot.py receive`: long-poll Telegram into the durable inbox; /healthz on the health port."""
+def add_webhook_intake(app: web.Application, inbox, secret: str) -> None:
+    """Telegram's POSTs go to the durable inbox: the secret token is checked, the update appended (once
+    per update id), and only then answered 200; Redis trouble answers 503, so Telegram sends it again."""
+    from handlers.inbox import TRANSIENT
+
+    async def intake(request: web.Request) -> web.Response:
+        if not hmac.compare_digest(request.headers.get("X-Telegram-Bot-Api-Secret-Token", ""), secret):
+            return web.Response(status=401)
+        try:
+            update = Update.model_validate_json(await request.read())
+        except ValueError:
+            log.warning("webhook: a request that is not a Telegram update was refused")
+            return web.Response(status=400)
+        try:
+            await inbox.append(update)
+        except TRANSIENT as exc:
+            log.warning("webhook: the inbox could not take update %s (%s): Telegram will send it again",
+                        update.update_id, type(exc).__name__)
+            return web.Response(status=503)
+        return web.Response()
+
+    app.router.add_post(WEBHOOK_PATH, intake)
+
+
+async def register_webhook(bot: Bot, guards, options: TelegramOptions) -> None:
+    """One replica registers the webhook (with its secret); the others find it done."""
+    if await guards.claim_once("set-webhook", 300):
+        await bot.set_webhook(f"{options.webhook_url.rstrip('/')}{WEBHOOK_PATH}", secret_token=options.webhook_secret,
+                              drop_pending_updates=False)
+        log.info("webhook registered")
+
+
+async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> None:
+    """`bot.py receive`: long-poll Telegram into the durable inbox, or (BOT_MODE=webhook) be one of the
+    webhook replicas that append what Telegram posts; /healthz and /metrics on the same port."""
     from handlers.inbox import receive
 
     app = web.Application()
@@ -152,38 +184,54 @@ async def run_receiver(bot: Bot, inbox, options: TelegramOptions) -> None:
     app["sequencer"], app["ready"] = ChatSequencer(), ready
     app.router.add_get("/healthz", _health)
     app.router.add_get("/metrics", metrics_endpoint)
+    if options.mode == "webhook":
+        add_webhook_intake(app, inbox, options.webhook_secret)
     runner = await _serve(app, options.port)
     stop = _stop_on_signals()
+    receiving = None
     try:
-        await bot.delete_webhook(drop_pending_updates=False)
+        await inbox.ensure_groups()
+        if options.mode == "webhook":
+            await register_webhook(bot, guards, options)
+        else:
+            await bot.delete_webhook(drop_pending_updates=False)
+            receiving = asyncio.create_task(receive(bot, inbox, stop))
         ready.set()
-        log.info("receiving: updates go to the inbox before they are confirmed")
-        receiving = asyncio.create_task(receive(bot, inbox, stop))
+        log.info("receiving (%s): updates go to the inbox before they are confirmed", options.mode)
         await stop.wait()
-        receiving.cancel()   # safe anywhere: an append is one Lua call, and what was not confirmed comes again
-        with contextlib.suppress(asyncio.CancelledError):
-            await receiving
+        if receiving is not None:
+            receiving.cancel()   # safe anywhere: an append is one Lua call, and what was not confirmed comes again
+            with contextlib.suppress(asyncio.CancelledError):
+                await receiving
     finally:
-        await runner.cleanup()
+        await runner.cleanup()   # a webhook request being appended finishes first
         await bot.session.close()
 
 
 async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, inbox, name: str,
-                     options: TelegramOptions, lease_ms: int, receiving: bool = False) -> None:
+                     options: TelegramOptions, lease_ms: int, guards, receiving: bool = False) -> None:
     """`bot.py work`: answer what the inbox holds for the partitions this worker leases; with `receiving`
-    (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox."""
+    (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox, by
+    polling or as a webhook replica."""
     from handlers.inbox import Worker, receive
 
     _register_shutdown(dispatcher, sequencer)
-    runner = await _serve(_app_with_health(dispatcher, sequencer), options.port)
+    app = _app_with_health(dispatcher, sequencer)
+    webhook = receiving and options.mode == "webhook"
+    if webhook:
+        add_webhook_intake(app, inbox, options.webhook_secret)
+    runner = await _serve(app, options.port)
     stop = _stop_on_signals()
     receiver = None
     try:
-        if receiving:
+        await inbox.ensure_groups()
+        if webhook:
+            await register_webhook(bot, guards, options)
+        elif receiving:
             await bot.delete_webhook(drop_pending_updates=False)
             receiver = asyncio.create_task(receive(bot, inbox, stop))
         await dispatcher.emit_startup(bot=bot)
-        log.info("working as %s%s", name, " (and receiving)" if receiving else "")
+        log.info("working as %s%s", name, f" (and receiving: {options.mode})" if receiving else "")
         await Worker(inbox, dispatcher, bot, name, lease_ms=lease_ms).run(stop)
     finally:
         if receiver is not None:

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from handlers import texts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,14 +97,18 @@ async def test_restart_keeps_memory_and_flood_control_is_survived(world):
     assert "480元" in fake.replies(22)[0]
 
 
-async def test_webhook_mode_with_two_replicas(world):
+@pytest.mark.parametrize("roles", [("run", "run"), ("receive", "receive", "work")],
+                         ids=["two full replicas", "two webhook replicas and a worker"])
+async def test_webhook_mode_with_two_replicas(world, roles):
+    """Telegram's POSTs reach either replica; each appends to the durable inbox before answering 200."""
     import aiohttp
 
     fake, bot, _ = world
     env = {"BOT_MODE": "webhook", "WEBHOOK_SECRET": "s3cret-token", "WEBHOOK_URL": "https://shop.example/"}
-    first, second = bot(**env), bot(**env)
-    await first.start()
-    await second.start()
+    processes = [bot(role, **env) for role in roles]
+    for process in processes:
+        await process.start()
+    first, second = processes[:2]
     registrations = [f for m, f in fake.calls if m == "setWebhook"]
     assert len(registrations) == 1   # one replica registers, not every one
     assert registrations[0]["url"] == "https://shop.example/telegram/webhook"
@@ -123,7 +129,8 @@ async def test_webhook_mode_with_two_replicas(world):
     assert await post(second, follow_up) == 200        # the other replica shares the conversation
     replies = await fake.wait_replies(31, 2)
     assert len(replies) == 2 and "216元" in replies[1]
-    for process in (first, second):
+    assert await post(first, {"not": "an update"}) == 400
+    for process in processes:
         code, output = await process.stop()
         assert code == 0, output
     assert len(fake.replies(31)) == 2                   # after both drained: still answered once

@@ -148,3 +148,34 @@ async def test_bot_api_5xx_and_429_bursts_lose_nothing_and_keep_order(world):
     assert not fake.send_failures                    # every scripted failure was met
     code, output = await process.stop()
     assert code == 0, output
+
+
+async def test_a_webhook_replica_answers_503_while_redis_is_away_and_telegrams_resend_is_answered_once(world,
+                                                                                                    own_redis):
+    import aiohttp
+
+    fake, bot, _ = world
+    env = {"BOT_MODE": "webhook", "WEBHOOK_SECRET": "s3cret-token", "WEBHOOK_URL": "https://shop.example/",
+           "REDIS_URL": own_redis.url}
+    replica, worker = bot("receive", **env), bot("work", **env)
+    await replica.start()
+    await worker.start()
+    question = {"update_id": 9101, **fake.message(95, "足球多少钱")}
+
+    async def post() -> int:
+        async with aiohttp.ClientSession() as http, http.post(
+                f"http://127.0.0.1:{replica.port}/telegram/webhook", json=question,
+                headers={"X-Telegram-Bot-Api-Secret-Token": "s3cret-token"}) as response:
+            return response.status
+
+    own_redis.freeze()
+    try:
+        assert await post() == 503           # not appended, not confirmed: Telegram keeps it and retries
+    finally:
+        own_redis.thaw()
+    assert await post() == 200               # Telegram's retry
+    assert await post() == 200               # and one more, as after a slow answer
+    await settle(fake, {95: ["足球多少钱"]})
+    for process in (replica, worker):
+        code, output = await process.stop()
+        assert code == 0, output
