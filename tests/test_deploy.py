@@ -16,13 +16,30 @@ def compose():
 
 def test_compose_has_redis_with_persistence_and_the_bot(compose):
     services = compose["services"]
-    assert set(services) == {"redis", "bot"}
+    assert set(services) == {"redis", "bot", "worker", "receiver", "proxy"}
+    assert all("profiles" not in services[name] for name in ("redis", "bot"))   # `docker compose up` as before
     assert "--appendonly" in services["redis"]["command"] and services["redis"]["healthcheck"]
     bot = services["bot"]
     assert bot["depends_on"]["redis"]["condition"] == "service_healthy"
     assert bot["environment"]["REDIS_URL"] == "redis://redis:6379/0"
     assert bot["healthcheck"] and ".env" in str(bot["env_file"])
-    assert set(compose["volumes"]) == {"redis-data", "bot-data"}
+    assert set(compose["volumes"]) == {"redis-data", "bot-data", "caddy-data"}
+
+
+def test_the_scale_and_webhook_profiles(compose):
+    """`--profile scale --scale worker=N` adds workers; `--profile webhook` adds receiver replicas behind
+    Caddy. Scaled services publish no host port (they would collide); the proxy publishes 80 and 443."""
+    services = compose["services"]
+    worker, receiver, proxy = services["worker"], services["receiver"], services["proxy"]
+    assert set(worker["profiles"]) == {"scale", "webhook"} and set(receiver["profiles"]) == {"webhook"}
+    assert worker["command"] == ["python", "bot.py", "work"] and receiver["command"] == ["python", "bot.py", "receive"]
+    assert worker["depends_on"]["bot"]["condition"] == "service_healthy"
+    assert receiver["environment"]["BOT_MODE"] == "webhook"
+    assert "ports" not in worker and "ports" not in receiver
+    assert {str(p).split(":")[0] for p in proxy["ports"]} == {"80", "443"}
+    assert any("deploy/Caddyfile" in str(v) for v in proxy["volumes"])
+    for service in (worker, receiver):
+        assert service["environment"]["REDIS_URL"] == "redis://redis:6379/0"
 
 
 def test_the_parser_is_strict():

@@ -134,3 +134,56 @@ async def test_webhook_mode_with_two_replicas(world, roles):
         code, output = await process.stop()
         assert code == 0, output
     assert len(fake.replies(31)) == 2                   # after both drained: still answered once
+
+
+async def test_webhook_replicas_behind_the_shipped_caddyfile(world, tmp_path):
+    """deploy/Caddyfile, run by a real Caddy (Debian's package) in front of a webhook replica: Telegram's
+    POST reaches the replica and is answered once; the secret is still checked; other paths are 404."""
+    import os
+    import shutil
+
+    import aiohttp
+
+    from tests.fakes.bot_process import ROOT, free_port
+
+    caddy = shutil.which("caddy")
+    assert caddy, "this test needs Caddy (apt install caddy; .ci/run installs it)"
+    fake, bot, _ = world
+    env = {"BOT_MODE": "webhook", "WEBHOOK_SECRET": "s3cret-token", "WEBHOOK_URL": "https://shop.example/"}
+    replica, worker = bot("receive", **env), bot("work", **env)
+    await replica.start()
+    await worker.start()
+    port = free_port()
+    proxy = await asyncio.create_subprocess_exec(
+        caddy, "run", "--adapter", "caddyfile", "--config", str(ROOT / "deploy" / "Caddyfile"),
+        env={**os.environ, "WEBHOOK_SITE": f"http://127.0.0.1:{port}", "RECEIVERS_HOST": "localhost",
+             "RECEIVERS_PORT": str(replica.port), "XDG_DATA_HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
+             "HOME": str(tmp_path)},
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        async def post(path: str, payload: dict, secret: str = "s3cret-token") -> int:
+            async with aiohttp.ClientSession() as http, http.post(
+                    f"http://127.0.0.1:{port}{path}", json=payload,
+                    headers={"X-Telegram-Bot-Api-Secret-Token": secret}) as response:
+                return response.status
+
+        question = {"update_id": 9201, **fake.message(41, "足球多少钱")}
+        for _ in range(100):   # Caddy listening
+            try:
+                status = await post("/telegram/webhook", question, secret="wrong")
+                break
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.1)
+        assert status == 401
+        assert await post("/telegram/webhook", question) == 200
+        assert await post("/telegram/webhook", question) == 200     # Telegram's re-send: dropped
+        assert await post("/healthz", {}) == 404                    # only the webhook path is public
+        assert "120元" in (await fake.wait_replies(41, 1))[0]
+        await asyncio.sleep(1)
+        assert len(fake.replies(41)) == 1
+    finally:
+        proxy.terminate()
+        await proxy.wait()
+    for process in (replica, worker):
+        code, output = await process.stop()
+        assert code == 0, output
