@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.embedders import Embedder
+from retrieval.embedders import Embedder, QueryVectorCache
 from retrieval.text import plain_words
 
 K1, B = 1.2, 0.75
@@ -52,6 +52,7 @@ class PassageSearch:
         self.passages = list(passages)
         self.embedder = embedder if vectors is not None else None
         self.vectors = vectors
+        self._queries = QueryVectorCache(embedder) if self.embedder is not None else None   # repeated questions
         bags = [Counter(_words(p.indexed)) for p in self.passages]
         self._lengths = np.array([sum(b.values()) for b in bags], dtype=np.float32)
         self._average = float(self._lengths.mean()) if bags else 1.0
@@ -92,7 +93,7 @@ class PassageSearch:
             if lexical[i] > 0:
                 fused[i] += 1 / (RRF_K + rank + 1)
         if self.vectors is not None:
-            (q,) = await self.embedder.embed_queries([query])
+            q = await self._queries.vector(query)
             cosine = self.vectors @ q
             for rank, i in enumerate(np.argsort(-cosine)):
                 fused[i] += 1 / (RRF_K + rank + 1)
