@@ -70,6 +70,7 @@ class Settings(BaseSettings):
     kefu_today: date | None = None
     inbox_partitions: int = Field(4, ge=1, le=256)
     inbox_lease_ms: int = Field(15_000, ge=500, le=600_000)
+    inbox_concurrency: int = Field(32, ge=1, le=10_000)
 
     @property
     def today(self) -> date:
@@ -436,7 +437,8 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
                 from handlers.app import run_worker
 
                 await run_worker(dispatcher, bot, sequencer, inbox, f"{socket.gethostname()}-{os.getpid()}", options,
-                                 settings.inbox_lease_ms, guards, receiving=role == "all")
+                                 settings.inbox_lease_ms, guards, receiving=role == "all",
+                                 concurrency=settings.inbox_concurrency)
             elif settings.bot_mode == "webhook":
                 await run_webhook(dispatcher, bot, sequencer, guards, options)
             else:

@@ -209,7 +209,8 @@ async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> Non
 
 
 async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, inbox, name: str,
-                     options: TelegramOptions, lease_ms: int, guards, receiving: bool = False) -> None:
+                     options: TelegramOptions, lease_ms: int, guards, receiving: bool = False,
+                     concurrency: int = 32) -> None:
     """`bot.py work`: answer what the inbox holds for the partitions this worker leases; with `receiving`
     (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox, by
     polling or as a webhook replica."""
@@ -232,7 +233,7 @@ async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer,
             receiver = asyncio.create_task(receive(bot, inbox, stop))
         await dispatcher.emit_startup(bot=bot)
         log.info("working as %s%s", name, f" (and receiving: {options.mode})" if receiving else "")
-        await Worker(inbox, dispatcher, bot, name, lease_ms=lease_ms).run(stop)
+        await Worker(inbox, dispatcher, bot, name, lease_ms=lease_ms, concurrency=concurrency).run(stop)
     finally:
         if receiver is not None:
             receiver.cancel()

@@ -9,6 +9,7 @@ from answering twice."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import zlib
 from collections.abc import Awaitable, Callable
@@ -110,11 +111,23 @@ class Inbox:
                 if "BUSYGROUP" not in str(exc):
                     raise
 
+    def _append_args(self, update: Update) -> dict:
+        return {"keys": [f"{self.prefix}seen:{update.update_id}", self.stream(self.partition_of(update))],
+                "args": [update.model_dump_json(exclude_none=True), SEEN_SECONDS]}
+
     async def append(self, update: Update) -> bool:
         """Append once per update id; False for a duplicate."""
-        added = await self._append(keys=[f"{self.prefix}seen:{update.update_id}", self.stream(self.partition_of(update))],
-                                   args=[update.model_dump_json(exclude_none=True), SEEN_SECONDS])
-        return bool(added)
+        return bool(await self._append(**self._append_args(update)))
+
+    async def append_many(self, updates: list[Update]) -> None:
+        """Append a batch from one getUpdates in one round trip, in order; duplicates are dropped."""
+        if len(updates) == 1:
+            await self.append(updates[0])
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for update in updates:
+                await self._append(**self._append_args(update), client=pipe)
+            await pipe.execute()
 
     # --- the done-marker: an update handled is never handled again ------------------------------------
 
@@ -186,9 +199,9 @@ async def receive(bot: Bot, inbox: Inbox, stop: asyncio.Event, allowed_updates: 
         try:
             updates = await bot.get_updates(offset=offset, timeout=poll_seconds, allowed_updates=allowed_updates,
                                             request_timeout=poll_seconds + 10)
-            for update in updates:
-                await inbox.append(update)
-                offset = update.update_id + 1   # appended: safe to confirm
+            if updates:
+                await inbox.append_many(updates)
+                offset = updates[-1].update_id + 1   # appended: safe to confirm
             failures = 0
         except Exception as exc:   # noqa: BLE001 - Telegram, the network or Redis: nothing was confirmed
             wait = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
@@ -209,11 +222,12 @@ class Worker:
     bot: Bot
     name: str
     lease_ms: int = 15_000
-    batch: int = 50
+    concurrency: int = 32   # turns in flight at most; the rest waits in the stream (visible as lag)
     held: set[int] = field(default_factory=set)
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _in_flight: set[tuple[int, Any]] = field(default_factory=set)
     _rerun: set[int] = field(default_factory=set)   # partitions with entries of ours left pending
+    _room: asyncio.Event = field(default_factory=asyncio.Event)   # set when a turn finishes
 
     async def _handle(self, partition: int, entry_id: Any, fields: dict, first: bool) -> None:
         raw = fields.get(b"update") or fields.get("update")
@@ -241,6 +255,7 @@ class Worker:
                     await asyncio.sleep(wait)
         finally:
             self._in_flight.discard((partition, entry_id))
+            self._room.set()
 
     def _start(self, partition: int, entries: list, first: bool = False) -> None:
         for entry_id, fields in entries:   # tasks start in order: the chat's FIFO lock keeps them in order
@@ -301,8 +316,15 @@ class Worker:
                     if not self.held:
                         await asyncio.sleep(min(renew_every, 1.0))
                         continue
+                    room = self.concurrency - len(self._in_flight)
+                    if room <= 0:   # back-pressure: read more only as turns finish
+                        self._room.clear()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(self._room.wait(), renew_every)
+                        continue
                     streams = {self.inbox.stream(p): ">" for p in sorted(self.held)}
-                    found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams, count=self.batch, block=500)
+                    found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams,
+                                                              count=max(room // len(streams), 1), block=500)
                     for stream, entries in found or []:
                         name = stream.decode() if isinstance(stream, bytes) else stream
                         self._start(int(name.rsplit(":", 1)[1]), entries, first=True)

@@ -42,6 +42,12 @@ async def test_appended_once_per_update_and_one_partition_per_chat(redis):
     assert {inbox.partition_of(update(7, str(n))) for n in range(20)} == {inbox.partition_of(first)}
     assert len({inbox.partition_of(update(c, "x")) for c in range(1, 200)}) == 4
     assert await redis.xlen(inbox.stream(inbox.partition_of(first))) == 1
+    await redis.script_flush()   # a restarted Redis has no scripts: the pipeline loads them again
+    batch = [update(7, "那买两个呢", update_id=2), first, update(8, "篮球多少钱", update_id=3)]
+    await inbox.append_many(batch)              # one getUpdates batch, one round trip; the duplicate dropped
+    await inbox.append_many(batch)
+    entries = await redis.xrange(inbox.stream(inbox.partition_of(first)))
+    assert [json.loads(f[b"update"])["update_id"] for _, f in entries] == [1, 2]      # in order, once
 
 
 async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(redis, conn, search):
