@@ -16,7 +16,15 @@ from typing import Any, Literal
 import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from db.catalog import ProductFilter, find_products, get_product_details, get_promotions
+from db.catalog import (
+    ProductFilter,
+    details_from,
+    fetch_products,
+    fetch_promotions,
+    find_products,
+    get_promotions,
+    promotions_from,
+)
 from db.facts import (
     Basket,
     OrderList,
@@ -27,9 +35,10 @@ from db.facts import (
     QuoteRefusal,
     Status,
 )
+from db.ids import normalize_ids
 from db.knowledge import documents_by_id
 from db.orders import list_orders
-from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price
+from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price, quote_from
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import AnswerStatus
 from retrieval.passages import PassageSearch
@@ -345,13 +354,20 @@ class ToolRunner:
         return await calculate_final_price(self.conn, args.product_id, args.quantity, args.is_first_purchase)
 
     async def _details(self, args: GetProductDetails) -> DetailsResult:
-        details = await get_product_details(self.conn, args.product_ids)
-        found = [p.product_id for p in details.products]
-        return DetailsResult(details, await self._prepare(found, with_details=False) if self.prepare and found else None)
+        ids = normalize_ids(args.product_ids)
+        found = await fetch_products(self.conn, ids)
+        details = details_from(ids, found)
+        known = [p.product_id for p in details.products]
+        return DetailsResult(details, await self._prepare(known, with_details=False, found=found)
+                             if self.prepare and known else None)
 
-    async def _prepare(self, ids: list[str], *, with_details: bool) -> Prepared:
-        """Verified details, promotions and the price calculation for the likely product (the first)."""
-        return Prepared(promotions=await get_promotions(self.conn, ids),
-                        calculation=await calculate_final_price(self.conn, ids[0], self.quantity or 1,
-                                                                self.first_purchase),
-                        product_details=await get_product_details(self.conn, ids) if with_details else None)
+    async def _prepare(self, ids: list[str], *, with_details: bool, found: dict | None = None) -> Prepared:
+        """Verified details, promotions and the price calculation for the likely product (the first):
+        the rows are read once (products, then their promotions) and every result is built from them."""
+        ids = normalize_ids(ids)
+        if found is None:
+            found = await fetch_products(self.conn, ids)
+        promotions = await fetch_promotions(self.conn, [i for i in ids if i in found])
+        return Prepared(promotions=promotions_from(ids, found, promotions),
+                        calculation=quote_from(found, promotions, ids[0], self.quantity or 1, self.first_purchase),
+                        product_details=details_from(ids, found) if with_details else None)

@@ -47,20 +47,29 @@ async def fetch_promotions(conn: aiosqlite.Connection, ids: list[str]) -> list[P
         return [promotion_from_row(row) for row in await cur.fetchall()]
 
 
+def details_from(ids: list[str], found: dict[str, Product]) -> ProductDetails:
+    """The details result for normalized `ids`, from product rows already read."""
+    return ProductDetails(tuple(found[i] for i in ids if i in found), tuple(i for i in ids if i not in found))
+
+
+def promotions_from(ids: list[str], known: dict[str, Product], promotions: Iterable[Promotion]) -> PromotionList:
+    """The promotions result for normalized `ids`, from product and promotion rows already read."""
+    existing = tuple(i for i in ids if i in known)
+    return PromotionList(existing, tuple(p for p in promotions if p.product_id in known),
+                         tuple(i for i in ids if i not in known))
+
+
 async def get_product_details(conn: aiosqlite.Connection, product_ids: Iterable[object]) -> ProductDetails:
     """Verified product rows for up to 10 ids; unknown ids are listed in `missing_product_ids`."""
     ids = normalize_ids(product_ids)
-    found = await fetch_products(conn, ids)
-    return ProductDetails(tuple(found[i] for i in ids if i in found), tuple(i for i in ids if i not in found))
+    return details_from(ids, await fetch_products(conn, ids))
 
 
 async def get_promotions(conn: aiosqlite.Connection, product_ids: Iterable[object]) -> PromotionList:
     """Verified promotions of up to 10 existing products (a product may have none)."""
     ids = normalize_ids(product_ids)
     known = await fetch_products(conn, ids)
-    existing = tuple(i for i in ids if i in known)
-    return PromotionList(existing, tuple(await fetch_promotions(conn, list(existing))),
-                         tuple(i for i in ids if i not in known))
+    return promotions_from(ids, known, await fetch_promotions(conn, [i for i in ids if i in known]))
 
 
 async def products_for_retrieval(conn: aiosqlite.Connection) -> list[dict[str, Any]]:

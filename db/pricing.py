@@ -117,14 +117,24 @@ async def calculate_final_price(conn: aiosqlite.Connection, product_id: object, 
                                 is_first_purchase: bool = False) -> Quote | QuoteRefusal:
     """Re-read the product and its promotions by id and price the order. No price parameter, ever."""
     pid = str(product_id).strip()
+    if check_quantity(quantity):
+        return quote_from({}, [], pid, quantity, is_first_purchase)
+    products = await fetch_products(conn, [pid])
+    promotions = await fetch_promotions(conn, [pid]) if pid in products else []
+    return quote_from(products, promotions, pid, quantity, is_first_purchase)
+
+
+def quote_from(products: dict[str, Product], promotions: Sequence[Promotion], product_id: object, quantity: object,
+               is_first_purchase: bool = False) -> Quote | QuoteRefusal:
+    """The quote from product and promotion rows already read (those of other products are ignored)."""
+    pid = str(product_id).strip()
     problem = check_quantity(quantity)
     if problem:
         return QuoteRefusal(Status.INVALID_QUANTITY, pid, quantity, problem)
-    products = await fetch_products(conn, [pid])
     if pid not in products:
         return QuoteRefusal(Status.NOT_FOUND, pid, quantity, f"no product with id {pid}")
-    promotions = await fetch_promotions(conn, [pid])
-    return price_order(products[pid], promotions, int(quantity), bool(is_first_purchase))  # type: ignore[arg-type]
+    return price_order(products[pid], [p for p in promotions if p.product_id == pid], int(quantity),  # type: ignore[arg-type]
+                       bool(is_first_purchase))
 
 
 async def calculate_basket(conn: aiosqlite.Connection, items: Sequence[tuple[object, object]],

@@ -147,3 +147,27 @@ def test_fixed_reduction_never_goes_below_zero():
 def test_missing_price_is_not_guessed():
     result = price_order(_product(price=None), [], 1)
     assert result.status == "price_unavailable"
+
+
+async def test_results_built_from_one_read_equal_the_separate_reads(conn):
+    """The tools read products and promotions once per turn and build every result from those rows:
+    the same quotes, promotion lists and details as reading each on its own."""
+    from db.catalog import (
+        details_from,
+        fetch_products,
+        fetch_promotions,
+        get_product_details,
+        get_promotions,
+        promotions_from,
+    )
+    from db.pricing import quote_from
+
+    ids = ["001", "003", "005", "008", "999", "012"]
+    found = await fetch_products(conn, ids)
+    promotions = await fetch_promotions(conn, [i for i in ids if i in found])
+    assert promotions_from(ids, found, promotions) == await get_promotions(conn, ids)
+    assert details_from(ids, found) == await get_product_details(conn, ids)
+    for pid in ids:
+        for quantity, first in [(1, False), (2, True), (4, False), (0, False), ("两", False), (10_000, False)]:
+            assert quote_from(found, promotions, pid, quantity, first) == \
+                await calculate_final_price(conn, pid, quantity, first), (pid, quantity, first)
