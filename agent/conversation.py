@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.memory import MemoryStore, Turn
+from agent.memory import ChatMemory, MemoryStore, Turn
 from agent.turn import Agent, TurnResult
 from db.catalog import ProductFilter, find_products
 from db.facts import Order
@@ -25,16 +25,20 @@ class Conversation:
     def __init__(self, agent: Agent, memory: MemoryStore, audit: Any = None):
         self.agent, self.memory, self.audit = agent, memory, audit
 
-    async def answer(self, chat_id: str, user_id: str, text: str) -> TurnResult:
-        """The agent's released answer to `text`, with this chat's memory; nothing is saved yet."""
-        return await self.agent.answer(text, user_id=user_id, memory=await self.memory.load(chat_id))
+    async def answer(self, chat_id: str, user_id: str, text: str, memory: ChatMemory | None = None) -> TurnResult:
+        """The agent's released answer to `text`, with this chat's memory (read here unless the caller
+        read it already); nothing is saved yet."""
+        if memory is None:
+            memory = await self.memory.load(chat_id)
+        return await self.agent.answer(text, user_id=user_id, memory=memory)
 
     async def remember(self, chat_id: str, user_id: str, text: str, result: TurnResult, *,
-                       update_id: int | None = None, delivered: bool = True) -> None:
+                       update_id: int | None = None, delivered: bool = True, also: Any = None) -> None:
         """After delivery: the turn joins the memory and the audit. An undelivered turn (the chat was
         handed to a person meanwhile) is audited only, so the model never sees it later."""
         if delivered:
-            await self.memory.append(chat_id, Turn(text, result.answer), result.focus_product_ids, result.quantity)
+            await self.memory.append(chat_id, Turn(text, result.answer), result.focus_product_ids, result.quantity,
+                                     also=also)
         if self.audit is not None:
             self.audit.record(chat_id=chat_id, user_id=user_id, message=text, result=result, update_id=update_id,
                               delivered=delivered)

@@ -19,6 +19,8 @@ from zoneinfo import ZoneInfo
 
 from redis.asyncio import Redis
 
+from agent.piggyback import Piggyback, carry, deliver
+
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 STATE_TTL_SECONDS = 180 * 24 * 3600   # a chat's topic is remembered for half a year of silence
 
@@ -63,7 +65,7 @@ class HandoffState:
 
 
 class HandoffStore(Protocol):
-    async def get(self, chat_id: str) -> HandoffState: ...
+    async def get(self, chat_id: str, also=None) -> HandoffState: ...
     async def begin(self, chat_id: str, user_id: str, name: str, now: float) -> bool: ...
     async def claim(self, chat_id: str, operator_id: int, now: float) -> Claim: ...
     async def touch(self, chat_id: str, now: float) -> None: ...
@@ -85,7 +87,8 @@ class LocalHandoffStore:
         self._misses: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def get(self, chat_id: str) -> HandoffState:
+    async def get(self, chat_id: str, also=None) -> HandoffState:
+        """`also` (a piggyback) is carried by the Redis store only; here it is not run."""
         return self._states.get(chat_id, HandoffState())
 
     async def begin(self, chat_id, user_id, name, now) -> bool:
@@ -190,8 +193,15 @@ class RedisHandoffStore:
     def _keys(self, chat_id: str) -> list[str]:
         return [f"{self.prefix}handoff:{chat_id}", f"{self.prefix}handoff:muted"]
 
-    async def get(self, chat_id: str) -> HandoffState:
-        return self._state(await self.redis.hgetall(self._keys(chat_id)[0]))
+    async def get(self, chat_id: str, also: Piggyback | None = None) -> HandoffState:
+        """The chat's state; `also` rides in the same round trip (e.g. the chat's memory)."""
+        if also is None:
+            return self._state(await self.redis.hgetall(self._keys(chat_id)[0]))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self._keys(chat_id)[0])
+            carried = carry(pipe, [also])
+            (fields,) = deliver(await pipe.execute(), 1, carried)
+        return self._state(fields)
 
     @staticmethod
     def _state(fields: dict) -> HandoffState:

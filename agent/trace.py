@@ -60,6 +60,8 @@ class TurnTrace:
     fallback: bool = False
     status: str = ""
     latency_ms: float = 0.0
+    model_ms: float = 0.0        # waiting for the model, summed over its calls
+    validation_ms: float = 0.0   # the validator, summed over the drafts
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

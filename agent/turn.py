@@ -147,8 +147,10 @@ class Agent:
                     context: TurnContext, trace: TurnTrace) -> _Released:
         rejections = 0
         for call_number in range(self.max_model_calls):
+            asked = time.perf_counter()
             reply = await model.complete(messages, self.schemas, "required" if call_number == 0 else "auto",
                                          context=context)
+            trace.model_ms += (time.perf_counter() - asked) * 1000
             trace.count_reply(reply)
             messages.append(reply.as_message())
             if not reply.tool_calls:
@@ -164,6 +166,7 @@ class Agent:
                     args = parse_arguments(tool_call.name, tool_call.arguments)
                     if isinstance(args, SubmitAnswer):
                         verdict = validate(context.question, args.answer, args.citation_ids, ledger, args.status)
+                        trace.validation_ms += (time.perf_counter() - started) * 1000
                         trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, model.name, args.answer[:3000],
                                                            "" if verdict.ok else verdict.message[:2000]))
                         if verdict.ok:

@@ -1,22 +1,27 @@
 """Load benchmark: many simulated chats through the fake Telegram Bot API against the real bot
-process (polling, real Redis, offline model). Prints messages per second, p50/p95/p99 latency from the
-update being available to the reply arriving, Redis commands per message, lost, duplicate and
-out-of-order replies — and the same figures for a bare aiogram echo bot (bench/echo_bot.py) through the
-same fake server in the same run, with ours as ratios to it.
+process(es) (the durable inbox on real Redis, the offline model). Prints replies per second, p50/p95/p99
+latency from the update being available to its reply arriving, Redis round trips and commands per
+message, lost, duplicate and out-of-order replies — and the same figures for a bare aiogram echo bot
+(bench/echo_bot.py) through the same fake server in the same run, with ours as ratios to it.
 
-    python bench/load.py [--chats 1000] [--messages 5] [--workers 1]
+    python bench/load.py [--chats 1000] [--messages 5] [--workers 1] [--burst]
 
+Default: each chat waits for its reply before its next message (a conversation; the questions include
+follow-ups that need the chat's memory). --burst: each chat sends all its messages at once (price
+questions whose answers name their own figure, so the order of the replies can be checked).
 Needs Redis on 127.0.0.1:6379 (db 15 is used, under a key prefix of its own)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import aiohttp
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,120 +34,140 @@ from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 
 QUESTIONS = ["足球多少钱", "有优惠吗", "那买两个呢", "羽毛球拍买两支多少钱", "我准备跑马拉松，需要透气并且能支撑足弓的装备",
              "怎么退货", "瑜伽垫有货吗", "店里有无人机吗"]
+# --burst: each answer names its product's price, which tells which question it answers
+PRICED = [("足球多少钱", "120元"), ("篮球多少钱", "200元"), ("瑜伽垫多少钱", "150元"), ("排球多少钱", "229元"),
+          ("网球拍多少钱", "899元"), ("乒乓球拍多少钱", "129元"), ("跑步鞋多少钱", "500元")]
+OFFERS = (texts.HANDOFF_OFFER, texts.NO_HANDOFF)   # the extra "转人工?" after two unhelped answers
 
 
-async def commands_processed(redis) -> int:
-    return int((await redis.info("stats"))["total_commands_processed"])
+def question(burst: bool, chat_id: int, i: int) -> str:
+    return PRICED[(chat_id + i) % len(PRICED)][0] if burst else QUESTIONS[(chat_id + i) % len(QUESTIONS)]
 
 
-async def round_trips(processes) -> float:
-    """Redis round trips written by the bot processes so far (their /metrics counters, summed)."""
-    import aiohttp
-
-    total = 0.0
-    async with aiohttp.ClientSession() as http:
-        for process in processes:
-            async with http.get(f"http://127.0.0.1:{process.port}/metrics") as response:
-                for line in (await response.text()).splitlines():
-                    if line.startswith("kefu_redis_round_trips_total "):
-                        total += float(line.split()[1])
-    return total
+def answers(fake: FakeTelegram, chat_id: int) -> list:
+    return [s for s in fake._by_chat.get(chat_id, ()) if not s.text.startswith(OFFERS)]
 
 
-async def chat(fake: FakeTelegram, chat_id: int, messages: int, latencies: list[float]) -> None:
+async def converse(fake: FakeTelegram, chat_id: int, messages: int, latencies: list[float]) -> None:
+    """One message, wait for its reply, the next."""
     for i in range(messages):
         before = len(fake.replies(chat_id))
-        started = time.perf_counter()
-        await fake.say(chat_id, QUESTIONS[(chat_id + i) % len(QUESTIONS)])
-        await fake.wait_replies(chat_id, before + 1, within=120)
-        latencies.append((time.perf_counter() - started) * 1000)
+        started = time.monotonic()
+        await fake.say(chat_id, question(False, chat_id, i))
+        await fake.wait_replies(chat_id, before + 1, within=300)
+        latencies.append((fake._by_chat[chat_id][before].at - started) * 1000)
 
 
-def check(fake: FakeTelegram, chats: range, messages: int, expected) -> tuple[int, int, int]:
+async def burst(fake: FakeTelegram, chat_id: int, messages: int, latencies: list[float]) -> None:
+    """All messages at once, then wait for as many replies."""
+    sent = []
+    for i in range(messages):
+        sent.append(time.monotonic())
+        await fake.say(chat_id, question(True, chat_id, i))
+    deadline = time.monotonic() + 300
+    while len(answers(fake, chat_id)) < messages and time.monotonic() < deadline:
+        await fake.wait_replies(chat_id, len(fake.replies(chat_id)) + 1, within=max(deadline - time.monotonic(), 0))
+    latencies.extend((reply.at - at) * 1000 for reply, at in zip(answers(fake, chat_id), sent, strict=False))
+
+
+def faults(fake: FakeTelegram, chats: range, messages: int, burst_mode: bool, echo: bool) -> tuple[int, int, int]:
     """Lost, duplicate and out-of-order replies, from what each chat received against what it asked."""
     lost = duplicate = disorder = 0
     for chat_id in chats:
-        got = fake.replies(chat_id)
+        got = [s.text for s in answers(fake, chat_id)]
         lost += max(messages - len(got), 0)
         duplicate += max(len(got) - messages, 0)
-        wanted = [expected(chat_id, i) for i in range(messages)]
+        if echo:
+            wanted = [question(burst_mode, chat_id, i) for i in range(messages)]
+        elif burst_mode:
+            wanted = [PRICED[(chat_id + i) % len(PRICED)][1] for i in range(messages)]
+        else:
+            continue   # a conversation waits for each reply: order cannot break; lost and duplicates still count
         disorder += sum(1 for w, g in zip(wanted, got, strict=False) if w not in g)
     return lost, duplicate, disorder
 
 
-async def echo_baseline(args) -> tuple[float, list[float], tuple[int, int, int]]:
-    import os
-    import sys as _sys
+async def drive(fake: FakeTelegram, args) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    step = burst if args.burst else converse
+    started = time.perf_counter()
+    await asyncio.gather(*(step(fake, 1000 + c, args.messages, latencies) for c in range(args.chats)))
+    return args.chats * args.messages / (time.perf_counter() - started), latencies
 
+
+async def echo_baseline(args):
     fake = await FakeTelegram().start()
     env = {**os.environ, "BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url}
-    process = await asyncio.create_subprocess_exec(_sys.executable, str(ROOT / "bench" / "echo_bot.py"), env=env,
+    process = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "bench" / "echo_bot.py"), env=env,
                                                    stdout=asyncio.subprocess.DEVNULL,
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
         await fake.wait_for(lambda: any(m == "getUpdates" for m, _ in fake.calls), within=60)
-        latencies: list[float] = []
-        started = time.perf_counter()
-        await asyncio.gather(*(chat(fake, 1000 + c, args.messages, latencies) for c in range(args.chats)))
-        elapsed = time.perf_counter() - started
-        faults = check(fake, range(1000, 1000 + args.chats), args.messages,
-                       lambda c, i: QUESTIONS[(c + i) % len(QUESTIONS)])
+        rate, latencies = await drive(fake, args)
+        return rate, latencies, faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=True)
     finally:
         process.terminate()
         await process.wait()
         await fake.stop()
-    return args.chats * args.messages / elapsed, latencies, faults
 
 
-async def main(args) -> None:
-    echo_rate, echo_latencies, echo_faults = await echo_baseline(args)
+async def scraped(processes, name: str) -> float:
+    """A counter of the bot processes' /metrics, summed."""
+    total = 0.0
+    async with aiohttp.ClientSession() as http:
+        for process in processes:
+            async with http.get(f"http://127.0.0.1:{process.port}/metrics") as response:
+                total += sum(float(line.split()[1]) for line in (await response.text()).splitlines()
+                             if line.startswith(f"{name} "))
+    return total
+
+
+async def ours(args):
     fake = await FakeTelegram().start()
     redis = await connect()
     prefix = unique_prefix()
     with tempfile.TemporaryDirectory() as tmp:
-        bot = BotProcess(fake, Path(tmp), prefix, RATE_LIMIT_MESSAGES="1000")
-        extra = [BotProcess(fake, Path(tmp), prefix, "work", RATE_LIMIT_MESSAGES="1000")
-                 for _ in range(args.workers - 1)]
+        env = {"RATE_LIMIT_MESSAGES": "1000"}
+        processes = [BotProcess(fake, Path(tmp), prefix, **env)]
+        processes += [BotProcess(fake, Path(tmp), prefix, "work", **env) for _ in range(args.workers - 1)]
         try:
-            await bot.start()
-            for worker in extra:        # more workers: the inbox's partitions are shared among them
-                await worker.start()
-            await fake.say(1, "足球多少钱")              # warm-up
+            for process in processes:   # more workers: the inbox's partitions are shared among them
+                await process.start()
+            await fake.say(1, "足球多少钱")   # warm-up
             await fake.wait_replies(1, 1)
-            latencies: list[float] = []
-            redis_before = await commands_processed(redis)
-            trips_before = await round_trips([bot, *extra])
-            started = time.perf_counter()
-            await asyncio.gather(*(chat(fake, 1000 + c, args.messages, latencies) for c in range(args.chats)))
-            elapsed = time.perf_counter() - started
-            redis_after = await commands_processed(redis)
-            trips_after = await round_trips([bot, *extra])
-            offers = (texts.HANDOFF_OFFER, texts.NO_HANDOFF)   # the extra "转人工?" after two unhelped answers
-            replies_by_chat = {c: [r for r in fake.replies(c) if not r.startswith(offers)]
-                               for c in range(1000, 1000 + args.chats)}
+            commands = int((await redis.info("stats"))["total_commands_processed"])
+            trips = await scraped(processes, "kefu_redis_round_trips_total")
+            rate, latencies = await drive(fake, args)
+            commands = int((await redis.info("stats"))["total_commands_processed"]) - commands
+            trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
+            found = faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=False)
         finally:
-            for worker in extra:
-                await worker.stop()
-            await bot.stop()
+            for process in reversed(processes):
+                await process.stop()
             await drop_prefix(redis, prefix)
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
-    rate = total / elapsed
-    print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages = {total} messages in {elapsed:.1f} s "
-          f"(each chat waits for its reply before its next message)")
-    print(f"throughput: {rate:.1f} messages/s; the bare aiogram echo bot, same run: {echo_rate:.1f} messages/s "
+    return rate, latencies, found, trips / total, commands / total
+
+
+async def main(args) -> None:
+    echo_rate, echo_latencies, echo_faults = await echo_baseline(args)
+    rate, latencies, found, trips, commands = await ours(args)
+    mode = "each chat sends all its messages at once" if args.burst else \
+        "each chat waits for its reply before its next message"
+    print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
+    print(f"throughput: {rate:.1f} replies/s; the bare aiogram echo bot, same run: {echo_rate:.1f} replies/s "
           f"(ours {rate / echo_rate:.0%} of it)")
     for q in (50, 95, 99):
-        ours, echo = np.percentile(latencies, q), np.percentile(echo_latencies, q)
-        print(f"latency update→reply p{q}: {ours:.0f} ms (echo bot {echo:.0f} ms, {ours / echo:.1f}×)")
-    print(f"echo bot lost/duplicate/out-of-order: {echo_faults}; ours: lost "
-          f"{sum(max(args.messages - len(fake_replies), 0) for fake_replies in replies_by_chat.values())}, "
-          f"duplicates {sum(max(len(r) - args.messages, 0) for r in replies_by_chat.values())} (offers of a person "
-          "after two unhelped answers are not counted)")
-    print(f"Redis per message: {(trips_after - trips_before) / total:.1f} round trips, "
-          f"{(redis_after - redis_before) / total:.1f} commands (inbox append, partition read and acknowledgement, "
-          "done-marker, rate limit, memory load and append, handoff state; lease renewals and gauges included)")
+        p, e = np.percentile(latencies, q), np.percentile(echo_latencies, q)
+        print(f"latency update→reply p{q}: {p:.0f} ms (echo bot {e:.0f} ms, {p / e:.1f}×)")
+    print(f"lost / duplicate / out-of-order replies: ours {found[0]} / {found[1]} / {found[2]}; echo bot "
+          f"{echo_faults[0]} / {echo_faults[1]} / {echo_faults[2]} (offers of a person after two unhelped "
+          "answers are not counted)")
+    print(f"Redis per message: {trips:.1f} round trips, {commands:.1f} commands (inbox append, partition read, "
+          "handoff state, memory load and append, done-marker with acknowledgement; lease renewals and gauges "
+          "included)")
 
 
 if __name__ == "__main__":
@@ -150,4 +175,5 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--messages", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1, help="workers in all (python bot.py is the first)")
+    parser.add_argument("--burst", action="store_true", help="each chat sends all its messages at once")
     asyncio.run(main(parser.parse_args()))

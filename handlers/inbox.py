@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import zlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -79,6 +80,25 @@ class Entry:
     first: bool
     acked: bool = False
 
+    def finisher(self, done_key: str) -> Finish:
+        return Finish(self, done_key)
+
+
+@dataclass
+class Finish:
+    """The done-marker and the acknowledgement of an entry as a piggyback, carried by the memory's
+    transaction after a reply: the turn's memory, its done-marker and its acknowledgement are written
+    together, in one round trip."""
+    entry: Entry
+    done_key: str
+
+    def queue(self, pipe) -> None:
+        pipe.set(self.done_key, 1, ex=DONE_SECONDS)
+        pipe.xack(self.entry.stream, GROUP, self.entry.id)
+
+    def done(self, replies: list) -> None:
+        self.entry.acked = True
+
 
 def chat_of(update: Update) -> int | None:
     event = update.message or update.edited_message or update.channel_post or update.edited_channel_post
@@ -137,16 +157,20 @@ class Inbox:
     async def mark_done(self, update_id: int) -> None:
         await self.redis.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
 
+    def finisher(self, update_id: int, entry: Entry | None) -> Finish | None:
+        """What marks the update done and acknowledges its entry, for a store to carry (None without an entry)."""
+        return entry.finisher(f"{self.prefix}done:{update_id}") if entry is not None else None
+
     async def finish(self, update_id: int, entry: Entry | None) -> None:
-        """Mark the update done and, with its entry, acknowledge it: one round trip."""
+        """Mark the update done and, with its entry, acknowledge it: one round trip (none if the turn's
+        memory write carried it already)."""
         if entry is None:
             await self.mark_done(update_id)
-            return
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
-            pipe.xack(entry.stream, GROUP, entry.id)
-            await pipe.execute()
-        entry.acked = True
+        elif not entry.acked:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                finish = self.finisher(update_id, entry)
+                finish.queue(pipe)
+                finish.done(await pipe.execute())
 
     async def handle_once(self, update_id: int, run: Callable[[], Awaitable[Any]], entry: Entry | None = None) -> Any:
         """Run the turn of an update that was not handled before. Transient trouble is retried here,
@@ -232,6 +256,8 @@ class Worker:
     async def _handle(self, partition: int, entry_id: Any, fields: dict, first: bool) -> None:
         raw = fields.get(b"update") or fields.get("update")
         entry = Entry(self.inbox.stream(partition), entry_id, first)
+        appended = int((entry_id.decode() if isinstance(entry_id, bytes) else entry_id).split("-")[0]) / 1000
+        metrics.STAGE.labels(stage="inbox").observe(max(time.time() - appended, 0.0))   # ids are append times
         try:
             try:   # the first await is the dispatcher's per-chat FIFO: entries keep their order
                 await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw), inbox_entry=entry)

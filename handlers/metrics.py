@@ -27,8 +27,9 @@ INBOX_LAG = Gauge("kefu_inbox_lag", "Inbox entries not yet read by any worker, p
 REDIS_ROUND_TRIPS = Counter("kefu_redis_round_trips_total", "Requests written to Redis (a pipeline or a "
                             "transaction is one)")
 STAGE = Histogram("kefu_stage_seconds", "Time per stage of a customer message", ["stage"], buckets=SECONDS)
-# stages: queue (waiting for the chat's earlier messages), tools (retrieval and SQL, summed), turn (the
-# whole turn: model calls, tools, validation), send (the reply to Telegram)
+# stages: inbox (appended → taken by a worker), queue (waiting for the chat's earlier messages), retrieval
+# (the tools: search and SQL, summed), model (waiting for the model, summed), validation (summed), turn
+# (the whole turn), send (the reply to Telegram)
 
 
 class CountingConnection(Connection):
@@ -57,7 +58,9 @@ def observe_turn(result: Any, delivered: bool) -> None:
         FALLBACK.inc()
     MODEL_CALLS.observe(trace.model_calls)
     STAGE.labels(stage="turn").observe(trace.latency_ms / 1000)
-    STAGE.labels(stage="tools").observe(sum(t.duration_ms for t in trace.tool_calls) / 1000)
+    STAGE.labels(stage="retrieval").observe(sum(t.duration_ms for t in trace.tool_calls) / 1000)
+    STAGE.labels(stage="model").observe(trace.model_ms / 1000)
+    STAGE.labels(stage="validation").observe(trace.validation_ms / 1000)
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:

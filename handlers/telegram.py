@@ -66,7 +66,9 @@ class UpdateGate(BaseMiddleware):
             if inbox is not None:
                 # from the inbox: duplicates were dropped on arrival, the partition's lease gives this chat to
                 # one worker, and only an update already handled (a re-run after a crash) is skipped
-                return await inbox.handle_once(event.update_id, lambda: handler(event, data), data.get("inbox_entry"))
+                entry = data.get("inbox_entry")
+                data["inbox_finish"] = inbox.finisher(event.update_id, entry)
+                return await inbox.handle_once(event.update_id, lambda: handler(event, data), entry)
             if not await data["guards"].first_time(event.update_id):
                 metrics.DUPLICATES.inc()
                 log.info("duplicate update %s ignored", event.update_id)
@@ -84,7 +86,12 @@ class HandoffGate(BaseMiddleware):
                        event: TelegramObject, data: dict[str, Any]) -> Any:
         assert isinstance(event, Message)
         desk: Desk = data["desk"]
-        state = await desk.store.get(str(event.chat.id))
+        # with the inbox (Redis), a text turn reads the chat's memory in the same round trip as its state
+        memory = data["conversation"].memory
+        load = memory.loading(str(event.chat.id)) if event.text and data.get("inbox_mode") and \
+            hasattr(memory, "loading") else None
+        state = await desk.store.get(str(event.chat.id), also=load)
+        data["chat_memory"] = load.memory if load is not None else None
         if state.muted:
             await desk.to_operators(event)
             return None
@@ -119,7 +126,8 @@ def build_router() -> Router:
 
     @router.message(F.text)
     async def on_text(message: Message, bot: Bot, conversation: Conversation, desk: Desk, guards: Any,
-                      limits: Limits, event_update: Update, handoff_epoch: int) -> None:
+                      limits: Limits, event_update: Update, handoff_epoch: int, chat_memory: Any = None,
+                      inbox_finish: Any = None) -> None:
         text = (message.text or "").strip()
         chat_id = message.chat.id
         user_id = str(message.from_user.id) if message.from_user else str(chat_id)
@@ -137,7 +145,7 @@ def build_router() -> Router:
         try:
             # "typing…" only for a turn that takes a while: a fast one costs no extra request
             async with ChatActionSender.typing(bot=bot, chat_id=chat_id, initial_sleep=TYPING_AFTER_SECONDS):
-                result = await conversation.answer(str(chat_id), user_id, text)
+                result = await conversation.answer(str(chat_id), user_id, text, memory=chat_memory)
         except RedisError:
             raise   # Redis trouble passes: the inbox runs the turn again rather than apologise
         except Exception:
@@ -161,7 +169,7 @@ def build_router() -> Router:
         else:
             log.info("chat %s was handed to a person during the turn: the answer is not sent", chat_id)
         await conversation.remember(str(chat_id), user_id, text, result, update_id=event_update.update_id,
-                                    delivered=delivered)
+                                    delivered=delivered, also=inbox_finish)   # memory, done-marker, ack: one trip
 
     @router.message()
     async def on_other(message: Message, bot: Bot) -> None:

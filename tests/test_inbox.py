@@ -210,3 +210,45 @@ async def test_handle_once_retries_trouble_before_the_reply_and_never_sends_twic
     with pytest.raises(RedisConnectionError):
         await inbox.handle_once(3, lambda: turn(9, 0, runs))
     assert len(runs) == 3 and not await inbox.is_done(3)
+
+
+async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and_ack_together(redis):
+    """Piggybacks: the handoff state carries the memory read; the memory's transaction carries the
+    done-marker and the acknowledgement. Each is one round trip, with the same results as apart."""
+    from redis.asyncio import Redis
+
+    from agent.handoff import RedisHandoffStore
+    from agent.memory import Turn
+    from agent.memory_redis import RedisMemory
+    from handlers.inbox import Entry
+    from handlers.metrics import REDIS_ROUND_TRIPS, CountingConnection
+    from tests.fakes.redis_support import REDIS_TEST_URL
+
+    counted = Redis.from_url(REDIS_TEST_URL, connection_class=CountingConnection)
+    try:
+        memory, store = RedisMemory(counted, prefix=redis.test_prefix), RedisHandoffStore(counted, redis.test_prefix)
+        inbox = Inbox(counted, redis.test_prefix, partitions=1)
+        await inbox.ensure_groups()
+        await inbox.append(update(61, "足球多少钱", update_id=7001))
+        ((_, ((entry_id, _),)),) = await counted.xreadgroup(GROUP, "w", {inbox.stream(0): ">"}, count=1)
+        await memory.append("61", Turn("你好", "您好"), ["001"], 2)
+        await store.begin("61", "61", "顾客", 100.0)
+
+        trips = REDIS_ROUND_TRIPS._value.get()
+        load = memory.loading("61")
+        state = await store.get("61", also=load)
+        assert REDIS_ROUND_TRIPS._value.get() - trips == 1
+        assert state == await store.get("61") and load.memory == await memory.load("61")
+        assert load.memory.focus_product_ids == ["001"] and load.memory.last_quantity == 2
+
+        entry = Entry(inbox.stream(0), entry_id, first=True)
+        trips = REDIS_ROUND_TRIPS._value.get()
+        await memory.append("61", Turn("足球多少钱", "120元"), None, None, also=inbox.finisher(7001, entry))
+        assert REDIS_ROUND_TRIPS._value.get() - trips == 1 and entry.acked
+        assert await inbox.is_done(7001) and (await counted.xpending(inbox.stream(0), GROUP))["pending"] == 0
+        assert [t.user for t in (await memory.load("61")).turns] == ["你好", "足球多少钱"]
+        trips = REDIS_ROUND_TRIPS._value.get()
+        await inbox.finish(7001, entry)                 # carried already: nothing more to write
+        assert REDIS_ROUND_TRIPS._value.get() == trips
+    finally:
+        await counted.aclose()
