@@ -122,6 +122,17 @@ async def scraped(processes, name: str) -> float:
     return total
 
 
+async def balanced(redis, prefix: str, workers: int, partitions: int = 4) -> None:
+    """Wait until every inbox partition is leased and each worker holds its share."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        owners = [await redis.get(f"{prefix}lease:{p}") for p in range(partitions)]
+        if all(owners) and len(set(owners)) == min(workers, partitions):
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError("the workers did not share the inbox partitions within 60 s")
+
+
 async def ours(args):
     fake = await FakeTelegram().start()
     redis = await connect()
@@ -133,6 +144,7 @@ async def ours(args):
         try:
             for process in processes:   # more workers: the inbox's partitions are shared among them
                 await process.start()
+            await balanced(redis, prefix, len(processes))
             await fake.say(1, "足球多少钱")   # warm-up
             await fake.wait_replies(1, 1)
             commands = int((await redis.info("stats"))["total_commands_processed"])

@@ -252,6 +252,7 @@ class Worker:
     _in_flight: set[tuple[int, Any]] = field(default_factory=set)
     _rerun: set[int] = field(default_factory=set)   # partitions with entries of ours left pending
     _room: asyncio.Event = field(default_factory=asyncio.Event)   # set when a turn finishes
+    _draining: set[int] = field(default_factory=set)   # held beyond the fair share: read no more, then release
 
     async def _handle(self, partition: int, entry_id: Any, fields: dict, first: bool) -> None:
         raw = fields.get(b"update") or fields.get("update")
@@ -310,13 +311,39 @@ class Worker:
                     metrics.INBOX_PENDING.labels(partition=str(p)).set(group["pending"])
                     metrics.INBOX_LAG.labels(partition=str(p)).set(group.get("lag") or 0)
 
-    async def _leases(self) -> None:
+    async def _fair_share(self) -> int:
+        """Partitions this worker should hold: an even share among the workers seen alive (each one
+        announces itself at every lease cycle), so a worker that joins gets partitions to serve."""
+        key, now = f"{self.inbox.prefix}workers", time.time()
+        async with self.inbox.redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(key, {self.name: now})
+            pipe.zremrangebyscore(key, "-inf", now - self.lease_ms / 1000)   # three missed cycles: gone
+            pipe.zcard(key)
+            _, _, alive = await pipe.execute()
+        return -(-self.inbox.partitions // max(int(alive), 1))
+
+    async def _leases(self) -> bool:
+        """Renew, hand over what is beyond the fair share (once its turns in flight are done), take free
+        partitions up to it. True when this worker holds its share."""
+        share = await self._fair_share()
+        for p in sorted(self.held):
+            if not await self.inbox.renew(p, self.name, self.lease_ms):
+                log.warning("worker %s lost partition %d", self.name, p)
+                self.held.discard(p)
+                self._draining.discard(p)
+        beyond = len(self.held) - share
+        for p in sorted(self.held, reverse=True)[:max(beyond, 0)]:
+            self._draining.add(p)   # read no more from it ...
+        for p in sorted(self._draining):
+            if not any(q == p for q, _ in self._in_flight):   # ... and release it once its turns are done
+                await self.inbox.release(p, self.name)
+                self.held.discard(p)
+                self._draining.discard(p)
+                log.info("worker %s handed partition %d over (fair share %d)", self.name, p, share)
         for p in range(self.inbox.partitions):
-            if p in self.held:
-                if not await self.inbox.renew(p, self.name, self.lease_ms):
-                    log.warning("worker %s lost partition %d", self.name, p)
-                    self.held.discard(p)
-            elif await self.inbox.take(p, self.name, self.lease_ms):
+            if len(self.held) >= share:
+                break
+            if p not in self.held and await self.inbox.take(p, self.name, self.lease_ms):
                 self.held.add(p)
                 log.info("worker %s took partition %d", self.name, p)
                 # what a predecessor read and never acknowledged: run it again first
@@ -325,30 +352,33 @@ class Worker:
                 if claimed:
                     log.info("worker %s re-runs %d pending entries of partition %d", self.name, len(claimed), p)
                     self._start(p, claimed)
+        return len(self.held) == share and not self._draining
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.inbox.ensure_groups()
         renew_every = self.lease_ms / 3000
-        last = 0.0
+        cycle, last = renew_every, -renew_every
         loop = asyncio.get_running_loop()
         try:
             while not stop.is_set():
                 try:
-                    if loop.time() - last >= renew_every:
-                        await self._leases()
+                    if loop.time() - last >= cycle:
+                        balanced = await self._leases()
                         await self._run_again()
                         await self._gauges()
                         last = loop.time()
-                    if not self.held:
-                        await asyncio.sleep(min(renew_every, 1.0))
+                        cycle = renew_every if balanced else min(renew_every, 0.5)   # settle shares quickly
+                    serving = self.held - self._draining
+                    if not serving:
+                        await asyncio.sleep(min(cycle, 0.5))
                         continue
                     room = self.concurrency - len(self._in_flight)
                     if room <= 0:   # back-pressure: read more only as turns finish
                         self._room.clear()
                         with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(self._room.wait(), renew_every)
+                            await asyncio.wait_for(self._room.wait(), cycle)
                         continue
-                    streams = {self.inbox.stream(p): ">" for p in sorted(self.held)}
+                    streams = {self.inbox.stream(p): ">" for p in sorted(serving)}
                     found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams,
                                                               count=max(room // len(streams), 1), block=500)
                     for stream, entries in found or []:
@@ -360,9 +390,10 @@ class Worker:
         finally:
             if self._tasks:   # drain: finish what was started (SIGTERM), the rest stays pending for others
                 await asyncio.gather(*self._tasks, return_exceptions=True)
-            for p in list(self.held):
-                try:
+            try:
+                for p in list(self.held):
                     await self.inbox.release(p, self.name)
-                except RedisError:
-                    pass
+                await self.inbox.redis.zrem(f"{self.inbox.prefix}workers", self.name)
+            except RedisError:
+                pass   # the leases expire by themselves
 

@@ -252,3 +252,35 @@ async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and
         assert REDIS_ROUND_TRIPS._value.get() == trips
     finally:
         await counted.aclose()
+
+
+async def test_workers_share_the_partitions_evenly_and_take_them_back_when_one_leaves(redis, conn, search):
+    inbox = Inbox(redis, redis.test_prefix, partitions=4)
+    session = RecordingSession()
+    bot = Bot("42:TEST", session=session)
+    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
+    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
+                                  guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
+                                  inbox_mode=True, inbox=inbox)
+    first, second = (Worker(inbox, dispatcher, bot, name, lease_ms=1500) for name in ("w1", "w2"))
+    stops = [asyncio.Event(), asyncio.Event()]
+
+    async def until(condition, what: str) -> None:
+        deadline = time.monotonic() + 20
+        while not condition():
+            assert time.monotonic() < deadline, f"{what}: w1 {first.held}, w2 {second.held}"
+            await asyncio.sleep(0.05)
+
+    running = [asyncio.create_task(first.run(stops[0]))]
+    await until(lambda: len(first.held) == 4, "the only worker holds every partition")
+    running.append(asyncio.create_task(second.run(stops[1])))
+    await until(lambda: len(first.held) == len(second.held) == 2 and not first.held & second.held,
+                "a worker that joins gets its share")
+    await inbox.append(update(71, "足球多少钱"))
+    await until(lambda: session.texts(71), "answered by whichever holds the chat's partition")
+    stops[1].set()
+    await running[1]
+    await until(lambda: len(first.held) == 4, "a worker that leaves hands its partitions back")
+    stops[0].set()
+    await running[0]
+    assert len(session.texts(71)) == 1
