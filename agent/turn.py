@@ -67,18 +67,23 @@ class Agent:
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.schemas = tool_schemas()
         self._vocabulary: intent.Vocabulary | None = None
+        self._building = asyncio.Lock()   # the first turns arrive together: build each piece once, not per turn
 
     async def vocabulary(self) -> intent.Vocabulary:
         """The catalog's product names, brands and categories, read once per process."""
         if self._vocabulary is None:   # jieba over every name: off the event loop (20k products take seconds)
-            self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn))
+            async with self._building:
+                if self._vocabulary is None:
+                    self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn))
         return self._vocabulary
 
     async def passages(self) -> PassageSearch:
         """The store-policy search: as given, else over the catalog's chunks with the product search's
         embedder (hybrid; BM25 alone when the product search is lexical), built once."""
         if self._passages is None:
-            self._passages = await load_passages(self.conn, self.search.embedder)
+            async with self._building:
+                if self._passages is None:
+                    self._passages = await load_passages(self.conn, self.search.embedder)
         return self._passages
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:

@@ -45,7 +45,7 @@ def question(burst: bool, chat_id: int, i: int) -> str:
 
 
 def answers(fake: FakeTelegram, chat_id: int) -> list:
-    return [s for s in fake._by_chat.get(chat_id, ()) if not s.text.startswith(OFFERS)]
+    return [s for s in fake.messages_to(chat_id) if not s.text.startswith(OFFERS)]
 
 
 async def converse(fake: FakeTelegram, chat_id: int, messages: int, latencies: list[float]) -> None:
@@ -55,7 +55,7 @@ async def converse(fake: FakeTelegram, chat_id: int, messages: int, latencies: l
         started = time.monotonic()
         await fake.say(chat_id, question(False, chat_id, i))
         await fake.wait_replies(chat_id, before + 1, within=300)
-        latencies.append((fake._by_chat[chat_id][before].at - started) * 1000)
+        latencies.append((fake.messages_to(chat_id)[before].at - started) * 1000)
 
 
 async def burst(fake: FakeTelegram, chat_id: int, messages: int, latencies: list[float]) -> None:

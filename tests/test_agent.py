@@ -327,3 +327,23 @@ async def test_endpoint_without_tool_choice_required_falls_back_to_auto(conn, se
         result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
     assert result.answer == "足球售价120元。" and not result.trace.degraded
     assert [body["tool_choice"] for _, body, _ in fake.requests] == ["required", "auto", "auto"]
+
+
+async def test_the_first_turns_arriving_together_build_the_policy_search_once(conn, search, monkeypatch):
+    """Thirty turns at start-up used to build the policy search thirty times (each embedding every chunk)."""
+    import asyncio
+
+    import agent.turn as turn_module
+    from agent.turn import Agent
+
+    builds = []
+    real = turn_module.load_passages
+
+    async def counting(*args):
+        builds.append(1)
+        return await real(*args)
+
+    monkeypatch.setattr(turn_module, "load_passages", counting)
+    agent = Agent(conn, search)
+    found = await asyncio.gather(*(agent.passages() for _ in range(30)))
+    assert len(builds) == 1 and all(p is found[0] for p in found)

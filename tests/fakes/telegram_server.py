@@ -140,6 +140,10 @@ class FakeTelegram:
             "id": f"cb{self._new_message_id()}", "chat_instance": str(sent.chat_id), "data": data,
             "from": {"id": user, "is_bot": False, "first_name": "顾客"}, "message": message}})
 
+    def messages_to(self, chat_id: int) -> list[Sent]:
+        """What the bot made appear in one chat, in order (each with the time it arrived)."""
+        return list(self._by_chat.get(chat_id, ()))
+
     def replies(self, chat_id: int) -> list[str]:
         return [s.text for s in self._by_chat.get(chat_id, ())]
 
