@@ -138,7 +138,7 @@ async def ours(args):
     redis = await connect()
     prefix = unique_prefix()
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"RATE_LIMIT_MESSAGES": "1000"}
+        env = {"RATE_LIMIT_MESSAGES": "1000", "AUDIT_PATH": None}   # as deployed: the audit store, no JSONL copy
         processes = [BotProcess(fake, Path(tmp), prefix, **env)]
         processes += [BotProcess(fake, Path(tmp), prefix, "work", **env) for _ in range(args.workers - 1)]
         try:

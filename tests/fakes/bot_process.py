@@ -23,7 +23,7 @@ def free_port() -> int:
 
 
 class BotProcess:
-    def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, *args: str, **env: str):
+    def __init__(self, fake: FakeTelegram, workdir: Path, prefix: str, *args: str, **env: str | None):
         """`args`: the subcommand (none: `python bot.py`, receiving and answering in one process)."""
         self.fake, self.workdir, self.args = fake, workdir, list(args)
         self.env = {k: v for k, v in os.environ.items()
@@ -32,6 +32,7 @@ class BotProcess:
                          "REDIS_PREFIX": prefix, "DATABASE_PATH": str(workdir / "data" / "shop.db"),
                          "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
                          "MAX_MESSAGE_CHARS": "200", "KEFU_TODAY": "2026-11-29", **env})
+        self.env = {k: v for k, v in self.env.items() if v is not None}   # None: leave the setting unset
         self.process: asyncio.subprocess.Process | None = None
         self.output = bytearray()   # read all along: a full pipe would stall the bot's logging
         self._reader: asyncio.Task | None = None
