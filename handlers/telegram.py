@@ -213,7 +213,7 @@ def build_dispatcher(operators: Operators | None = None, **workflow_data: Any) -
     """The dispatcher with the gate, the operators' router, then the customers' router; `workflow_data`
     are the handlers' dependencies (`conversation`, `desk`, `guards`, `sequencer`, `audit`, `limits`)."""
     operators = operators or Operators()
-    dispatcher = Dispatcher(operators=operators, **workflow_data)
+    dispatcher = Dispatcher(operators=operators, disable_fsm=True, **workflow_data)   # no FSM states: no FSM step per update
     dispatcher.update.outer_middleware(UpdateGate())
     dispatcher.include_router(build_operator_router(operators))
     dispatcher.include_router(build_router())
