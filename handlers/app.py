@@ -214,7 +214,8 @@ async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer,
     """`bot.py work`: answer what the inbox holds for the partitions this worker leases; with `receiving`
     (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox, by
     polling or as a webhook replica."""
-    from handlers.inbox import Worker, receive
+    from handlers.inbox import receive
+    from handlers.workers import Worker
 
     _register_shutdown(dispatcher, sequencer)
     app = _app_with_health(dispatcher, sequencer)

@@ -20,8 +20,9 @@ from agent.memory import InProcessMemory
 from agent.turn import Agent
 from handlers.guards import ChatSequencer, LocalGuards
 from handlers.handoff import Desk
-from handlers.inbox import GROUP, Inbox, Worker
+from handlers.inbox import GROUP, Inbox
 from handlers.telegram import Limits, build_dispatcher
+from handlers.workers import Worker
 from tests.fakes.bot_session import RecordingSession
 from tests.fakes.openai_server import FakeOpenAI, tool_call
 
