@@ -174,11 +174,30 @@ async def register_webhook(bot: Bot, guards, options: TelegramOptions) -> None:
         log.info("webhook registered")
 
 
+async def _start_receiving(bot: Bot, inbox, guards, options: TelegramOptions, stop: asyncio.Event,
+                           ) -> asyncio.Task | None:
+    """Webhook: register it (one replica does); the intake route is on the app. Polling: the long-poll
+    task that appends to the inbox."""
+    from handlers.inbox import receive
+
+    await inbox.ensure_groups()
+    if options.mode == "webhook":
+        await register_webhook(bot, guards, options)
+        return None
+    await bot.delete_webhook(drop_pending_updates=False)
+    return asyncio.create_task(receive(bot, inbox, stop))
+
+
+async def _stop_receiving(task: asyncio.Task | None) -> None:
+    if task is not None:
+        task.cancel()   # safe anywhere: an append is one Lua call, and what was not confirmed comes again
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> None:
     """`bot.py receive`: long-poll Telegram into the durable inbox, or (BOT_MODE=webhook) be one of the
     webhook replicas that append what Telegram posts; /healthz and /metrics on the same port."""
-    from handlers.inbox import receive
-
     app = web.Application()
     ready = asyncio.Event()
     app["sequencer"], app["ready"] = ChatSequencer(), ready
@@ -188,21 +207,12 @@ async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> Non
         add_webhook_intake(app, inbox, options.webhook_secret)
     runner = await _serve(app, options.port)
     stop = _stop_on_signals()
-    receiving = None
     try:
-        await inbox.ensure_groups()
-        if options.mode == "webhook":
-            await register_webhook(bot, guards, options)
-        else:
-            await bot.delete_webhook(drop_pending_updates=False)
-            receiving = asyncio.create_task(receive(bot, inbox, stop))
+        receiving = await _start_receiving(bot, inbox, guards, options, stop)
         ready.set()
         log.info("receiving (%s): updates go to the inbox before they are confirmed", options.mode)
         await stop.wait()
-        if receiving is not None:
-            receiving.cancel()   # safe anywhere: an append is one Lua call, and what was not confirmed comes again
-            with contextlib.suppress(asyncio.CancelledError):
-                await receiving
+        await _stop_receiving(receiving)
     finally:
         await runner.cleanup()   # a webhook request being appended finishes first
         await bot.session.close()
@@ -214,32 +224,23 @@ async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer,
     """`bot.py work`: answer what the inbox holds for the partitions this worker leases; with `receiving`
     (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox, by
     polling or as a webhook replica."""
-    from handlers.inbox import receive
     from handlers.workers import Worker
 
     _register_shutdown(dispatcher, sequencer)
     app = _app_with_health(dispatcher, sequencer)
-    webhook = receiving and options.mode == "webhook"
-    if webhook:
+    if receiving and options.mode == "webhook":
         add_webhook_intake(app, inbox, options.webhook_secret)
     runner = await _serve(app, options.port)
     stop = _stop_on_signals()
     receiver = None
     try:
-        await inbox.ensure_groups()
-        if webhook:
-            await register_webhook(bot, guards, options)
-        elif receiving:
-            await bot.delete_webhook(drop_pending_updates=False)
-            receiver = asyncio.create_task(receive(bot, inbox, stop))
+        if receiving:
+            receiver = await _start_receiving(bot, inbox, guards, options, stop)
         await dispatcher.emit_startup(bot=bot)
         log.info("working as %s%s", name, f" (and receiving: {options.mode})" if receiving else "")
         await Worker(inbox, dispatcher, bot, name, lease_ms=lease_ms, concurrency=concurrency).run(stop)
     finally:
-        if receiver is not None:
-            receiver.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await receiver
+        await _stop_receiving(receiver)
         await dispatcher.emit_shutdown(bot=bot)
         await runner.cleanup()
         await bot.session.close()

@@ -35,6 +35,17 @@ def update(chat_id: int, text: str, update_id: int | None = None) -> Update:
         "chat": {"id": chat_id, "type": "private"}, "from": {"id": chat_id, "is_bot": False, "first_name": "顾客"}}})
 
 
+def worker_parts(inbox: Inbox, conn, search) -> tuple[RecordingSession, Bot, object]:
+    """What an in-process worker needs: a recording Bot API session, the bot, the real dispatcher."""
+    session = RecordingSession()
+    bot = Bot("42:TEST", session=session)
+    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
+    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
+                                  guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
+                                  inbox_mode=True, inbox=inbox)
+    return session, bot, dispatcher
+
+
 async def test_appended_once_per_update_and_one_partition_per_chat(redis):
     inbox = Inbox(redis, redis.test_prefix, partitions=4)
     await inbox.ensure_groups()
@@ -62,12 +73,7 @@ async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(re
     p32 = inbox.partition_of(update(32, ""))
     await redis.xreadgroup(GROUP, "dead-worker", {inbox.stream(p32): ">"}, count=1)
 
-    session = RecordingSession()
-    bot = Bot("42:TEST", session=session)
-    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
-    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
-                                  guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
-                                  inbox_mode=True, inbox=inbox)
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
     stop = asyncio.Event()
     worker = Worker(inbox, dispatcher, bot, "w1", lease_ms=2000)
     running = asyncio.create_task(worker.run(stop))
@@ -257,12 +263,7 @@ async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and
 
 async def test_workers_share_the_partitions_evenly_and_take_them_back_when_one_leaves(redis, conn, search):
     inbox = Inbox(redis, redis.test_prefix, partitions=4)
-    session = RecordingSession()
-    bot = Bot("42:TEST", session=session)
-    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
-    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
-                                  guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
-                                  inbox_mode=True, inbox=inbox)
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
     first, second = (Worker(inbox, dispatcher, bot, name, lease_ms=1500) for name in ("w1", "w2"))
     stops = [asyncio.Event(), asyncio.Event()]
 
