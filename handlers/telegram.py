@@ -49,8 +49,9 @@ def order_key(update: Update, chat_id: int) -> str:
 
 
 class UpdateGate(BaseMiddleware):
-    """Outer update middleware: per-chat order first (before any other await), then duplicates
-    (Telegram re-sends an update when a webhook answer is late), then the cross-process chat lock."""
+    """Outer update middleware: per-chat order first (before any other await); then, from the durable
+    inbox, the update is handled once (Inbox.handle_once: retries, done-marker, delivery marker); without
+    the inbox, duplicates are dropped (Telegram re-sends an update when a webhook answer is late)."""
 
     async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
                        event: TelegramObject, data: dict[str, Any]) -> Any:

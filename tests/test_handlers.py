@@ -66,11 +66,12 @@ async def test_start_help_and_reset(harness):
 
 
 async def test_a_question_is_answered_with_escaped_html_and_typing_only_when_slow(harness, monkeypatch):
+    monkeypatch.setattr("handlers.telegram.TYPING_AFTER_SECONDS", 3600)   # every turn faster than that
     await harness.feed(update(7, "足球多少钱"))
     (message,) = harness.session.messages
     assert message.parse_mode == "HTML" and "120元" in message.text and message.chat_id == 7
     assert not any(isinstance(r, SendChatAction) for r in harness.session.requests)   # fast: no extra request
-    monkeypatch.setattr("handlers.telegram.TYPING_AFTER_SECONDS", 0)                   # a turn slower than that
+    monkeypatch.setattr("handlers.telegram.TYPING_AFTER_SECONDS", 0)      # every turn slower than that
     await harness.feed(update(8, "足球多少钱"))
     assert any(isinstance(r, SendChatAction) and r.action == "typing" and r.chat_id == 8
                for r in harness.session.requests)
