@@ -72,16 +72,22 @@ async def _health(request: web.Request) -> web.Response:
                               "in_flight": request.app["sequencer"].in_flight})
 
 
-def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Application:
+def _health_app(sequencer: ChatSequencer) -> web.Application:
+    """/healthz and /metrics; `ready` is set by whoever starts taking updates."""
     app = web.Application()
     app["sequencer"], app["ready"] = sequencer, asyncio.Event()
+    app.router.add_get("/healthz", _health)
+    app.router.add_get("/metrics", metrics_endpoint)
+    return app
+
+
+def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Application:
+    app = _health_app(sequencer)
 
     async def started() -> None:
         app["ready"].set()
 
     dispatcher.startup.register(started)
-    app.router.add_get("/healthz", _health)
-    app.router.add_get("/metrics", metrics_endpoint)
     return app
 
 
@@ -198,18 +204,14 @@ async def _stop_receiving(task: asyncio.Task | None) -> None:
 async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> None:
     """`bot.py receive`: long-poll Telegram into the durable inbox, or (BOT_MODE=webhook) be one of the
     webhook replicas that append what Telegram posts; /healthz and /metrics on the same port."""
-    app = web.Application()
-    ready = asyncio.Event()
-    app["sequencer"], app["ready"] = ChatSequencer(), ready
-    app.router.add_get("/healthz", _health)
-    app.router.add_get("/metrics", metrics_endpoint)
+    app = _health_app(ChatSequencer())
     if options.mode == "webhook":
         add_webhook_intake(app, inbox, options.webhook_secret)
     runner = await _serve(app, options.port)
     stop = _stop_on_signals()
     try:
         receiving = await _start_receiving(bot, inbox, guards, options, stop)
-        ready.set()
+        app["ready"].set()
         log.info("receiving (%s): updates go to the inbox before they are confirmed", options.mode)
         await stop.wait()
         await _stop_receiving(receiving)

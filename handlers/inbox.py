@@ -76,9 +76,6 @@ class Entry:
     first: bool
     acked: bool = False
 
-    def finisher(self, done_key: str) -> Finish:
-        return Finish(self, done_key)
-
 
 @dataclass
 class Finish:
@@ -155,7 +152,7 @@ class Inbox:
 
     def finisher(self, update_id: int, entry: Entry | None) -> Finish | None:
         """What marks the update done and acknowledges its entry, for a store to carry (None without an entry)."""
-        return entry.finisher(f"{self.prefix}done:{update_id}") if entry is not None else None
+        return Finish(entry, f"{self.prefix}done:{update_id}") if entry is not None else None
 
     async def finish(self, update_id: int, entry: Entry | None) -> None:
         """Mark the update done and, with its entry, acknowledge it: one round trip (none if the turn's
@@ -194,7 +191,6 @@ class Inbox:
                 log.warning("update %s: %s; %s in %.1f s", update_id, type(exc).__name__,
                             "marking it answered" if delivery.sent else "running it again", wait)
                 await asyncio.sleep(wait)
-        return None
 
     # --- leases --------------------------------------------------------------------------------------
 
