@@ -37,6 +37,14 @@ GREETING = "您好！我是店铺客服助手，可以帮您查询商品的价�
 THANKS = "不客气！还有其他问题随时问我。"
 NO_ORDERS = "抱歉，没有查到您账号下的相关订单。请确认订单号，或联系人工客服协助查询。"
 NO_POLICY = "抱歉，我没有查到这方面的店铺政策说明。建议您联系人工客服确认，以免给您不准确的信息。"
+# What a good shop assistant says to people rather than about products.
+CLARIFY = "请问您想了解哪款商品呢？告诉我商品名称，我来帮您查价格、库存和优惠。"
+REFUSE_INJECTION = ("抱歉，我不能按这样的要求回答。我只能根据店铺系统里的真实信息，为您查询商品、优惠、订单和售后政策。")
+OFF_TOPIC = "抱歉，这个问题超出了我的服务范围。我是店铺客服助手，可以帮您查询商品、价格、库存、优惠、订单和售后政策。"
+APOLOGY = "非常抱歉给您带来了不好的体验。如需人工客服为您处理，直接回复转人工即可。"
+NO_BARGAIN = "抱歉，商品价格以店铺系统为准，客服无法议价或单独改价。"
+NO_BARGAIN_WHICH = "抱歉，商品价格以店铺系统为准，客服无法议价。告诉我您想买哪款商品，我帮您看看它当前有哪些优惠活动。"
+GREETING_PREFIX = "您好！"
 
 
 def yuan(amount: Decimal) -> str:
@@ -56,6 +64,7 @@ class Findings:
     documents: list[PolicyDocument] = field(default_factory=list)
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
+    searched_knowledge: bool = False   # the policy search ran (whether or not it found a passage)
 
     @classmethod
     def gather(cls, results: Iterable[object]) -> Findings:
@@ -93,8 +102,10 @@ class Findings:
                 self.basket = result
             case QuoteRefusal(status=Status.INSUFFICIENT_STOCK):
                 self.calculation = result
-            case PolicyDocuments(documents=documents) if documents:
-                self.documents = list(documents)
+            case PolicyDocuments(documents=documents):
+                self.searched_knowledge = True
+                if documents:
+                    self.documents = list(documents)
             case OrderList(orders=orders):
                 self.orders = list(orders)
 
@@ -201,6 +212,7 @@ def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[st
     cheaper or dearer — a conclusion drawn from the figures just stated."""
     differ = not re.search("贵|便宜|价", asked.text)
     lines = [f"{_label(p)}售价{yuan(p.price)}" + (f"，{p.description}" if differ and p.description else "")
+             + (f"，适用：{p.usage}" if differ and p.usage else "")
              for p in products if p.price is not None]
     text = "；".join(lines) + "。"
     priced = [p for p in products if p.price is not None]
@@ -232,11 +244,46 @@ def basket_answer(basket: Basket) -> tuple[str, list[str]]:
             [*(line.evidence_id for line in basket.lines), basket.evidence_id])
 
 
-def spec_answer(product: Product) -> tuple[str, list[str]]:
-    spec = f"{_label(product)}的规格：{product.specifications}。" if product.specifications else \
-        f"{_label(product)}：{product.description}。"
+# What a customer's attribute question looks for in a product record, by attribute.
+ATTRIBUTE_WORDS = (
+    (re.compile("材质|面料|材料|什么做的|啥做的|什么料"), ("材质", "面料", "外皮", "皮", "材料", "碳", "橡胶", "硅胶", "铸铁", "枫木", "不锈钢", "乳胶", "TPE", "EVA", "PU")),
+    (re.compile("防水|防泼水|防雨|下雨|怕水|沾水"), ("防水", "防泼水", "防雨", "防雾")),
+    (re.compile("几个人|几人|多少人|人住|人用"), ("人用", "双人", "人")),
+    (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
+    (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重"), ("重量", "公斤", "克", "轻量")),
+    (re.compile("容量|多大容量|几升|多少升|毫升|装多少"), ("容量", "升", "毫升")),
+    (re.compile("尺码|码数|几码|多大码|尺寸|多大|多长|多宽|多厚|长度"), ("尺码", "码", "厘米", "毫米", "寸", "长")),
+    (re.compile("续航|电池|多久充"), ("续航",)),
+    (re.compile("防滑|抓地"), ("防滑", "抓地")),
+    (re.compile("透气|闷"), ("透气", "网面", "网布")),
+)
+
+
+def _clauses(product: Product) -> list[str]:
+    fields = [product.description, product.specifications, product.usage]
+    return [c.strip() for f in fields if f for c in re.split("[，,。；;]", f) if c.strip()]
+
+
+def spec_answer(product: Product, question: str = "") -> tuple[str, list[str]]:
+    """The attribute asked about, quoted from whichever field of the record states it (description,
+    specifications or usage), then the record's specifications and use, then the price."""
+    lead = ""
+    for asked, words in ATTRIBUTE_WORDS:
+        if asked.search(question):
+            found = [c for c in _clauses(product) if any(w in c for w in words)]
+            if found:
+                lead = f"{_label(product)}：{'，'.join(dict.fromkeys(found))}。"
+                break
+    record = []
+    if product.specifications:
+        record.append(f"规格：{product.specifications}")
+    if product.usage:
+        record.append(f"适用：{product.usage}")
+    if not lead:
+        lead = f"{_label(product)}：{product.description}。" if product.description else f"{_label(product)}。"
+    body = "；".join(record) + "。" if record else ""
     price = f"{product.product_name}售价{yuan(product.price)}。" if product.price is not None else ""
-    return spec + price, [product.evidence_id]
+    return lead + body + price, [product.evidence_id]
 
 
 def brand_answer(product: Product) -> tuple[str, list[str]]:
@@ -245,17 +292,21 @@ def brand_answer(product: Product) -> tuple[str, list[str]]:
 
 
 def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:
-    """A near miss: say first that the thing itself is not sold, then what related products there are."""
-    lines = "；".join(f"{_label(p)}，售价{yuan(p.price)}" for p in products if p.price is not None)
-    return (f"抱歉，本店没有销售“{subject}”。您可以看看相关的商品：{lines}。",
-            [p.evidence_id for p in products if p.price is not None])
+    """A near miss: say first that the thing itself is not sold, then name related products (no prices:
+    the customer did not ask about them)."""
+    names = "、".join(_label(p) for p in products)
+    return (f"抱歉，本店没有销售“{subject}”。相关的商品有：{names}，需要的话可以问我它们的详情。",
+            [p.evidence_id for p in products])
 
 
 def not_sold_answer(subject: str) -> str:
-    """Nothing verified fits: say so, naming the thing asked about (the reader's subject) when there is one."""
-    shown = f"“{subject}”" if subject and not find_mentions(subject) else "您的描述"
-    return (f"抱歉，本店目前没有找到与{shown}相符的商品，不能为您提供它的价格或库存信息。"
-            "我们主要销售球类、球拍、跑鞋、健身器材、瑜伽用品和户外运动装备，您可以换个说法再问我。")
+    """Nothing verified fits: say so, naming the thing asked about (the reader's goods phrase) when there
+    is one; a described need that nothing fits is not called "not sold"."""
+    if subject and not find_mentions(subject):
+        return (f"抱歉，本店没有销售“{subject}”，不能为您提供它的价格或库存信息。"
+                "您可以告诉我具体的用途，我帮您看看店里有没有合适的商品。")
+    return ("抱歉，本店目前没有找到符合您描述的商品，不能为您提供价格或库存信息。"
+            "您可以换个说法，或告诉我商品名称再问我。")
 
 
 def readable(content: str) -> str:

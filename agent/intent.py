@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
@@ -15,6 +15,7 @@ from enum import StrEnum
 import jieba
 import jieba.posseg
 
+from agent.mentions import Reference, extended_names, goods_phrases, reference
 from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.text import fold, pinyin_of
@@ -35,6 +36,21 @@ class Ask(StrEnum):
     MODIFY = "modify"
     GREETING = "greeting"
     THANKS = "thanks"
+    BASKET = "basket"
+    SPENDING = "own_spending"
+    HUMAN = "human"
+    COMPLAINT = "complaint"
+    BARGAIN = "bargain"
+    INJECTION = "injection"
+    OFF_TOPIC = "off_topic"
+
+
+# The router's labels (agent/routing.py, learned from examples) as the reader's asks.
+LABEL_ASKS = {"price": Ask.PRICE, "promotion": Ask.PROMOTION, "stock": Ask.STOCK, "attribute": Ask.SPEC,
+              "compare": Ask.COMPARE, "basket": Ask.BASKET, "listing": Ask.LIST, "order_status": Ask.ORDER,
+              "own_spending": Ask.SPENDING, "human": Ask.HUMAN, "complaint": Ask.COMPLAINT, "bargain": Ask.BARGAIN,
+              "injection": Ask.INJECTION, "off_topic": Ask.OFF_TOPIC, "greeting": Ask.GREETING, "thanks": Ask.THANKS}
+PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRAND, Ask.COMPARE, Ask.BASKET, Ask.LIST})
 
 
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
@@ -58,7 +74,8 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
 _BUDGET = (   # the first that matches decides
-    (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*左右"), "around"),
+    (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:左右|上下|附近|差不多)"), "around"),
+    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:出头|多点|多一点)"), "above"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
     (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以上|起)"), "min"),
@@ -78,6 +95,12 @@ CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": 
 _CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|的东西|的商品|的产品|东西|产品|商品")
 
 
+def _as_pattern(word: str) -> str:
+    """A name as a regular expression; a Latin one only as whole words ('tent' is not in 'content')."""
+    escaped = re.escape(word)
+    return f"(?<![a-z]){escaped}(?![a-z])" if re.search("[a-z]", word) else escaped
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """The catalog's words: product names and their unique short forms, brands, categories."""
@@ -89,10 +112,15 @@ class Vocabulary:
     category_pattern: re.Pattern[str] | None = None   # every category word, longest first
     category_of: dict[str, str] = field(default_factory=dict)
 
+    def containing(self, phrase: str) -> str | None:
+        """The one product whose full name holds `phrase` ('羽毛球网' → 羽毛球网架), if exactly one does."""
+        owners = {pid for name, pid in self.names.items() if phrase in name and phrase != name}
+        return next(iter(owners)) if len(owners) == 1 else None
+
     def __post_init__(self) -> None:
         if self.pattern is None and self.names:
             words = sorted(self.names, key=len, reverse=True)
-            object.__setattr__(self, "pattern", re.compile("|".join(map(re.escape, words))))
+            object.__setattr__(self, "pattern", re.compile("|".join(map(_as_pattern, words))))
         if self.category_pattern is None and self.categories:
             of = {w: c for c in self.categories for w in (c, *CATEGORY_WORDS.get(c, ()))}
             words = sorted(of, key=len, reverse=True)
@@ -100,9 +128,11 @@ class Vocabulary:
             object.__setattr__(self, "category_pattern", re.compile("|".join(map(re.escape, words))))
 
     @classmethod
-    def of(cls, products: Iterable[tuple[str, str, str, str]]) -> Vocabulary:
+    def of(cls, products: Iterable[tuple[str, str, str, str]],
+           aliases: Mapping[str, Iterable[str]] | None = None) -> Vocabulary:
         """From (product_id, name, brand, category) rows: each name, its pack-less base ('乒乓球'), and
-        its last jieba word when no other product ends with it ('运动护膝' → '护膝')."""
+        its last jieba word when no other product ends with it ('运动护膝' → '护膝'); then the catalog's
+        own other names for a product (`aliases`: English, short names) unless another product has it."""
         rows = list(products)
         names: dict[str, str] = {}
         tails: dict[str, set[str]] = {}
@@ -118,6 +148,14 @@ class Vocabulary:
         for tail, pids in tails.items():
             if len(pids) == 1:
                 names.setdefault(tail, next(iter(pids)))
+        owners: dict[str, set[str]] = {}
+        for pid, others in (aliases or {}).items():
+            for alias in others:
+                if len(folded := fold(alias).strip()) >= 2:
+                    owners.setdefault(folded, set()).add(pid)
+        for alias, pids in owners.items():
+            if len(pids) == 1:
+                names.setdefault(alias, next(iter(pids)))
         return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]))
 
 
@@ -139,11 +177,31 @@ class Intent:
     sort: str = "relevance"                     # 最便宜的 / 从高到低 / 库存最多: how a listing is ordered
     subject: str = ""                           # the thing asked about, when it is a short noun phrase
     exact: str | None = None                    # the product whose name (or short form) the subject is
+    goods: tuple[str, ...] = ()                 # noun phrases that may name goods no catalog word covers
+    near_miss: str = ""                         # a catalog name inside a noun for another thing (足球门)
+    reference: Reference | None = None          # 第二个 / 便宜的那个 / 这个: points back at what was shown
+    labels: frozenset[str] = frozenset()        # what the router read the message to ask (policy topics too)
+    named: tuple[str, ...] = ()                 # the catalog words the message used, as written
+
+    @property
+    def policy_topics(self) -> tuple[str, ...]:
+        return tuple(sorted(label.split(":", 1)[1] for label in self.labels if label.startswith("policy:")))
+
+    @property
+    def about_products(self) -> bool:
+        """The message asks something about goods (price, stock, an attribute, a list…)."""
+        return bool(self.asks & PRODUCT_ASKS)
 
     @property
     def describes_need(self) -> bool:
         """A need told in a sentence (我准备跑马拉松…) rather than a product named."""
         return not self.products and len(self.text) >= 10
+
+    @property
+    def names_nothing(self) -> bool:
+        """No product, no goods, no filter: a follow-up, or a question that needs its product named."""
+        return not (self.products or self.goods or self.near_miss or self.brand or self.category
+                    or self.max_price is not None or self.min_price is not None or self.describes_need)
 
     @property
     def listing(self) -> bool:
@@ -195,6 +253,8 @@ def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
             continue
         if kind == "around":   # 两百左右: within a fifth either way
             return (value * Decimal("1.2")).quantize(Decimal(1)), (value * Decimal("0.8")).quantize(Decimal(1))
+        if kind == "above":    # 一百出头: from it to a third more
+            return (value * Decimal("1.35")).quantize(Decimal(1)), value
         if kind == "max" and high is None:
             high = value
         elif kind == "min" and low is None:
@@ -266,29 +326,83 @@ def _names_something_new(text: str) -> bool:
     return False
 
 
-def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = False) -> Intent:
-    """Read one customer message against the catalog's vocabulary."""
+def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = False,
+         labels: Iterable[str] | None = None) -> Intent:
+    """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
+    learned from examples) read the message to ask; without them the asks come from word rules alone."""
     vocabulary = vocabulary or Vocabulary({})
     folded = fold(text)
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
+    spans, products = _playing(folded, spans, products)
     per, overall = _quantities(folded, spans)
     high, low = _budget(folded)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
-    asks = {ask for ask, pattern in _ASKS if pattern.search(folded)}
+    labels = frozenset(labels or ())
+    asks = _asks({ask for ask, pattern in _ASKS if pattern.search(folded)}, labels)
     category = _category(folded, vocabulary, spans, Ask.LIST in asks or high is not None or low is not None)
-    if _GREETING.match(folded):
+    if not labels and _GREETING.match(folded):
         asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
     parts: tuple[str, ...] = ()
     if len(products) < 2 and (Ask.COMPARE in asks or "各" in folded):
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
-    follow_up = (has_focus and not products and not brand and not category and high is None and low is None
-                 and not asks & {Ask.POLICY, Ask.ORDER, Ask.MODIFY} and not _names_something_new(folded))
+    goods = tuple(g for g in goods_phrases(folded, [(s, e) for s, e, _ in spans])
+                  if not _only_known_words(g, vocabulary)) if not products else ()
+    near = extended_names(folded, spans, set(vocabulary.names)) if products else ""
+    if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
+        products, near = (longer,), ""
+    pointer = reference(folded) if not products else None
+    follow_up = (has_focus and not products and not goods and not brand and not category and high is None
+                 and low is None and not asks & _NOT_ABOUT_FOCUS)
     if len(products) == 1 and per:
         overall = per[products[0]]
-    subject = _subject(folded, brand)
+    subject = near or (goods[0] if goods else "")
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
+    exact = products[0] if len(products) == 1 and not near and len(spans) >= 1 else None
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
-                  bool(_IN_STOCK.search(folded)), sort, subject, vocabulary.names.get(subject))
+                  bool(_IN_STOCK.search(folded)), sort, subject, exact, goods, near, pointer, labels,
+                  tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)))
+
+
+# Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
+_PLAY = re.compile(r"(?:打|踢|玩|练|学)(?:了|过|着)?$")
+
+
+def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...]):
+    """Drop the catalog mentions that name a sport being played, when the message tells a need."""
+    if len(text) < 8:
+        return spans, products
+    kept = [s for s in spans if not _PLAY.search(text[max(0, s[0] - 2):s[0]])]
+    if len(kept) == len(spans):
+        return spans, products
+    return kept, tuple(dict.fromkeys(pid for _, _, pid in kept))
+
+
+# Asks that are never about the product in focus, however short the message.
+_NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, Ask.INJECTION, Ask.OFF_TOPIC})
+
+
+def _asks(by_rules: set[Ask], labels: frozenset[str]) -> set[Ask]:
+    """The router's labels decide what is asked; the word rules add the details it does not label
+    (a brand question is an attribute question; a change demand is bargaining about the database)."""
+    if not labels:
+        return by_rules
+    asks = {LABEL_ASKS[label] for label in labels if label in LABEL_ASKS}
+    if any(label.startswith("policy:") for label in labels):
+        asks.add(Ask.POLICY)
+    if asks & PRODUCT_ASKS:
+        asks |= by_rules & PRODUCT_ASKS
+    if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
+        asks.add(Ask.MODIFY)
+    return asks
+
+
+def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
+    """A phrase of nothing but the catalog's brands and category words (耐克, 户外装备) names no new goods;
+    瑜伽球 (a category word and a thing) does."""
+    rest = phrase
+    for word in sorted((*vocabulary.brands, *vocabulary.category_of), key=len, reverse=True):
+        rest = rest.replace(word.lower(), "")
+    return not rest or bool(_CATEGORY_TAIL.fullmatch(rest)) or rest in GENERIC

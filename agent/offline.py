@@ -12,7 +12,7 @@ from typing import Any
 
 from agent import answers
 from agent.context import TurnContext
-from agent.intent import GENERIC, Ask, Intent, covers
+from agent.intent import GENERIC, PRODUCT_ASKS, Ask, Intent, covers
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from guardrails.fallback import SAFE_FALLBACK
@@ -53,31 +53,92 @@ class OfflineModel:
         if not context.results:
             return self._first_step(asked, focus)
         findings = answers.Findings.gather(result for _, result in context.results)
-        last = called[-1]
-        if last == "list_my_orders":
+        if not self._has_product_part(asked, focus):
+            return self._final(asked, findings, None)
+        step = self._product_step(asked, focus, findings, called)
+        if isinstance(step, ModelReply):
+            return step
+        return self._final(asked, findings, step)
+
+    def _final(self, asked: Intent, findings: answers.Findings,
+               product: tuple[str, list[str], str] | None) -> ModelReply:
+        """One answer with a part for each thing asked: the product part, then the policy, the orders and
+        the way to a person; an apology first for a complaint, a polite no first for bargaining."""
+        texts, cites, grounded, missing = [], [], False, False
+        if Ask.COMPLAINT in asked.asks:
+            texts.append(answers.APOLOGY)
+        if Ask.BARGAIN in asked.asks and Ask.MODIFY not in asked.asks:
+            texts.append(answers.NO_BARGAIN if product and product[1] else answers.NO_BARGAIN_WHICH)
+        if product is not None:
+            texts.append(product[0])
+            cites += product[1]
+            grounded = product[2] == AnswerStatus.GROUNDED
+            missing = not grounded
+        if findings.documents and asked.asks & {Ask.POLICY, Ask.HUMAN}:
+            text, doc_cites = answers.policy_answer(findings)
+            texts.append(text)
+            cites += doc_cites
+            grounded = True
+        elif Ask.POLICY in asked.asks and "search_knowledge" in self._called_in(findings):
+            texts.append(answers.NO_POLICY)
+            missing = True
+        if findings.orders is not None and Ask.ORDER in asked.asks:
             if findings.orders:
-                return self._submit(*answers.orders_answer(findings))
-            return self._submit(answers.NO_ORDERS, [], AnswerStatus.INSUFFICIENT)
-        if last == "search_knowledge":
-            if findings.documents:
-                return self._submit(*answers.policy_answer(findings))
-            return self._submit(answers.NO_POLICY, [], AnswerStatus.INSUFFICIENT)
+                text, order_cites = answers.orders_answer(findings)
+                texts.append(text)
+                cites += order_cites
+                grounded = True
+            else:
+                texts.append(answers.NO_ORDERS)
+                missing = True
+        if not texts:
+            texts.append(answers.CLARIFY)
+            missing = True
+        if Ask.GREETING in asked.asks and not texts[0].startswith(("您好", "非常抱歉")):
+            texts[0] = answers.GREETING_PREFIX + texts[0]
+        status = AnswerStatus.GROUNDED if grounded or not missing else AnswerStatus.INSUFFICIENT
+        return self._submit("\n".join(texts), list(dict.fromkeys(cites)), status)
+
+    @staticmethod
+    def _called_in(findings: answers.Findings) -> set[str]:
+        return {"search_knowledge"} if findings.searched_knowledge else set()
+
+    @staticmethod
+    def _has_product_part(asked: Intent, focus: list[str]) -> bool:
+        """Whether the message asks something about goods (besides any policy, order or person part)."""
+        if asked.asks & {Ask.INJECTION, Ask.MODIFY}:
+            return False
+        if asked.asks & PRODUCT_ASKS:
+            return True
+        if Ask.BARGAIN in asked.asks:
+            return bool(asked.products or focus)
+        if asked.asks & {Ask.POLICY, Ask.ORDER, Ask.HUMAN, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC,
+                         Ask.SPENDING}:
+            return False
+        return not asked.names_nothing or bool(focus) or asked.reference is not None
+
+    def _product_step(self, asked: Intent, focus: list[str], findings: answers.Findings,
+                      called: list[str]) -> ModelReply | tuple[str, list[str], str]:
+        """The next call for the product part, or its finished answer (text, citations, status)."""
         if findings.basket is not None:
-            return self._submit(*answers.basket_answer(findings.basket))
+            return (*answers.basket_answer(findings.basket), AnswerStatus.GROUNDED)
         several = self._several(asked, findings)
         if several:
             if Ask.COMPARE in asked.asks:
-                return self._submit(*answers.compare_answer([findings.products[p] for p in several], asked))
+                return (*answers.compare_answer([findings.products[p] for p in several], asked),
+                        AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
-        if asked.listing and last == "search_products":
+        if asked.listing and "search_products" in called:
             answer, cites = answers.listing_answer(findings, asked)
-            return self._submit(answer, cites, AnswerStatus.GROUNDED if cites else AnswerStatus.INSUFFICIENT)
+            return answer, cites, AnswerStatus.GROUNDED if cites else AnswerStatus.INSUFFICIENT
         if findings.products:
             return self._about_one(asked, findings)
         if focus and asked.follow_up and "get_product_details" not in called:
             return self._call("get_product_details", {"product_ids": focus})
-        return self._submit(answers.not_sold_answer(asked.subject), [], AnswerStatus.INSUFFICIENT)
+        if asked.names_nothing:   # retrieval found nothing either: ask which product, never "not sold"
+            return answers.CLARIFY, [], AnswerStatus.INSUFFICIENT
+        return answers.not_sold_answer(asked.subject), [], AnswerStatus.INSUFFICIENT
 
     @staticmethod
     def _several(asked: Intent, findings: answers.Findings) -> list[str]:
@@ -90,49 +151,71 @@ class OfflineModel:
         ids = list(dict.fromkeys(ids))
         return ids if len(ids) >= 2 else []
 
-    def _about_one(self, asked: Intent, findings: answers.Findings) -> ModelReply:
+    def _about_one(self, asked: Intent, findings: answers.Findings) -> tuple[str, list[str], str]:
         order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
         main = findings.products[order[0]]
+        if asked.near_miss:
+            return (*answers.related_answer(asked.near_miss, [main]), AnswerStatus.GROUNDED)
         subject = asked.subject
-        if subject and not asked.follow_up and not asked.describes_need and not covers(subject, main.product_name):
-            return self._submit(*answers.related_answer(subject, [main]))
+        if subject and not asked.products and not asked.describes_need and not covers(subject, main.product_name):
+            return (*answers.related_answer(subject, [main]), AnswerStatus.GROUNDED)
         if Ask.SPEC in asked.asks:
-            return self._submit(*answers.spec_answer(main))
+            return (*answers.spec_answer(main, asked.text), AnswerStatus.GROUNDED)
         if Ask.BRAND in asked.asks and not asked.asks & {Ask.PRICE, Ask.PROMOTION}:
-            return self._submit(*answers.brand_answer(main))
+            return (*answers.brand_answer(main), AnswerStatus.GROUNDED)
         question = asked.text
         wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase)
         wants_more = (not wants_price and Ask.STOCK not in asked.asks and len(findings.products) > 1
                       and asked.describes_need)
         claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
-        return self._submit(*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
-                                                    claimed_other_figure=claimed))
+        return (*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
+                                        claimed_other_figure=claimed), AnswerStatus.GROUNDED)
 
     def _first_step(self, asked: Intent, focus: list[str]) -> ModelReply:
+        """Every part's first call at once: the policy, the orders and the product part run together."""
+        if Ask.INJECTION in asked.asks:
+            return self._submit(answers.REFUSE_INJECTION, [])
         if Ask.MODIFY in asked.asks:
             return self._submit(answers.REFUSE_CHANGE, [])
-        if asked.asks & {Ask.GREETING, Ask.THANKS}:
-            return self._submit(answers.THANKS if Ask.THANKS in asked.asks else answers.GREETING, [])
+        calls: list[tuple[str, dict[str, Any]]] = []
         if Ask.ORDER in asked.asks:
             order_id = _ORDER_ID.search(asked.text.upper())
-            return self._call("list_my_orders", {"order_id": order_id.group(1)} if order_id else {})
-        if Ask.POLICY in asked.asks and not asked.products:
-            return self._call("search_knowledge", {"query": asked.text[:200]})
-        if focus and asked.follow_up:
-            return self._call("get_product_details", {"product_ids": focus})
+            calls.append(("list_my_orders", {"order_id": order_id.group(1)} if order_id else {}))
+        if Ask.POLICY in asked.asks or Ask.HUMAN in asked.asks:
+            query = asked.text if Ask.POLICY in asked.asks else f"{asked.text} 转人工 人工客服"
+            calls.append(("search_knowledge", {"query": query[:200]}))
+        if self._has_product_part(asked, focus):
+            calls += self._product_first(asked, focus)
+        if calls:
+            return self._calls(calls)
+        if Ask.OFF_TOPIC in asked.asks:
+            return self._submit(answers.OFF_TOPIC, [])
+        if Ask.COMPLAINT in asked.asks:
+            return self._submit(answers.APOLOGY, [])
+        if Ask.BARGAIN in asked.asks:
+            return self._submit(answers.NO_BARGAIN_WHICH, [])
+        if asked.asks & {Ask.GREETING, Ask.THANKS}:
+            return self._submit(answers.THANKS if Ask.THANKS in asked.asks else answers.GREETING, [])
+        return self._submit(answers.CLARIFY, [], AnswerStatus.INSUFFICIENT)
+
+    @staticmethod
+    def _product_first(asked: Intent, focus: list[str]) -> list[tuple[str, dict[str, Any]]]:
+        """The product part's first calls; none when there is no product to look up (then ask which)."""
+        if len(asked.products) >= 2:
+            return [("get_product_details", {"product_ids": list(asked.products)})]
         if asked.listing:
             filters = {"max_price": None if asked.max_price is None else str(asked.max_price),
                        "min_price": None if asked.min_price is None else str(asked.min_price),
                        "brand": asked.brand, "category": asked.category}
-            query = "" if asked.category or (asked.brand and not asked.products) or asked.subject in GENERIC \
-                else asked.subject
-            return self._call("search_products", {"query": (query or "")[:200], "top_k": 10, "sort": asked.sort,
-                                                  "in_stock": asked.in_stock,
-                                                  **{k: v for k, v in filters.items() if v is not None}})
-        if len(asked.products) >= 2:
-            return self._call("get_product_details", {"product_ids": list(asked.products)})
-        if asked.several:
-            return self._calls([("search_products", {"query": part[:200], "top_k": 3}) for part in asked.parts[:5]])
-        if asked.exact:   # the customer named a product exactly: verify it, no retrieval guess needed
-            return self._call("get_product_details", {"product_ids": [asked.exact]})
-        return self._call("search_products", {"query": asked.text[:200], "top_k": 3})
+            words = "" if asked.category or (asked.brand and not asked.products) else " ".join(
+                g for g in (*asked.named, *asked.goods) if g not in GENERIC)
+            return [("search_products", {"query": words[:200], "top_k": 10, "sort": asked.sort,
+                                         "in_stock": asked.in_stock,
+                                         **{k: v for k, v in filters.items() if v is not None}})]
+        if asked.several and not asked.products:
+            return [("search_products", {"query": part[:200], "top_k": 3}) for part in asked.parts[:5]]
+        if asked.products:   # the customer named a product: verify it, no retrieval guess needed
+            return [("get_product_details", {"product_ids": list(asked.products)})]
+        if focus and (asked.follow_up or asked.names_nothing):
+            return [("get_product_details", {"product_ids": focus})]
+        return [("search_products", {"query": asked.text[:200], "top_k": 3})]

@@ -5,6 +5,7 @@ send: nothing unvalidated is ever returned."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from agent.prompts import build_messages
 from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
 from agent.trace import FALLBACK, ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import OrderAnalytics
-from db.catalog import catalog_words
+from db.catalog import catalog_aliases, catalog_words, fetch_products
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.validator import AnswerStatus, validate
@@ -74,7 +75,8 @@ class Agent:
         if self._vocabulary is None:   # jieba over every name: off the event loop (20k products take seconds)
             async with self._building:
                 if self._vocabulary is None:
-                    self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn))
+                    self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn),
+                                                               await catalog_aliases(self.conn))
         return self._vocabulary
 
     async def passages(self) -> PassageSearch:
@@ -96,6 +98,7 @@ class Agent:
         vocabulary = await self.vocabulary()
         ledger = EvidenceLedger(vocabulary.brands)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids))
+        asked = await self._resolve(asked, memory.focus_product_ids)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
@@ -136,17 +139,48 @@ class Agent:
         focus, last_quantity = self._focus(released, ledger)
         return TurnResult(released.answer, released.status, released.citations, focus, last_quantity, trace)
 
+    async def _resolve(self, asked: intent.Intent, shown: list[str]) -> intent.Intent:
+        """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""
+        pointer = asked.reference
+        if pointer is None or asked.products or not shown:
+            return asked
+        pick: str | None = None
+        if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(shown):
+            pick = shown[pointer.position - 1]
+        elif pointer.kind in ("first", "this"):
+            pick = shown[0]
+        elif pointer.kind == "last":
+            pick = shown[-1]
+        elif pointer.kind in ("cheapest", "dearest"):
+            priced = [p for p in (await fetch_products(self.conn, shown)).values() if p.price is not None]
+            if priced:
+                chosen = (min if pointer.kind == "cheapest" else max)(priced, key=lambda p: p.price)
+                pick = chosen.product_id
+        if pick is None:
+            return asked
+        quantities = {pick: asked.quantity} if asked.quantity else {}
+        return dataclasses.replace(asked, products=(pick,), exact=pick, follow_up=False, quantities=quantities,
+                                   goods=(), subject="")
+
     @staticmethod
     def _focus(released: _Released, ledger: EvidenceLedger) -> tuple[list[str], int | None]:
-        """Products and quantity of the last verified answer, for follow-ups."""
+        """Products of the last verified answer in the order it showed them, and its quantity, so that
+        follow-ups (那买两个呢) and references (第二个, 便宜的那个) resolve against what the customer saw."""
         if released.status != AnswerStatus.GROUNDED:
             return [], None
         cited = ledger.cited(released.citations)
         calcs = [e for e in cited if e.kind == EvidenceKind.CALC]
-        if calcs:
-            return sorted(calcs[-1].product_ids), getattr(calcs[-1].record, "quantity", None)
-        products = [e for e in cited if e.kind == EvidenceKind.PRODUCT]
-        return (sorted(products[0].product_ids), None) if products else ([], None)
+        quantity = getattr(calcs[-1].record, "quantity", None) if calcs else None
+        ids = sorted(calcs[-1].product_ids) if calcs else \
+            [pid for e in cited if e.kind == EvidenceKind.PRODUCT for pid in sorted(e.product_ids)]
+        names = {pid: getattr(e.record, "product_name", "") for e in cited if e.kind == EvidenceKind.PRODUCT
+                 for pid in e.product_ids}
+        answer = released.answer
+
+        def shown_at(pid: str) -> int:
+            at = answer.find(names.get(pid) or "\0")
+            return at if at >= 0 else len(answer)
+        return sorted(dict.fromkeys(ids), key=shown_at), quantity
 
     async def _loop(self, model: ChatModel, messages: list[Message], runner: ToolRunner, ledger: EvidenceLedger,
                     context: TurnContext, trace: TurnTrace) -> _Released:

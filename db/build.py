@@ -31,9 +31,9 @@ def write_catalog(target: Path, catalog: Catalog, *, source: str) -> None:
             with conn:
                 conn.executemany(
                     "INSERT INTO products (product_id, product_name, category, description, specifications, usage, "
-                    "brand, price, stock_quantity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "brand, price, stock_quantity, aliases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(p.product_id, p.product_name, p.category, p.description, p.specifications, p.usage, p.brand,
-                      _money(p.price), p.stock_quantity) for p in catalog.products])
+                      _money(p.price), p.stock_quantity, "|".join(p.aliases)) for p in catalog.products])
                 conn.executemany(
                     "INSERT INTO promotions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [(x.promotion_id, x.product_id, x.promotion_text, x.discount_type, _money(x.discount_value),

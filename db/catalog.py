@@ -20,7 +20,14 @@ def _decimal(text: str | None) -> Decimal | None:
 def product_from_row(row: Any) -> Product:
     return Product(product_id=row["product_id"], product_name=row["product_name"], brand=row["brand"],
                    description=row["description"], specifications=row["specifications"], usage=row["usage"],
-                   price=_decimal(row["price"]), stock_quantity=row["stock_quantity"], category=row["category"])
+                   price=_decimal(row["price"]), stock_quantity=row["stock_quantity"], category=row["category"],
+                   aliases=_aliases(row))
+
+
+def _aliases(row: Any) -> tuple[str, ...]:
+    """The row's other names; a catalog built before the column existed has none."""
+    raw = row["aliases"] if "aliases" in row.keys() else ""
+    return tuple(a for a in (raw or "").split("|") if a)
 
 
 def promotion_from_row(row: Any) -> Promotion:
@@ -74,10 +81,9 @@ async def get_promotions(conn: aiosqlite.Connection, product_ids: Iterable[objec
 
 async def products_for_retrieval(conn: aiosqlite.Connection) -> list[dict[str, Any]]:
     """The descriptive fields of every product, for the search index (never price or stock)."""
-    sql = ("SELECT product_id, product_name, brand, description, specifications, usage "
-           "FROM products ORDER BY product_id")
-    async with conn.execute(sql) as cur:
-        return [dict(row) for row in await cur.fetchall()]
+    fields = ("product_id", "product_name", "brand", "description", "specifications", "usage", "aliases")
+    async with conn.execute("SELECT * FROM products ORDER BY product_id") as cur:
+        return [{k: row[k] for k in fields if k in row.keys()} for row in await cur.fetchall()]
 
 
 SORTS = ("relevance", "price_asc", "price_desc", "stock_desc")
@@ -150,3 +156,12 @@ async def catalog_words(conn: aiosqlite.Connection) -> list[tuple[str, str, str,
     """(product_id, name, brand, category) of every product: the words the message reader knows."""
     async with conn.execute("SELECT product_id, product_name, brand, category FROM products ORDER BY product_id") as cur:
         return [tuple(row) for row in await cur.fetchall()]  # type: ignore[misc]
+
+
+async def catalog_aliases(conn: aiosqlite.Connection) -> dict[str, tuple[str, ...]]:
+    """product_id → the other names the catalog gives it (the optional `aliases` column)."""
+    async with conn.execute("PRAGMA table_info(products)") as cur:
+        if "aliases" not in {row[1] for row in await cur.fetchall()}:
+            return {}   # a catalog built before the column existed
+    async with conn.execute("SELECT product_id, aliases FROM products WHERE aliases != ''") as cur:
+        return {row[0]: tuple(a for a in row[1].split("|") if a) for row in await cur.fetchall()}

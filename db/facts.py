@@ -57,6 +57,7 @@ class Product:
     price: Decimal | None = None
     stock_quantity: int | None = None
     category: str = ""
+    aliases: tuple[str, ...] = ()   # other names customers use (English, short names), from the catalog
 
     @property
     def evidence_id(self) -> str:

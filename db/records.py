@@ -101,6 +101,11 @@ def _count(raw: object, name: str, *, required: bool, minimum: int = 0) -> tuple
     return value, None
 
 
+def split_aliases(raw: object) -> tuple[str, ...]:
+    """The optional `aliases` column: other names separated by '|' ('yoga mat|瑜伽毯'), blanks dropped."""
+    return tuple(dict.fromkeys(a.strip() for a in _text(raw).split("|") if a.strip()))
+
+
 def parse_product(row: Mapping[str, object], where: str) -> tuple[Product | None, list[str]]:
     problems: list[str] = []
     product_id = _text(row.get("product_id"))
@@ -126,6 +131,7 @@ def parse_product(row: Mapping[str, object], where: str) -> tuple[Product | None
         category=_text(row.get("category")),
         price=price,
         stock_quantity=stock,
+        aliases=split_aliases(row.get("aliases")),
     ), []
 
 

@@ -24,7 +24,8 @@ CREATE TABLE products (
     usage           TEXT NOT NULL DEFAULT '',
     brand           TEXT NOT NULL DEFAULT '',
     price           TEXT CHECK (price IS NULL OR (typeof(price) = 'text' AND CAST(price AS REAL) >= 0)),
-    stock_quantity  INTEGER CHECK (stock_quantity IS NULL OR stock_quantity >= 0)
+    stock_quantity  INTEGER CHECK (stock_quantity IS NULL OR stock_quantity >= 0),
+    aliases         TEXT NOT NULL DEFAULT ''   -- other names, '|'-separated (English, short names)
 );
 
 CREATE TABLE promotions (

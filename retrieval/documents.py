@@ -26,6 +26,7 @@ class RetrievalDoc:
     brand: str
     text: str
     usage: str = ""
+    aliases: tuple[str, ...] = ()   # other names (English, short names): matched as names, never embedded
 
     @property
     def views(self) -> tuple[str, str]:
@@ -46,4 +47,5 @@ def doc_from_product(row: Mapping[str, Any]) -> RetrievalDoc:
     name, brand = str(row["product_name"]), str(row.get("brand") or "")
     parts = [f"{brand} {name}".strip(), row.get("description"), row.get("specifications"), row.get("usage")]
     text = "。".join(str(p).strip() for p in parts if p and str(p).strip())
-    return RetrievalDoc(str(row["product_id"]), name, brand, text, str(row.get("usage") or "").strip())
+    aliases = tuple(a.strip() for a in str(row.get("aliases") or "").split("|") if a.strip())
+    return RetrievalDoc(str(row["product_id"]), name, brand, text, str(row.get("usage") or "").strip(), aliases)

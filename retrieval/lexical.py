@@ -81,6 +81,7 @@ class LexicalIndex:
     def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs) -> None:
         whole = compact(doc.base_name)
         parts = {whole: 1.0} | {t: PART_NAME_SCORE for t in name_tokens if len(t) >= 2 and t != whole}
+        parts |= {a: 1.0 for a in map(compact, doc.aliases) if len(a) >= 2}   # the catalog's other names
         for text, score in parts.items():
             names[text].append((i, score * len(text)))
             if _is_han(text):

@@ -1,0 +1,138 @@
+"""Which words of a message name goods, and which point back at goods already shown.
+
+Catalog mentions are found by the catalog's own words (names, short names, aliases); what is left is read
+with jieba's part-of-speech tags. Only nouns can name goods: pronouns, particles, verbs, places, amounts,
+time words, people and the vocabulary of asking and of the shop's service never do. So "我想第一次下单，
+跑步鞋多少钱" names 跑步鞋 and nothing else, "有足球门吗" names a thing (足球门) the catalog word 足球 does
+not cover, and "那买三个呢" names nothing at all — it refers back, or the customer must be asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+import jieba
+import jieba.posseg
+
+jieba.setLogLevel(logging.WARNING)
+
+# Tags of words that can be part of the name of goods (jieba/ICTCLAS tag set): nouns, idiomatic nouns,
+# proper nouns a customer coins for goods (滑雪板/nr, 高尔夫球/nr), English words, verbal nouns.
+_NOUN_TAGS = frozenset({"n", "nz", "ng", "nr", "nrt", "nrfg", "l", "eng", "vn"})   # not ns (places), nt, t
+
+# Nouns that are never goods, by family. A family is a kind of word, not a phrasing: every member of it
+# reads the same way in any message.
+_PEOPLE = set("我 你 您 他 她 人 大人 小孩 孩子 儿子 女儿 宝宝 老婆 老公 媳妇 爸爸 妈妈 爸 妈 爷爷 奶奶 朋友 同学 同事 家人 "
+              "男朋友 女朋友 对象 男生 女生 学生 老人 新手 小白 初学者 客户 顾客 客人 亲 亲们 老板 店家 掌柜 经理 领导 "
+              "管理员 客服 人工 真人 机器人 跑者 选手 自己 大家 朋友们 姐妹 兄弟 用户 新用户 老用户 新客户 老客户 老客 "
+              "新人 会员 粉丝 买家 卖家".split())
+# The words of asking about an aspect: never a thing (多长 is tagged as a noun).
+_ASPECT = set("价 价格 价钱 售价 原价 到手价 单价 总价 报价 货 现货 库存 尺码 尺寸 号 码 码数 鞋码 颜色 材质 面料 重量 容量 "
+              "长度 宽度 高度 厚度 规格 参数 型号 款式 质量 续航 多长 多大 多重 多宽 多高 多厚 多久 多少 几号 首次 第一次 "
+              "首单 新客 优惠 活动 折扣 赠品 包邮 运费".split())
+_SHOP = set("店 店里 店铺 本店 贵店 你们家 网店 官方 平台 系统 指令 提示词 规则 设定 管理 后台 数据库 程序 代码 "
+            "订单 单 单号 快递 物流 发票 抬头 税号 运费 邮费 地址 售后 质保 保修 退货 换货 退款 发货 收货 包邮 "
+            "活动 优惠 折扣 价格 价钱 价 钱 块 元 预算 库存 货 现货 尺码 尺寸 码 号 码数 鞋码 颜色 材质 重量 规格 参数 "
+            "款 款式 东西 商品 产品 宝贝 玩意 问题 情况 时间 时候 天 小时 分钟 下单 首单 新客 会员 账号 服务 质量 "
+            "效果 区别 差别 性价比 推荐 评价 好评 差评 照片 图片 链接 态度 体验 信息 消息 电话 微信 支付宝 银行卡 "
+            "名字 意思 一下 地方 哪里 这里 那里 现在 今天 明天 昨天 周末 上次 刚才 之前 之后 以后 以前 方面 部分 "
+            "感觉 心情 天气 作业 笑话 股票 新闻 事情 事 话 东东 价位 档次 牌子 品牌 赠品 礼物 生日 节日 双十一 "
+            "垃圾 骗子 差劲 服务态度 投诉 意见 建议 好处 坏处 优点 缺点 用处 作用 功能 用途 场地 场合 水平 体型 "
+            "体重 身高 脚型 脚长 脚宽 脚背 足弓 膝盖 脚踝 手腕 腰 腿 脚 手 头 眼睛 身体 肌肉 关节 皮肤 手感 脚感".split())
+_NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT)
+# Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
+_ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 要 需要 来 给 拿 找 看 看看 问 请问 推荐 是 算 能 可以 "
+                          "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道".split())
+# The shop's measure words: 第二个, 那双, 这款 point at goods; 第一次 does not.
+_MEASURE = "个款双支件只张根盒把套条副瓶罐种样台顶块"
+_ORDINALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
+             "1": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9}
+_ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{_MEASURE}]")
+_LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{_MEASURE}]|(?:最后|后面)那")
+_FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{_MEASURE}]|最前面")
+_CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{_MEASURE}]|个)|最便宜的")
+_DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{_MEASURE}]|个)|最贵的")
+_THIS = re.compile(f"[这那]\\s*[{_MEASURE}]|它|刚才的|刚刚的|上面的|就这|这些|那些|[这那]俩|[这那]两")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A pointer back at the products of the last answer: `first`, `last`, `cheapest`, `dearest`,
+    `this` (the one being discussed), or an ordinal position (1-based)."""
+
+    kind: str
+    position: int | None = None
+
+
+def reference(text: str) -> Reference | None:
+    """How `text` (folded) points back at goods already shown, if it does."""
+    if m := _ORDINAL.search(text):
+        return Reference("ordinal", _ORDINALS[m.group(1)])
+    for kind, pattern in (("last", _LAST), ("first", _FIRST), ("cheapest", _CHEAPEST), ("dearest", _DEAREST)):
+        if pattern.search(text):
+            return Reference(kind)
+    if _THIS.search(text):
+        return Reference("this")
+    return None
+
+
+def _is_goods_word(word: str, flag: str) -> bool:
+    return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not word.isdigit()
+            and not re.fullmatch(r"[a-z]", word) and not _is_amount(word))
+
+
+def _is_amount(word: str) -> bool:
+    return bool(re.fullmatch(r"[\d.一二两三四五六七八九十百千万几多]+[个件双支盒块元钱斤公斤米号码岁人天]?", word))
+
+
+def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
+    """Noun phrases of `text` (folded) outside the catalog spans `covered` that may name goods, in order:
+    runs of nouns, with a modifier verb kept when a noun follows it (拳击手套)."""
+    phrases, run, pending = [], [], ""
+    position = 0
+    for token in jieba.posseg.lcut(text):
+        start, end = position, position + len(token.word)
+        position = end
+        inside = any(s <= start and end <= e for s, e in covered)   # a known word, or part of one
+        if not inside and _is_goods_word(token.word, token.flag):
+            run.append(pending + token.word)
+            pending = ""
+            continue
+        if not inside and token.flag.startswith("v") and token.word not in _ASKING_VERBS and len(token.word) >= 2:
+            if run:
+                phrases.append("".join(run))
+                run = []
+            pending = token.word   # kept only if a noun follows
+            continue
+        pending = ""
+        if run:
+            phrases.append("".join(run))
+            run = []
+    if run:
+        phrases.append("".join(run))
+    return [p for p in phrases if len(p) >= 2 or re.fullmatch(r"[a-z]{3,}", p)]
+
+
+def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]) -> str:
+    """A catalog name written as part of a longer noun for another thing ('足球门', '篮球架'): that noun,
+    or '' when every catalog mention stands as itself."""
+    tokens, position = [], 0
+    for token in jieba.posseg.lcut(text):
+        tokens.append((position, position + len(token.word), token.word, token.flag))
+        position += len(token.word)
+    for start, end, _ in spans:
+        for s, e, word, flag in tokens:
+            if s <= start and end <= e and (s, e) != (start, end) and flag in _NOUN_TAGS \
+                    and word not in names and word not in _NOT_GOODS and not _measure_tail(word[end - s:]):
+                return word          # 篮球架: one jieba word holding the name
+            if s == end and flag in ("n", "ng") and len(word) <= 2 and word not in _NOT_GOODS \
+                    and word not in names and not any(word.startswith(n) for n in names):
+                return text[start:e]  # 足球 + 门
+    return ""
+
+
+def _measure_tail(rest: str) -> bool:
+    """What follows a name inside one jieba word is a count or pack, not another thing (足球两个)."""
+    return not rest or bool(re.fullmatch(f"[{_MEASURE}们]+", rest))
