@@ -20,6 +20,9 @@ class Status(StrEnum):
     INSUFFICIENT_STOCK = "insufficient_stock"
     INVALID_QUANTITY = "invalid_quantity"
     PRICE_UNAVAILABLE = "price_unavailable"
+    NO_THRESHOLD = "no_threshold"        # the product has no promotion with a 满N threshold (or not the one named)
+    UNREACHABLE = "unreachable"          # the threshold cannot be reached (first purchase only, no price, too many)
+    NOT_AN_AMOUNT = "not_an_amount"      # a comparison named evidence that is not a verified amount of this turn
 
 
 class DiscountType(StrEnum):
@@ -276,3 +279,202 @@ class OrderList:
     @property
     def status(self) -> Status:
         return Status.VERIFIED if self.orders else Status.NOT_FOUND
+
+
+# --- promotion plans (db/promotion_plans.py): what a shop assistant works out from the verified rules ---------
+
+def _purchase(is_first_purchase: bool) -> str:
+    return "first" if is_first_purchase else "regular"
+
+
+@dataclass(frozen=True)
+class ReceivePlan:
+    """The cheapest way to *receive* `wanted` units of one product: the quote of the paid quantity whose paid
+    plus free units (买X送Y) reach `wanted` for the lowest total. Without free units, paid = wanted."""
+
+    wanted: int
+    quote: Quote
+    status: Status = Status.VERIFIED
+
+    @property
+    def evidence_id(self) -> str:
+        return f"calc:receive:{self.quote.product_id}:{self.wanted}:{_purchase(self.quote.is_first_purchase)}"
+
+    @property
+    def product_id(self) -> str:
+        return self.quote.product_id
+
+    @property
+    def product_name(self) -> str:
+        return self.quote.product_name
+
+    @property
+    def unit(self) -> str:
+        return self.quote.unit
+
+    @property
+    def is_first_purchase(self) -> bool:
+        return self.quote.is_first_purchase
+
+    @property
+    def paid_quantity(self) -> int:
+        return self.quote.quantity
+
+    @property
+    def free_quantity(self) -> int:
+        return self.quote.free_quantity
+
+    @property
+    def total_units(self) -> int:
+        return self.quote.total_units
+
+    @property
+    def final_total(self) -> Decimal:
+        return self.quote.final_total
+
+    @property
+    def promotions(self) -> tuple[Promotion, ...]:
+        return self.quote.promotions
+
+    @property
+    def free_units_promotion(self) -> Promotion | None:
+        """The 买X送Y rule that gives the free units, when one does."""
+        return next((p for p in self.quote.benefits if p.discount_type == DiscountType.BUY_X_GET_Y), None)
+
+    @property
+    def sources(self) -> list[str]:
+        return [self.quote.evidence_id, *self.quote.sources]
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """How far `from_quantity` units are from a threshold: units still to buy and, for a spend threshold,
+    the amount still short of it (threshold − subtotal)."""
+
+    from_quantity: int
+    units_short: int
+    amount_short: Decimal | None
+
+
+@dataclass(frozen=True)
+class ThresholdPlan:
+    """How to reach a promotion's threshold (满N包邮, 满N减M, N件及以上…) from `current_quantity` units:
+    `target` is the quote of the least quantity (≥ current, ≥ 1) at which every condition of the promotion
+    holds; `current` the quote of the current quantity (none for 0); `below` the quote of the largest quantity
+    still short of it (target − 1, when there is one); `shortfalls` the gaps from current and from below.
+    `basis`: the calculation (quote or basket) the current quantity was read from, if any."""
+
+    promotion: Promotion
+    current_quantity: int
+    target: Quote
+    current: Quote | None
+    below: Quote | None
+    shortfalls: tuple[Shortfall, ...]
+    basis: str | None = None
+    status: Status = Status.VERIFIED
+
+    @property
+    def evidence_id(self) -> str:
+        return (f"calc:reach:{self.target.product_id}:{self.promotion.promotion_id}:{self.current_quantity}:"
+                f"{_purchase(self.target.is_first_purchase)}")
+
+    @property
+    def product_id(self) -> str:
+        return self.target.product_id
+
+    @property
+    def product_name(self) -> str:
+        return self.target.product_name
+
+    @property
+    def unit(self) -> str:
+        return self.target.unit
+
+    @property
+    def reached(self) -> bool:
+        """The current quantity already meets the threshold."""
+        return self.current_quantity >= self.target.quantity
+
+    @property
+    def target_quantity(self) -> int:
+        return self.target.quantity
+
+    @property
+    def units_short(self) -> int:
+        return next((s.units_short for s in self.shortfalls if s.from_quantity == self.current_quantity), 0)
+
+    @property
+    def amount_short(self) -> Decimal | None:
+        """The amount the current quantity is short of a spend threshold (None: not a spend threshold)."""
+        return next((s.amount_short for s in self.shortfalls if s.from_quantity == self.current_quantity), None)
+
+    @property
+    def applies_at_target(self) -> bool:
+        """The promotion is what the target's total was computed with (or a benefit it gets): a price
+        promotion that lost to a better one still has its threshold met, but does not apply."""
+        return any(o.applied and o.promotion.promotion_id == self.promotion.promotion_id for o in self.target.outcomes)
+
+    @property
+    def promotions(self) -> tuple[Promotion, ...]:
+        return self.target.promotions
+
+    @property
+    def sources(self) -> list[str]:
+        quotes = [q for q in (self.current, self.below, self.target) if q is not None]
+        return list(dict.fromkeys([*(q.evidence_id for q in quotes), self.promotion.evidence_id]))
+
+
+class AmountKind(StrEnum):
+    PRICE = "price"    # a product's unit price
+    TOTAL = "total"    # a calculation's final total, or an order's amount paid
+
+
+@dataclass(frozen=True)
+class VerifiedAmount:
+    """One amount already verified in this turn, with what it is and what it is of."""
+
+    evidence_id: str
+    kind: AmountKind
+    value: Decimal
+    product_id: str | None = None    # the one product it is of; None for a basket or an order of several
+    product_name: str = ""
+    quantity: int | None = None      # a total's paid units (one product)
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class AmountDifference:
+    """The difference between two verified amounts (always ≥ 0) and which one is larger (None: equal)."""
+
+    first: VerifiedAmount
+    second: VerifiedAmount
+    difference: Decimal
+    larger: str | None              # "first", "second" or None
+    status: Status = Status.VERIFIED
+
+    @property
+    def evidence_id(self) -> str:
+        return (f"calc:diff:{self.first.kind}@{self.first.evidence_id}|"
+                f"{self.second.kind}@{self.second.evidence_id}")
+
+    @property
+    def dearer(self) -> VerifiedAmount | None:
+        return {"first": self.first, "second": self.second}.get(self.larger or "")
+
+    @property
+    def cheaper(self) -> VerifiedAmount | None:
+        return {"first": self.second, "second": self.first}.get(self.larger or "")
+
+    @property
+    def sources(self) -> list[str]:
+        return list(dict.fromkeys([self.first.evidence_id, self.second.evidence_id]))
+
+
+@dataclass(frozen=True)
+class ComparisonRefusal:
+    """A comparison that could not be made: an id that is not verified evidence of this turn, or not an amount."""
+
+    status: Status
+    message: str
+    evidence_ids: tuple[str, ...] = ()
+    source: str = SOURCE

@@ -12,8 +12,9 @@ Rules (one order line, one product):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
 import aiosqlite
 
@@ -31,8 +32,8 @@ from db.facts import (
     calc_evidence_id,
 )
 
-__all__ = ["MAX_QUANTITY", "calc_evidence_id", "calculate_basket", "calculate_final_price", "measure_word",
-           "price_order"]
+__all__ = ["MAX_QUANTITY", "calc_evidence_id", "calculate_basket", "calculate_final_price", "least_quantity_for",
+           "measure_word", "price_order", "unmet_condition", "units_received"]
 
 CENT = Decimal("0.01")
 MAX_QUANTITY = 9999
@@ -42,17 +43,24 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def measure_word(product_name: str) -> str:
-    """The Chinese measure word a customer would use for this product (for condition notes)."""
+_PACK = re.compile(r"每(盒|罐|筒|包|袋|箱|桶|套)\s*\d")
+
+
+def measure_word(product_name: str, specifications: str = "") -> str:
+    """The Chinese measure word a customer would use for this product (for condition notes). A pack is
+    counted in the container its specifications name (每筒12只 → 筒, 每罐3只 → 罐), else in 盒."""
     if "装）" in product_name or "装)" in product_name:
-        return "盒"
-    for suffix, word in (("拍", "支"), ("鞋", "双"), ("袜", "双"), ("垫", "张"), ("球", "个"), ("杖", "根")):
+        pack = _PACK.search(specifications)
+        return pack.group(1) if pack else "盒"
+    for suffix, word in (("拍", "支"), ("鞋", "双"), ("袜", "双"), ("垫", "张"), ("球", "个"), ("杖", "根"),
+                         ("套装", "套"), ("手套", "副"), ("泳镜", "副"), ("绳", "根"), ("裤", "条"),
+                         ("壶", "个"), ("杯", "个"), ("包", "个"), ("铃", "个"), ("轴", "个")):
         if product_name.endswith(suffix):
             return word
     return "件"
 
 
-def _unmet_condition(promo: Promotion, quantity: int, subtotal: Decimal, first: bool, unit: str) -> str | None:
+def unmet_condition(promo: Promotion, quantity: int, subtotal: Decimal, first: bool, unit: str) -> str | None:
     """Why `promo` does not apply, in the customer's words; None when every condition holds."""
     if promo.minimum_quantity is not None and quantity < promo.minimum_quantity:
         return f"需购买{promo.minimum_quantity}{unit}及以上"
@@ -70,21 +78,55 @@ def _total_after(promo: Promotion, subtotal: Decimal) -> Decimal:
     return money(max(subtotal - promo.discount_value, Decimal(0)))
 
 
+def _free_units(eligible: Sequence[Promotion], quantity: int) -> int:
+    """买X送Y: (quantity // X) × Y free units for each eligible rule."""
+    return sum((quantity // p.minimum_quantity) * int(p.discount_value) for p in eligible
+               if p.discount_type == DiscountType.BUY_X_GET_Y and p.minimum_quantity and p.discount_value)
+
+
+def units_received(product: Product, promotions: Sequence[Promotion], quantity: int,
+                   is_first_purchase: bool = False) -> int:
+    """Paid plus free units for `quantity` paid units (stock is not checked here; price_order does)."""
+    if product.price is None:
+        return quantity
+    subtotal, unit = money(money(product.price) * quantity), measure_word(product.product_name, product.specifications)
+    eligible = [p for p in promotions if unmet_condition(p, quantity, subtotal, is_first_purchase, unit) is None]
+    return quantity + _free_units(eligible, quantity)
+
+
+def least_quantity_for(product: Product, promo: Promotion, is_first_purchase: bool = False) -> int | None:
+    """The least paid quantity (1..MAX_QUANTITY) at which every condition of `promo` holds, or None when no
+    quantity reaches it (first purchase only and this is not one, no price, or more than MAX_QUANTITY).
+    Conditions only grow easier with quantity, so the least one is found directly, not by trying each."""
+    if promo.first_purchase and not is_first_purchase:
+        return None
+    quantity = max(1, promo.minimum_quantity or 1)
+    if promo.minimum_spend is not None:
+        if product.price is None or (money(product.price) == 0 and promo.minimum_spend > 0):
+            return None
+        if money(product.price) > 0:
+            quantity = max(quantity, int((promo.minimum_spend / money(product.price)).to_integral_value(ROUND_CEILING)))
+    unit = measure_word(product.product_name, product.specifications)
+    while quantity <= MAX_QUANTITY and product.price is not None and unmet_condition(
+            promo, quantity, money(money(product.price) * quantity), is_first_purchase, unit) is not None:
+        quantity += 1   # only if rounding of the subtotal left it a cent short
+    return quantity if quantity <= MAX_QUANTITY else None
+
+
 def price_order(product: Product, promotions: Sequence[Promotion], quantity: int,
                 is_first_purchase: bool = False) -> Quote | QuoteRefusal:
     """Price `quantity` paid units of `product` under its `promotions` (rows from db.catalog)."""
     if product.price is None:
         return QuoteRefusal(Status.PRICE_UNAVAILABLE, product.product_id, quantity, "该商品暂无标价", product)
-    unit = measure_word(product.product_name)
+    unit = measure_word(product.product_name, product.specifications)
     unit_price = money(product.price)
     subtotal = money(unit_price * quantity)
 
-    reasons = {p.promotion_id: _unmet_condition(p, quantity, subtotal, is_first_purchase, unit) for p in promotions}
+    reasons = {p.promotion_id: unmet_condition(p, quantity, subtotal, is_first_purchase, unit) for p in promotions}
     eligible = [p for p in promotions if reasons[p.promotion_id] is None]
     priced = [(_total_after(p, subtotal), i, p) for i, p in enumerate(eligible) if p.discount_type in PRICE_TYPES]
     best = min(priced, default=None)   # the lowest total; on a tie the first listed
-    free_units = sum((quantity // p.minimum_quantity) * int(p.discount_value) for p in eligible
-                     if p.discount_type == DiscountType.BUY_X_GET_Y and p.minimum_quantity and p.discount_value)
+    free_units = _free_units(eligible, quantity)
     outcomes = []
     for promo in promotions:
         reason = reasons[promo.promotion_id]
