@@ -31,6 +31,8 @@ _ENDS = set("，,。；;！!？?、)）:：\n") | {""}
 class Claim:
     mention: Mention
     role: Role | None        # None: the phrasing does not say; the figure is checked by its kind only
+    about: frozenset[str] = frozenset()   # 贵/便宜N元: the product said to be dearer/cheaper (A比B贵N元 → A)
+    units: frozenset[Decimal] = frozenset()   # an amount's own quantities: stated since the clause's last amount
 
 
 @dataclass
@@ -40,6 +42,10 @@ class Clause:
     subject: set[str]        # named, or carried from the last clause that named a product
     claims: list[Claim]
     name_spans: list[tuple[int, int]] = field(default_factory=list)
+    stated: str = ""         # the text the checks of facts without numbers read: quoted words blanked
+
+    def __post_init__(self) -> None:
+        self.stated = self.stated or self.text
 
 
 @dataclass
@@ -100,33 +106,95 @@ def read_roles(text: str) -> list[Claim]:
     return claims
 
 
-def products_named(text: str, names: dict[str, str]) -> tuple[set[str], list[tuple[int, int]]]:
-    """Product ids named in a text, by explicit id or by verified product name (longest name first)."""
-    found = {m.group(1) for m in PRODUCT_ID.finditer(text)}
-    spans: list[tuple[int, int]] = []
+def names_at(text: str, names: dict[str, str]) -> list[tuple[int, int, str]]:
+    """(start, end, product id) of every verified product name in a text, longest name first, in text order."""
+    spans: list[tuple[int, int, str]] = []
     for name in sorted(names, key=len, reverse=True):
         if not name:
             continue
         for m in re.finditer(re.escape(name), text):
-            if not any(m.start() < e and s < m.end() for s, e in spans):
-                found.add(names[name])
-                spans.append((m.start(), m.end()))
-    return found, spans
+            if not any(m.start() < e and s < m.end() for s, e, _ in spans):
+                spans.append((m.start(), m.end(), names[name]))
+    return sorted(spans)
 
 
-def read_answer(answer: str, names: dict[str, str]) -> list[Sentence]:
-    """The answer as sentences of clauses, each with its subject products and its claims."""
+# Quoted words that state nothing about a product: what the customer is told to type or press (请发送“转人工”,
+# 回复“退货”), and the customer's own words restated (您说的“包邮”…). Figures inside them stay claims.
+_QUOTE = re.compile(r"[“\"「『‘]([^“”\"「」『』‘’\n]{1,12})[”\"」』’]")
+_COMMAND_BEFORE = re.compile(r"(?:发送|发|回复|回|输入|键入|打字|点击|点按|点|按|选择|选|搜索|搜|私信|留言|说|直接说|告诉我)"
+                             r"(?:一下|一句|个|下)?\s*$")
+_CUSTOMER_BEFORE = re.compile(r"(?:您|你)(?:刚才|刚刚|之前)?(?:说|提到|问|写|讲)(?:的|到|了)?\s*$")
+_AFFIRMED_AFTER = re.compile(r"^\s*(?:是对的|对的|没错|正确|属实|是真的|可以|有的|没问题|是的|确实)")
+
+
+def quoted_words(text: str, question: str = "") -> list[tuple[int, int]]:
+    """Spans of quoted commands (请发送“转人工”) and of the customer's own words quoted back (您说的“包邮”,
+    when the question has them and the answer does not affirm them right after)."""
+    spans = []
+    for m in _QUOTE.finditer(text):
+        before, inner = text[max(0, m.start() - 6):m.start()], m.group(1)
+        customer = _CUSTOMER_BEFORE.search(before) and inner in question \
+            and not _AFFIRMED_AFTER.search(text[m.end():])
+        if _COMMAND_BEFORE.search(before) or customer:
+            spans.append((m.start(), m.end()))
+    return spans
+
+
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each span replaced by commas of the same length (offsets stay valid)."""
+    for start, end in spans:
+        text = text[:start] + "，" * (end - start) + text[end:]
+    return text
+
+
+def _bind_units(claims: list[Claim]) -> list[Claim]:
+    """Give each amount the quantities written right before it in its clause (买5个共245元（4个共196元）:
+    245 is for 5, 196 for 4), so a total is checked against its own quantity, not any in the sentence."""
+    bound, local = [], set()
+    for claim in claims:
+        m = claim.mention
+        if m.kind == Kind.QUANTITY and claim.role in (None, Role.PAID_UNITS) and m.value is not None:
+            local.add(m.value)
+        if m.kind == Kind.MONEY:
+            claim = Claim(m, claim.role, claim.about, frozenset(local))
+        if m.kind in (Kind.MONEY, Kind.DISCOUNT):
+            local = set()
+        bound.append(claim)
+    return bound
+
+
+_COMPARED_WITH = re.compile(r"比\s*$")
+_DIRECTED = (Role.DEARER_BY, Role.CHEAPER_BY)
+
+
+def _compared(claim: Claim, text: str, at: list[tuple[int, int, str]], carried: set[str]) -> Claim:
+    """The product a 贵/便宜 figure speaks of: the first product named before it that is not the one compared
+    with (A比B贵N元 → A); with none, the product the sentence was about before this clause."""
+    if claim.role not in _DIRECTED:
+        return claim
+    before = [pid for s, _, pid in at if s < claim.mention.start and not _COMPARED_WITH.search(text[:s])]
+    return Claim(claim.mention, claim.role, frozenset(before[:1] or carried))
+
+
+def read_answer(answer: str, names: dict[str, str], question: str = "") -> list[Sentence]:
+    """The answer as sentences of clauses, each with its subject products and its claims. `question`: the
+    customer's message, whose own words may be quoted back without stating anything."""
+    question = normalize(question or "")
     names = {normalize(name): pid for name, pid in names.items()}
     sentences: list[Sentence] = []
     subject: set[str] = set()
     for sentence_text in _SENTENCE.findall(normalize(answer)) or [answer]:
         clauses = []
         for text in _CLAUSE.findall(sentence_text) or [sentence_text]:
-            named, spans = products_named(text, names)
+            at = names_at(text, names)
+            named = {m.group(1) for m in PRODUCT_ID.finditer(text)} | {pid for _, _, pid in at}
+            spans = [(s, e) for s, e, _ in at]
+            carried = subject
             if named:
                 subject = named
-            claims = [c for c in read_roles(text)   # 网球（3只装）: a figure inside a product's name is its name
-                      if not any(c.mention.start < e and s < c.mention.end for s, e in spans)]
-            clauses.append(Clause(text, named, set(subject), claims, spans))
+            claims = _bind_units([_compared(c, text, at, carried) for c in read_roles(text)   # 网球（3只装）: a
+                                  if not any(c.mention.start < e and s < c.mention.end for s, e in spans)])   # name
+            clauses.append(Clause(text, named, set(subject), claims, spans,
+                                  _blanked(text, quoted_words(text, question))))
         sentences.append(Sentence(sentence_text, clauses))
     return sentences

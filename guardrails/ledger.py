@@ -109,6 +109,63 @@ class BasketQuote(_Cited, Protocol):
     def discount_amount(self) -> Decimal: ...
 
 
+class ReceivePlanFacts(_OfProduct, Protocol):
+    """The cheapest way to receive `wanted` units: the quote of the paid quantity chosen."""
+    @property
+    def wanted(self) -> int: ...
+    @property
+    def quote(self) -> PriceQuote: ...
+    @property
+    def promotions(self) -> Sequence[PromotionRule]: ...
+
+
+class ShortfallFacts(Protocol):
+    @property
+    def from_quantity(self) -> int: ...
+    @property
+    def units_short(self) -> int: ...
+    @property
+    def amount_short(self) -> Decimal | None: ...
+
+
+class ThresholdPlanFacts(_OfProduct, Protocol):
+    """How to reach a promotion's threshold: the quotes at the current quantity, just below and at the target,
+    and the gaps from the current quantity and from just below."""
+    @property
+    def current(self) -> PriceQuote | None: ...
+    @property
+    def below(self) -> PriceQuote | None: ...
+    @property
+    def target(self) -> PriceQuote: ...
+    @property
+    def shortfalls(self) -> Sequence[ShortfallFacts]: ...
+    @property
+    def promotions(self) -> Sequence[PromotionRule]: ...
+
+
+class AmountFacts(Protocol):
+    @property
+    def evidence_id(self) -> str: ...
+    @property
+    def value(self) -> Decimal: ...
+    @property
+    def product_id(self) -> str | None: ...
+
+
+class DifferenceFacts(_Cited, Protocol):
+    """The difference of two verified amounts (≥ 0) and which is larger (None: equal)."""
+    @property
+    def first(self) -> AmountFacts: ...
+    @property
+    def second(self) -> AmountFacts: ...
+    @property
+    def difference(self) -> Decimal: ...
+    @property
+    def dearer(self) -> AmountFacts | None: ...
+    @property
+    def cheaper(self) -> AmountFacts | None: ...
+
+
 class PolicyText(_Cited, Protocol):
     @property
     def title(self) -> str: ...
@@ -358,6 +415,55 @@ class EvidenceLedger:
         for line in basket.lines:   # citing the basket vouches for its lines too
             figures += [dataclasses.replace(f, evidence_id=eid) for f in self.entries[line.evidence_id].figures]
         return added + [self._add(Evidence(eid, EvidenceKind.CALC, basket, pids, figures))]
+
+    def _restated(self, evidence_ids: Iterable[str], eid: str) -> list[Figure]:
+        """The figures of evidence already filed, vouched for again under `eid` (a plan cites its quotes)."""
+        return [dataclasses.replace(f, evidence_id=eid) for i in dict.fromkeys(evidence_ids)
+                for f in self.entries[i].figures]
+
+    def add_receive_plan(self, plan: ReceivePlanFacts) -> list[str]:
+        """The chosen quote as its own calculation, and the plan: the quote's figures plus the units wanted
+        (想要N个 may differ from the units received: to receive 7 under 买三送一 one pays 6 and gets 8)."""
+        quote_id = self.add_quote(plan.quote)
+        eid, pid = plan.evidence_id, plan.product_id
+        figures = self._restated([quote_id], eid)
+        figures += _figure(Role.WANTED_UNITS, plan.wanted, eid, pid, source=f"the units wanted ({eid})")
+        return [quote_id, self._add(Evidence(eid, EvidenceKind.CALC, plan, frozenset({pid}), figures))]
+
+    def add_threshold_plan(self, plan: ThresholdPlanFacts) -> list[str]:
+        """Each quote of the plan as its own calculation, and the plan: their figures plus, from each quantity
+        measured (the current one, just below the threshold), the units and the amount still short — figures
+        for that quantity only (还差4元 holds for 4个, not for 3)."""
+        quotes = [q for q in (plan.current, plan.below, plan.target) if q is not None]
+        added = list(dict.fromkeys(self.add_quote(q) for q in quotes))
+        eid, pid = plan.evidence_id, plan.product_id
+        figures = self._restated(added, eid)
+        for gap in plan.shortfalls:
+            if gap.from_quantity < 1:
+                continue   # from nothing, the gap is the threshold itself: stated as 满N, not as 还差N
+            at = {"quantity": gap.from_quantity, "source": f"the gap from {gap.from_quantity} units ({eid})"}
+            if gap.units_short:
+                figures += _figure(Role.UNITS_SHORT, gap.units_short, eid, pid, **at)
+            if gap.amount_short:
+                figures += _figure(Role.SHORTFALL, gap.amount_short, eid, pid, **at)
+        return added + [self._add(Evidence(eid, EvidenceKind.CALC, plan, frozenset({pid}), figures))]
+
+    def add_difference(self, diff: DifferenceFacts) -> str:
+        """The difference of two amounts: neutral (相差), and by direction (A贵N元 / A便宜N元), each tied to the
+        product of its side so that the validator can tell which one is dearer. The two amounts themselves stay
+        with their own evidence, which the answer cites too."""
+        eid = diff.evidence_id
+        pids = frozenset(p for p in (diff.first.product_id, diff.second.product_id) if p)
+        source = f"the difference {eid}"
+        figures = _figure(Role.DIFFERENCE, diff.difference, eid, None, source=source)
+        dearer, cheaper = diff.dearer, diff.cheaper
+        if dearer is not None and cheaper is not None:
+            distinct = dearer.product_id != cheaper.product_id
+            figures += _figure(Role.DEARER_BY, diff.difference, eid, dearer.product_id if distinct else None,
+                               source=source)
+            figures += _figure(Role.CHEAPER_BY, diff.difference, eid, cheaper.product_id if distinct else None,
+                               source=source)
+        return self._add(Evidence(eid, EvidenceKind.CALC, diff, pids, figures))
 
     def add_document(self, doc: PolicyText) -> str:
         eid = doc.evidence_id

@@ -110,9 +110,20 @@ def check_report(answer: str, citation_ids: Iterable[str], ledger: EvidenceLedge
     return Verdict(tuple(problems))
 
 
+def _names(clause: str, keys: set[str]) -> list[tuple[int, int]]:
+    """Where the result's group keys are written in a clause (longest first): 运动袜（3双装）is a product's
+    name, and the 3双 in it is not a figure to check."""
+    spans: list[tuple[int, int]] = []
+    for key in sorted(keys, key=len, reverse=True):
+        for m in re.finditer(re.escape(key), clause):
+            if not any(m.start() < e and s < m.end() for s, e in spans):
+                spans.append(m.span())
+    return spans
+
+
 def _check_clause(clause: str, figures: list[Figure], keys: set[str], dates: set[date]) -> list[Problem]:
     problems: list[Problem] = []
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = [span for span in _names(clause, keys) if not _DATE.fullmatch(clause[slice(*span)])]
     for m in _DATE.finditer(clause):
         taken.append(m.span())
         text = m.group(0)

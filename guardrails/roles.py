@@ -37,6 +37,13 @@ class Role(StrEnum):
     ORDER_QUANTITY = "order quantity"
     TEXT = "text"                          # a figure written in a product's or a document's own text
     BUDGET = "customer's budget"           # 100元以内: the customer's own limit, restated
+    # figures of the promotion plans (db/promotion_plans.py): receive N, reach a threshold, compare two amounts
+    WANTED_UNITS = "units wanted"          # 想要N个: what the customer wants to receive
+    SHORTFALL = "amount short of a threshold"   # 还差N元 (from a stated quantity)
+    UNITS_SHORT = "units short of a threshold"  # 再买N个 / 还差N个 (from a stated quantity)
+    DIFFERENCE = "difference"              # 相差N元 / 差价N元: between two verified amounts, either way
+    DEARER_BY = "amount dearer"            # A比B贵N元: A is the larger amount
+    CHEAPER_BY = "amount cheaper"          # A比B便宜N元: A is the smaller amount
     # figures of an aggregate over orders (ORDER_TOTAL is their sum)
     ORDER_COUNT = "number of orders"
     AVERAGE = "average per order"
@@ -53,18 +60,28 @@ KIND_OF = {
     Role.TOTAL_UNITS: Kind.QUANTITY, Role.ORDER_QUANTITY: Kind.QUANTITY, Role.STOCK: Kind.STOCK,
     Role.ORDER_COUNT: Kind.QUANTITY, Role.AVERAGE: Kind.MONEY, Role.LARGEST: Kind.MONEY, Role.SMALLEST: Kind.MONEY,
     Role.UNITS_SOLD: Kind.QUANTITY, Role.SHARE: Kind.DISCOUNT,
+    Role.WANTED_UNITS: Kind.QUANTITY, Role.SHORTFALL: Kind.MONEY, Role.UNITS_SHORT: Kind.QUANTITY,
+    Role.DIFFERENCE: Kind.MONEY, Role.DEARER_BY: Kind.MONEY, Role.CHEAPER_BY: Kind.MONEY,
 }
 
 # The measure words of the shop's goods, the one table (个 not before 月; 包 not in 包邮).
 MEASURE = "(?:个(?!月)|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包(?!邮)|组|箱|桶|本)"
 
-# Words right before a money figure, the closest one decides ("买一个共108元": 共, not 一个).
+# Words right before a money figure, the closest one decides ("买一个共108元": 共, not 一个); on a tie the
+# earlier row wins (原价共 is a subtotal, not 共's total; 相差 a difference, not 差's shortfall). The
+# comparison and shortfall words count only right before the figure (贵199元, not 贵的那个699元).
 MONEY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
-    (Role.SUBTOTAL, re.compile("小计|原价合计|商品金额")),
+    (Role.SUBTOTAL, re.compile("小计|原价(?:合计|共计|一共|总共|总计|共)|(?:折前|优惠前)(?:价格?)?(?:合计|共计|一共|总共|总计|共)|"
+                               "商品金额")),
+    (Role.DIFFERENCE, re.compile("(?:相差|差价|价差|差额)了?(?:是|为)?\\s*$")),
+    (Role.CHEAPER_BY, re.compile("比(?!原价|标价|定价|原来|平时|单买)[^，,。；;比]{1,20}?便宜了?\\s*$")),   # 比原价便宜: a saving
+    (Role.DEARER_BY, re.compile("(?<![最较])贵(?:出)?了?\\s*$")),
+    (Role.SHORTFALL, re.compile("差了?\\s*$|再凑\\s*$")),
     (Role.TOTAL, re.compile("一共|合计|总价|总共|共计|总计|共|实付款?|到手价?|折后价?|优惠后|打折后|活动价|优惠价|"
                             "现价|只要|只需|仅需|需付|应付|支付|付款|后")),
     (Role.REDUCTION, re.compile("立减|直降|减|优惠了?|便宜了?|节省|省了?|少付|抵扣|抵")),
-    (Role.PRICE, re.compile(f"售价|价格|单价|原价|标价|定价|零售价|价钱|每{MEASURE}|一{MEASURE}|单{MEASURE}")),
+    (Role.PRICE, re.compile(f"售价|价格|单价|原价|折前价?|优惠前|标价|定价|零售价|价钱|每{MEASURE}|一{MEASURE}|"
+                            f"单{MEASURE}")),
 )
 # Words right after a money figure: "120元一个", "200元以上包邮".
 MONEY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
@@ -73,6 +90,7 @@ MONEY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
     (Role.THRESHOLD, re.compile("^\\s*(?:及|或)?以上")),
 )
 QUANTITY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    (Role.UNITS_SHORT, re.compile("还差|再买|再加购?|再拿|多买")),
     (Role.FREE_UNITS, re.compile("送|赠")),
     (Role.TOTAL_UNITS, re.compile("实得|共得|可得|到手|拿到|总共得")),
     (Role.MIN_QUANTITY, re.compile("满|至少|起码")),

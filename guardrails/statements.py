@@ -11,8 +11,16 @@ from functools import lru_cache
 
 from guardrails.claims import Clause
 from guardrails.figures import MEASURE, NUM, find_mentions
-from guardrails.ledger import FREE_SHIPPING, GIFT, Conditions, Evidence, EvidenceKind, EvidenceLedger
-from guardrails.roles import Kind
+from guardrails.ledger import (
+    FREE_SHIPPING,
+    GIFT,
+    Conditions,
+    Evidence,
+    EvidenceKind,
+    EvidenceLedger,
+    PromotionRule,
+)
+from guardrails.roles import Kind, Role
 
 UNVERIFIED_BRAND = "UNVERIFIED_BRAND"
 UNVERIFIED_GIFT = "UNVERIFIED_GIFT"
@@ -23,7 +31,7 @@ POLICY_CONTRADICTS = "POLICY_CONTRADICTS"
 Finding = tuple[str, str]
 
 _NEGATED = re.compile(r"(?:不是|并非|不|没有|没|无|暂不|不能|未)\s*$")
-_GIFT = re.compile(r"(?:赠送|附赠|赠品(?:是|为|:)?|免费送|加送|送)(?!达|货|到|至|出|给|您)(?P<object>[^，。；！？、,.;:：!?\n)）”\"]{1,16})")
+_GIFT = re.compile(r"(?:赠送|附赠|赠品(?:是|为|:)?|免费送|加送|(?<![发传运输递寄护推配])送)(?!达|货|到|至|出|给|您)(?P<object>[^，。；！？、,.;:：!?\n)）”\"]{1,16})")
 _QUANTITY_HEAD = re.compile(f"^\\s*{NUM}\\s*{MEASURE}?")
 _SHIPPING = re.compile(r"包邮|免运费|免邮|免费配送|免配送费|免费送货")
 _OUT_OF_STOCK = re.compile(r"售罄|缺货|没货|无货|没有货|断货|卖完|售完|没有库存|无库存|没有现货|暂无现货")
@@ -57,9 +65,9 @@ def brand_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLed
     """Any catalog brand named in a clause must be the brand of the product the clause is about."""
     out = []
     products = _subject_products(clause, pool)
-    for m in _brand_pattern(frozenset(ledger.brands)).finditer(clause.text):
+    for m in _brand_pattern(frozenset(ledger.brands)).finditer(clause.stated):
         brand = m.group(0)
-        if _in_name(clause, m.start(), m.end()) or _negated(clause.text, m.start()):
+        if _in_name(clause, m.start(), m.end()) or _negated(clause.stated, m.start()):
             continue
         known = {pid: ledger.products[pid].brand for pid in products if pid in ledger.products}
         if brand in known.values():
@@ -91,10 +99,10 @@ def gift_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedg
     gifts = [p.promotion_text for p in ledger.promotions_of(pool, products) if p.discount_type == GIFT]
     own = [g.group(0) for e in pool if e.kind == EvidenceKind.PRODUCT and e.product_ids & products
            for t in e.texts for g in _GIFT.finditer(t)]   # 购买赠送教程视频 in the product's own description
-    for m in _GIFT.finditer(clause.text):
+    for m in _GIFT.finditer(clause.stated):
         core = _gift_core(m.group("object"))
         in_figure = any(c.mention.start <= m.start() < c.mention.end for c in clause.claims)
-        if in_figure or _negated(clause.text, m.start()) or len(core) < 2:
+        if in_figure or _negated(clause.stated, m.start()) or len(core) < 2:
             continue   # 不送…, or 送1盒: free units, checked as a figure
         if any(_overlap(core, g) for g in gifts + own):
             continue
@@ -107,8 +115,8 @@ def shipping_findings(clause: Clause, pool: Sequence[Evidence], ledger: Evidence
                       meets: Callable[[Conditions, str], bool]) -> list[Finding]:
     """包邮 needs a free-shipping promotion of the product, and its spend threshold when it has one."""
     out = []
-    for m in _SHIPPING.finditer(clause.text):
-        if _negated(clause.text, m.start()):
+    for m in _SHIPPING.finditer(clause.stated):
+        if _negated(clause.stated, m.start()):
             continue
         if any(e.kind == EvidenceKind.DOC and m.group(0) in "".join(e.texts) for e in pool):
             continue
@@ -121,7 +129,35 @@ def shipping_findings(clause: Clause, pool: Sequence[Evidence], ledger: Evidence
             spend = min(p.minimum_spend for p in rules if p.minimum_spend is not None)
             out.append((UNVERIFIED_SHIPPING, f"'{m.group(0)}' holds only for orders of at least {spend:f}元: "
                                              f"say 满{spend:f}元包邮 in the same sentence"))
+        elif not _rule_statement(clause, m.start()):
+            out += _short_quantities(clause, m.group(0), rules, ledger)
     return out
+
+
+def _rule_statement(clause: Clause, start: int) -> bool:
+    """满200元包邮 / 200元以上包邮: the rule itself, right after its threshold, not a claim about an order."""
+    return any(c.role == Role.THRESHOLD and 0 <= start - c.mention.end <= 2 for c in clause.claims)
+
+
+def _short_quantities(clause: Clause, word: str, rules: Sequence[PromotionRule],
+                      ledger: EvidenceLedger) -> list[Finding]:
+    """买4个共196元即可包邮: the quantities this clause buys must reach a free-shipping threshold (by price ×
+    quantity, or an amount of the clause at least the threshold), even when 满200元 is stated beside them."""
+    quantities = [c.mention.value for c in clause.claims if c.mention.kind == Kind.QUANTITY
+                  and c.role in (None, Role.PAID_UNITS) and c.mention.value is not None]
+    amounts = [c.mention.value for c in clause.claims if c.mention.kind == Kind.MONEY
+               and c.role in (None, Role.SUBTOTAL, Role.TOTAL) and c.mention.value is not None]
+    if not quantities:
+        return []
+    for rule in rules:
+        price = ledger.price_of(rule.product_id)
+        spend = rule.minimum_spend
+        if spend is None or price is None or any(q * price >= spend for q in quantities) \
+                or any(a >= spend for a in amounts):
+            return []
+    spend = min(r.minimum_spend for r in rules if r.minimum_spend is not None)
+    said = "、".join(f"{q:f}" for q in quantities)
+    return [(UNVERIFIED_SHIPPING, f"'{word}' is stated for {said} units, which do not reach 满{spend:f}元")]
 
 
 def stock_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedger) -> list[Finding]:
@@ -130,11 +166,11 @@ def stock_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLed
     products = _subject_products(clause, pool)
     stocks = {pid: ledger.products[pid].stock_quantity for pid in products if pid in ledger.products}
     for pattern, out_of_stock in ((_OUT_OF_STOCK, True), (_IN_STOCK, False)):
-        for m in pattern.finditer(clause.text):
+        for m in pattern.finditer(clause.stated):
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
             taken.append((m.start(), m.end()))
-            if _negated(clause.text, m.start()):
+            if _negated(clause.stated, m.start()):
                 out_of_stock_claim = not out_of_stock
             else:
                 out_of_stock_claim = out_of_stock
@@ -159,7 +195,7 @@ def policy_findings(clause: Clause, pool: Sequence[Evidence]) -> list[Finding]:
     """Days, hours and times next to a policy word must be the cited document's; so must what it supports."""
     out: list[Finding] = []
     pieces = _doc_pieces(pool)
-    words = set(_POLICY_WORDS.findall(clause.text))
+    words = set(_POLICY_WORDS.findall(clause.stated))
     if words:
         for m in find_mentions(clause.text):
             if m.kind not in (Kind.DURATION, Kind.CLOCK) or m.value is None:
@@ -169,7 +205,7 @@ def policy_findings(clause: Clause, pool: Sequence[Evidence]) -> list[Finding]:
                 said = "；".join(p for p in pieces if any(w in p for w in words)) or "nothing about it"
                 out.append((POLICY_CONTRADICTS, f"'{m.text}' for {'/'.join(sorted(words))} is not what the cited "
                                                 f"policy says ({said})"))
-    if _ANSWER_NEGATION.search(clause.text):
+    if _ANSWER_NEGATION.search(clause.stated):
         return out
     for piece in pieces:
         neg = _DOC_NEGATION.search(piece)
@@ -177,8 +213,8 @@ def policy_findings(clause: Clause, pool: Sequence[Evidence]) -> list[Finding]:
             continue
         subject, obj = piece[:neg.start()], re.sub(r"范围内?$", "", piece[neg.end():]).strip()
         items = [s for s in re.split(r"和|及|、|与", re.sub(r"^(?:但|而|其中|另外)", "", subject)) if len(s) >= 2]
-        if len(obj) < 2 or obj not in clause.text:
+        if len(obj) < 2 or obj not in clause.stated:
             continue
-        if (items and any(i in clause.text for i in items)) or not items:
+        if (items and any(i in clause.stated for i in items)) or not items:
             out.append((POLICY_CONTRADICTS, f"the cited policy says “{piece}”; the answer states the opposite"))
     return out

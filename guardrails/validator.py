@@ -58,7 +58,10 @@ _FACT_KINDS = {EvidenceKind.PRODUCT, EvidenceKind.CALC, EvidenceKind.ORDER, Evid
 # A figure of one of these roles is accepted from evidence of these roles.
 _ACCEPTS = {Role.PRICE: {Role.PRICE, Role.SUBTOTAL}, Role.TOTAL: {Role.TOTAL, Role.ORDER_TOTAL},
             Role.REDUCTION: {Role.REDUCTION, Role.SAVING}}
-_PER_QUOTE = {Role.SUBTOTAL, Role.TOTAL, Role.SAVING}
+_PER_QUOTE = {Role.SUBTOTAL, Role.TOTAL, Role.SAVING, Role.SHORTFALL, Role.UNITS_SHORT}
+_DIRECTED = {Role.DEARER_BY, Role.CHEAPER_BY}
+# Quantity roles whose figure 1 is a claim too (elsewhere 一双, 每1支 is just a unit).
+_COUNTED_ONE = (Role.FREE_UNITS, Role.PAID_UNITS, Role.UNITS_SHORT)
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,11 @@ class _Check:
             named = {pid for clause in sentence.clauses for pid in clause.named}
             return role != Role.PRICE and (not named or figure.basket <= named)
         if role == Role.PRICE and figure.role == Role.SUBTOTAL:   # 两个原价240元: the price of what is bought
-            return Decimal(figure.quantity or 0) in (sentence.quantities or self.asked.quantities)
+            return Decimal(figure.quantity or 0) in (claim.units or sentence.quantities or self.asked.quantities)
+        if role in _DIRECTED and figure.product_id is not None and figure.product_id not in claim.about:
+            return False   # 跑步鞋贵199元 when 篮球鞋 is the dearer one
         if figure.role in _PER_QUOTE and figure.quantity is not None:
-            if Decimal(figure.quantity) not in self.quantities(sentence):
+            if Decimal(figure.quantity) not in (claim.units or self.quantities(sentence)):
                 return False
             # a total without first purchase, stated for a first purchase of a product that has a first-purchase
             # rule, is the wrong figure (the opposite case is a dropped condition, see `meets`)
@@ -196,6 +201,14 @@ class _Check:
             prices = {self.ledger.price_of(p) for p in subject} - {None}
             if prices:
                 detail += f"; its price is {'/'.join(f'{p:f}元' for p in sorted(prices))}"   # type: ignore[type-var]
+        elif role in (Role.SHORTFALL, Role.UNITS_SHORT):
+            gaps = [f"{f.value:f} from {f.quantity} units" for f in right if f.quantity is not None]
+            detail += ("; state the quantity the gap is measured from"
+                       + (f": verified gaps are {', '.join(gaps)}" if gaps else "; call calculate_threshold_gap"))
+        elif role in _DIRECTED:
+            sides = [f"{self.ledger.name_of(f.product_id)} is {'dearer' if f.role == Role.DEARER_BY else 'cheaper'} "
+                     f"by {f.value:f}元" for f in right if f.product_id is not None]
+            detail += f"; {', '.join(sides)}" if sides else "; call compare_amounts"
         elif role in _PER_QUOTE or role == Role.TOTAL:
             totals = [f"{f.value:f}元 for {f.quantity} units{' (first purchase)' if f.first_purchase else ''}"
                       for f in right if f.quantity is not None]
@@ -270,7 +283,7 @@ def validate(question: str, answer: str, citation_ids: Iterable[str], ledger: Ev
 
     customer_figures = {m.value for m in find_mentions(question or "") if m.value is not None}
     check = _Check(ledger, cited, Asked.read(question))
-    for sentence in read_answer(answer, ledger.names):
+    for sentence in read_answer(answer, ledger.names, question):
         for clause in sentence.clauses:
             pool = check.pool(clause.subject)
             for claim in clause.claims:
@@ -279,7 +292,7 @@ def validate(question: str, answer: str, citation_ids: Iterable[str], ledger: Ev
                 if not _vouched(claim.mention, pool):
                     problems.append(_unvouched_problem(claim.mention, pool, cited, clause.subject, customer_figures))
                 elif claim.role is not None and not (claim.mention.kind == Kind.QUANTITY and claim.mention.value == 1
-                                                     and claim.role not in (Role.FREE_UNITS, Role.PAID_UNITS)):
+                                                     and claim.role not in _COUNTED_ONE):
                     problem = check.role_problem(claim, sentence, pool, clause.subject)
                     if problem:
                         problems.append(problem)
