@@ -26,19 +26,24 @@ from db.catalog import (
     promotions_from,
 )
 from db.facts import (
+    AmountDifference,
     Basket,
+    ComparisonRefusal,
     OrderList,
     PolicyDocuments,
     ProductDetails,
     PromotionList,
     Quote,
     QuoteRefusal,
+    ReceivePlan,
     Status,
+    ThresholdPlan,
 )
 from db.ids import normalize_ids
 from db.knowledge import documents_by_id
 from db.orders import list_orders
 from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price, quote_from
+from db.promotion_plans import amount_difference, amount_of, plan_receive, plan_threshold, plan_threshold_from
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import AnswerStatus
 from retrieval.passages import PassageSearch
@@ -117,6 +122,49 @@ class CalculateFinalPrice(_Args):
         return self
 
 
+class CalculateUnitsToReceive(_Args):
+    """The cheapest way for the customer to RECEIVE `units_wanted` units of one product, free units included
+    (买三送一: to receive 4, pay for 3 and get 1 free). Computed from the database's prices and promotions.
+    Returns the paid quantity, the free units, the units received and the total. State it as:
+    想要4盒的话，只需付3盒的钱：共105元，另送1盒，实得4盒。"""
+
+    product_id: str = Field(min_length=1, max_length=64)
+    units_wanted: int = Field(ge=1, le=MAX_QUANTITY)
+    is_first_purchase: bool = False
+
+
+class CalculateThresholdGap(_Args):
+    """How many more units and how much more money until a promotion's threshold holds (满200包邮, 满500减100,
+    两支及以上8折), and the total at the least quantity that reaches it. Either `product_id` with the quantity
+    the customer has now (`current_quantity`, 0 = nothing chosen yet), or `calculation_id`: the calc: evidence
+    id of a price calculation or basket of this turn to measure from. `promotion_id` picks the promotion
+    (default: the product's first threshold not yet met). State it as:
+    运动水壶满200元包邮：买5个共245元即可包邮（4个共196元，还差4元）。"""
+
+    product_id: str | None = Field(None, min_length=1, max_length=64)
+    current_quantity: int = Field(0, ge=0, le=MAX_QUANTITY)
+    calculation_id: str | None = Field(None, min_length=1, max_length=300)
+    promotion_id: str | None = Field(None, min_length=1, max_length=64)
+    is_first_purchase: bool = False
+
+    @model_validator(mode="after")
+    def _one_form(self) -> CalculateThresholdGap:
+        if (self.product_id is None) == (self.calculation_id is None):
+            raise ValueError("give either product_id (and current_quantity), or calculation_id")
+        if self.calculation_id is not None and self.current_quantity:
+            raise ValueError("current_quantity is read from the calculation; do not give it with calculation_id")
+        return self
+
+
+class CompareAmounts(_Args):
+    """The difference between two amounts already verified in this turn, and which is larger: two product
+    prices (product:… ids from get_product_details) or two totals (calc:… or order:… ids). State it as:
+    篮球鞋售价699元，跑步鞋售价500元，篮球鞋贵199元。 and cite all three ids."""
+
+    first_id: str = Field(min_length=1, max_length=300)
+    second_id: str = Field(min_length=1, max_length=300)
+
+
 class SearchKnowledge(_Args):
     """Store policies: returns, shipping, invoices, warranty, payment, service hours, sizing."""
 
@@ -148,6 +196,15 @@ TOOLS: dict[str, type[_Args]] = {
     "list_my_orders": ListMyOrders,
     SUBMIT: SubmitAnswer,
 }
+# The promotion helpers (agent/promotion_answers.py documents them). Every tool call is parsed against
+# CALLABLE_TOOLS, so any model may call them; a remote model is shown them once the turn offers
+# tool_schemas(CALLABLE_TOOLS) instead of the core TOOLS.
+PROMOTION_TOOLS: dict[str, type[_Args]] = {
+    "calculate_units_to_receive": CalculateUnitsToReceive,
+    "calculate_threshold_gap": CalculateThresholdGap,
+    "compare_amounts": CompareAmounts,
+}
+CALLABLE_TOOLS: dict[str, type[_Args]] = {**TOOLS, **PROMOTION_TOOLS}
 
 
 def _strip_titles(node: Any, defs: dict[str, Any] | None = None) -> Any:
@@ -187,7 +244,7 @@ class ToolError(Exception):
 
 def parse_arguments(name: str, raw: str, tools: dict[str, type[BaseModel]] | None = None) -> BaseModel:
     """Validate a tool call before anything runs; raise ToolError with a message for the model."""
-    tools = tools or TOOLS
+    tools = tools or CALLABLE_TOOLS
     model = tools.get(name)
     if model is None:
         raise ToolError("UNKNOWN_TOOL", f"there is no tool named {name!r}; available: {', '.join(tools)}")
@@ -284,6 +341,12 @@ def file_evidence(ledger: EvidenceLedger, result: object) -> list[str]:
             return [ledger.add_quote(result)]
         case Basket():
             return ledger.add_basket(result)
+        case ReceivePlan():
+            return ledger.add_receive_plan(result)
+        case ThresholdPlan():
+            return ledger.add_threshold_plan(result)
+        case AmountDifference():
+            return [ledger.add_difference(result)]
         case PolicyDocuments(documents=documents):
             return [ledger.add_document(d) for d in documents]
         case OrderList(orders=orders):
@@ -311,6 +374,8 @@ class ToolRunner:
             SearchProducts: self._search, GetProductDetails: self._details,
             GetPromotions: lambda a: get_promotions(self.conn, a.product_ids),
             CalculateFinalPrice: self._calculate,
+            CalculateUnitsToReceive: self._receive, CalculateThresholdGap: self._threshold,
+            CompareAmounts: self._compare,
             SearchKnowledge: self._knowledge,
             ListMyOrders: lambda a: list_orders(self.conn, self.user_id, a.order_id),
         }
@@ -352,6 +417,51 @@ class ToolRunner:
             return await calculate_basket(self.conn, [(i.product_id, i.quantity) for i in args.items],
                                           args.is_first_purchase)
         return await calculate_final_price(self.conn, args.product_id, args.quantity, args.is_first_purchase)
+
+    async def _rows(self, product_id: str) -> tuple[dict, list]:
+        """One product's row and its promotions, read by id (no rows when the product does not exist)."""
+        found = await fetch_products(self.conn, [product_id])
+        return found, (await fetch_promotions(self.conn, [product_id]) if product_id in found else [])
+
+    async def _receive(self, args: CalculateUnitsToReceive) -> ReceivePlan | QuoteRefusal:
+        pid = args.product_id.strip()
+        found, promotions = await self._rows(pid)
+        if pid not in found:
+            return QuoteRefusal(Status.NOT_FOUND, pid, args.units_wanted, f"no product with id {pid}")
+        return plan_receive(found[pid], promotions, args.units_wanted, args.is_first_purchase)
+
+    async def _threshold(self, args: CalculateThresholdGap) -> ThresholdPlan | QuoteRefusal:
+        """From a product and a quantity, or from a calculation of this turn (its rows are read again by id)."""
+        if args.calculation_id is not None:
+            entry = self.ledger.entries.get(args.calculation_id.strip())
+            calc = entry.record if entry is not None else None
+            if not isinstance(calc, (Quote, Basket)):
+                return QuoteRefusal(Status.NOT_FOUND, args.calculation_id, 0,
+                                    f"{args.calculation_id} is not a price calculation of this turn; "
+                                    "call calculate_final_price first")
+            ids = normalize_ids([line.product_id for line in (calc.lines if isinstance(calc, Basket) else (calc,))])
+            found = await fetch_products(self.conn, ids)
+            return plan_threshold_from(calc, found, await fetch_promotions(self.conn, list(found)), args.promotion_id)
+        pid = (args.product_id or "").strip()
+        found, promotions = await self._rows(pid)
+        if pid not in found:
+            return QuoteRefusal(Status.NOT_FOUND, pid, args.current_quantity, f"no product with id {pid}")
+        return plan_threshold(found[pid], promotions, args.current_quantity, args.promotion_id, args.is_first_purchase)
+
+    async def _compare(self, args: CompareAmounts) -> AmountDifference | ComparisonRefusal:
+        """Reads both amounts from the turn's ledger: only what was verified can be compared."""
+        amounts = []
+        for eid in (args.first_id.strip(), args.second_id.strip()):
+            entry = self.ledger.entries.get(eid)
+            if entry is None:
+                return ComparisonRefusal(Status.NOT_FOUND, f"{eid} is not a verified evidence id of this turn; "
+                                                           "verify it first (get_product_details, calculate_final_price)",
+                                         (eid,))
+            amount = amount_of(entry.record)
+            if amount is None:
+                return ComparisonRefusal(Status.NOT_AN_AMOUNT, f"{eid} states no price or total", (eid,))
+            amounts.append(amount)
+        return amount_difference(*amounts)
 
     async def _details(self, args: GetProductDetails) -> DetailsResult:
         ids = normalize_ids(args.product_ids)

@@ -171,3 +171,36 @@ async def test_results_built_from_one_read_equal_the_separate_reads(conn):
         for quantity, first in [(1, False), (2, True), (4, False), (0, False), ("两", False), (10_000, False)]:
             assert quote_from(found, promotions, pid, quantity, first) == \
                 await calculate_final_price(conn, pid, quantity, first), (pid, quantity, first)
+
+
+# --- the quantities the promotion plans are built on (db/promotion_plans.py) -----------------------------------
+
+@pytest.mark.parametrize(("name", "specs", "word"), [
+    ("乒乓球（10只装）", "40+新材料，白色，每盒10只", "盒"), ("羽毛球（12只装）", "每筒12只，77速", "筒"),
+    ("网球（3只装）", "每罐3只，加压罐装", "罐"), ("运动袜（3双装）", "3双装，中筒", "盒"),
+    ("运动水壶", "750毫升", "个"), ("可调节哑铃套装", "", "套"), ("健身手套", "", "副"), ("足球", "", "个"),
+])
+def test_measure_word_reads_the_pack_from_the_specifications(name, specs, word):
+    from db.pricing import measure_word
+
+    assert measure_word(name, specs) == word
+
+
+async def test_a_quote_counts_in_the_pack_the_catalog_names(conn):
+    assert (await calculate_final_price(conn, "015", 3)).unit == "筒"
+    assert (await calculate_final_price(conn, "037", 5)).unit == "个"
+
+
+def test_units_received_and_the_least_quantity_for_a_threshold():
+    from db.pricing import least_quantity_for, units_received
+
+    buy3get1 = _promo("B", "buy_x_get_y", "1", min_qty=3)
+    assert [units_received(_product(), [buy3get1], q) for q in (2, 3, 6, 7)] == [2, 4, 8, 9]
+    assert least_quantity_for(_product("49"), _promo("S", "free_shipping", min_spend="200")) == 5
+    assert least_quantity_for(_product("50"), _promo("S", "free_shipping", min_spend="200")) == 4   # exactly at it
+    assert least_quantity_for(_product("33.33"), _promo("S", "free_shipping", min_spend="100")) == 4
+    assert least_quantity_for(_product(), _promo("Q", "percentage", "0.8", min_qty=2)) == 2
+    assert least_quantity_for(_product(), _promo("F", "percentage", "0.8", extra="first_purchase")) is None
+    assert least_quantity_for(_product(), _promo("F", "percentage", "0.8", extra="first_purchase"), True) == 1
+    assert least_quantity_for(_product(price=None), _promo("S", "free_shipping", min_spend="200")) is None
+    assert least_quantity_for(_product("0.01"), _promo("S", "free_shipping", min_spend="1000")) is None  # > 9999
