@@ -435,6 +435,8 @@ class ToolRunner:
         if args.calculation_id is not None:
             entry = self.ledger.entries.get(args.calculation_id.strip())
             calc = entry.record if entry is not None else None
+            if isinstance(calc, ReceivePlan):
+                calc = calc.quote   # the paid quantity the plan chose
             if not isinstance(calc, (Quote, Basket)):
                 return QuoteRefusal(Status.NOT_FOUND, args.calculation_id, 0,
                                     f"{args.calculation_id} is not a price calculation of this turn; "

@@ -263,6 +263,18 @@ async def test_threshold_gap_from_a_basket_line(conn):
     assert named.status == Status.NO_THRESHOLD
 
 
+async def test_every_result_is_json_for_the_model(conn):
+    turn = Turn(conn)
+    plan = await turn.call("calculate_units_to_receive", product_id="012", units_wanted=5)
+    data = json.loads(to_json(plan))
+    assert (data["paid_quantity"], data["free_quantity"], data["final_total"]) == (4, 1, "140.00")
+    from_plan = await turn.call("calculate_threshold_gap", calculation_id=plan.evidence_id)   # 4 paid: 买三送一 met
+    assert from_plan.reached and from_plan.promotion.promotion_id == "P008"
+    await turn.call("get_product_details", product_ids=["008", "004"])
+    diff = json.loads(to_json(await turn.call("compare_amounts", first_id="product:004", second_id="product:008")))
+    assert (diff["difference"], diff["larger"], diff["dearer"]["product_id"]) == ("199", "second", "008")
+
+
 async def test_difference_sentence_passes_and_its_lies_are_blocked(conn):
     turn = Turn(conn)
     await turn.call("get_product_details", product_ids=["008", "004"])
