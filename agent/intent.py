@@ -69,6 +69,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送什么|包邮|划算|新客|首单|首次|第一次")),
     (Ask.PRICE, re.compile(r"多少钱|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
 )
+_ASK_PATTERNS = dict(_ASKS)
 _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|早上好|晚上好|下午好|谢谢|感谢|好的|ok|再见|拜拜)"
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
@@ -182,6 +183,7 @@ class Intent:
     reference: Reference | None = None          # 第二个 / 便宜的那个 / 这个: points back at what was shown
     labels: frozenset[str] = frozenset()        # what the router read the message to ask (policy topics too)
     named: tuple[str, ...] = ()                 # the catalog words the message used, as written
+    leans_back: bool = False                    # elliptical, a pointer or a bare quantity: needs a focus
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -225,8 +227,20 @@ def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
     return [(m.start(), m.end(), vocabulary.names[m.group(0)]) for m in vocabulary.pattern.finditer(text)]
 
 
+_EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+               "eight": "8", "nine": "9", "ten": "10", "a pair of": "2", "a couple of": "2"}
+_EN_NUMBER = re.compile(r"(?<![a-z])(" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")(?![a-z])")
+
+
+def _english_numbers(text: str) -> str:
+    """'two of them' → '2个 of them': English counts as the numerals the quantity reader knows (same length
+    is not kept; positions are only compared within this text)."""
+    return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group(1)] + "个", text)
+
+
 def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
-    mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)]
+    mentions = [m for m in find_mentions(_english_numbers(text)) if m.kind == QUANTITY and _whole(m.value)
+                and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
     for start, end, pid in spans:
@@ -353,6 +367,14 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""
     pointer = reference(folded) if not products else None
+    if category and any(category_word in g and not _only_known_words(g, vocabulary)
+                        for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
+        category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽
+    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or goods or brand or category):
+        # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods
+        asks = {a for a, p in _ASKS if p.search(folded)} | (asks & {Ask.GREETING}) or {Ask.PRICE}
+    if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
+        asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None
                  and low is None and not asks & _NOT_ABOUT_FOCUS)
     if len(products) == 1 and per:
@@ -363,7 +385,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, exact, goods, near, pointer, labels,
-                  tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)))
+                  tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text))
 
 
 # Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
@@ -399,10 +421,47 @@ def _asks(by_rules: set[Ask], labels: frozenset[str]) -> set[Ask]:
     return asks
 
 
+# Words that qualify any goods and name none (运动服饰 is the category 服饰).
+_MODIFIERS = ("运动", "专业", "新款", "正品", "好用", "高端", "入门", "便宜", "实惠", "男士", "女士", "儿童", "成人")
+
+
 def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
     """A phrase of nothing but the catalog's brands and category words (耐克, 户外装备) names no new goods;
     瑜伽球 (a category word and a thing) does."""
     rest = phrase
-    for word in sorted((*vocabulary.brands, *vocabulary.category_of), key=len, reverse=True):
+    for word in sorted((*vocabulary.brands, *vocabulary.category_of, *_MODIFIERS), key=len, reverse=True):
         rest = rest.replace(word.lower(), "")
     return not rest or bool(_CATEGORY_TAIL.fullmatch(rest)) or rest in GENERIC
+
+
+_ELLIPTICAL = re.compile(r"^(?:那|那么|那要是|要是|如果|换成|改成|还有)?[^，,。？?！!]{0,8}(?:呢|嘞|咧)[？?]*$"
+                         r"|^(?:那|那么|要是|如果)[^，,。？?！!]{0,8}$"
+                         r"|^(?:what|how) about\b|^(?:and|make it)\b")
+# A short order for a quantity of what is being discussed: 买两双, 就它了来三个, 那就要2个.
+_QUANTITY_ONLY = re.compile(f"^[^，,。？?！!]{{0,6}}(?:买|来|要|拿|订|下单)\\s*{NUM}\\s*{MEASURE}")
+_CARRIED = frozenset({"price", "promotion", "stock", "attribute", "compare", "basket"})
+
+
+def elliptical(text: str) -> bool:
+    """A short follow-up that leaves out what it asks (那篮球呢, 买三盒呢, 要是新客呢, 那两个): it asks
+    what the previous message asked, about what it names or about the product in focus."""
+    return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", fold(text)))) or bool(_ELLIPTICAL.match(fold(text).strip()))
+
+
+def refers_back(text: str) -> bool:
+    """The message leans on the conversation: elliptical, a pointer (第二个, 便宜的那个, the cheaper one),
+    or a bare order for a quantity (就它了，买两个)."""
+    folded = fold(text).strip()
+    compact = re.sub(r"[\s，,。.!！]+", "", folded)
+    return elliptical(text) or reference(folded) is not None or bool(_QUANTITY_ONLY.match(compact)) \
+        or bool(_QUANTITY_ONLY.match(_english_numbers(compact)))
+
+
+def carry_over(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
+    """The labels of a message that leans on the conversation: the previous message's product questions,
+    and this one's own product and policy questions (not first purchase: 第一个 is a position); readings
+    of a few words as pleasantries, bargaining or chit-chat are dropped."""
+    own = {label for label in labels if label in _CARRIED
+           or label.startswith("policy:") and label != "policy:first-purchase"}
+    carried = (previous & _CARRIED) | own
+    return frozenset(carried or {"price"})

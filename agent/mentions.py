@@ -41,7 +41,14 @@ _SHOP = set("店 店里 店铺 本店 贵店 你们家 网店 官方 平台 系�
             "感觉 心情 天气 作业 笑话 股票 新闻 事情 事 话 东东 价位 档次 牌子 品牌 赠品 礼物 生日 节日 双十一 "
             "垃圾 骗子 差劲 服务态度 投诉 意见 建议 好处 坏处 优点 缺点 用处 作用 功能 用途 场地 场合 水平 体型 "
             "体重 身高 脚型 脚长 脚宽 脚背 足弓 膝盖 脚踝 手腕 腰 腿 脚 手 头 眼睛 身体 肌肉 关节 皮肤 手感 脚感".split())
-_NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT)
+# Pleasantries and feelings, which jieba sometimes tags as nouns.
+_SOCIAL = set("谢谢 感谢 多谢 谢了 你好 您好 哈喽 再见 拜拜 晚安 早安 辛苦 麻烦 不好意思 抱歉 哈哈 嗯嗯 好的 收到 ok".split())
+# English words of asking, never goods.
+_ENGLISH = set("the a an one ones it this that these those them of to for and or with what how much many is are "
+               "was do does can could would will please pls thanks thank you hi hello about price cost costs "
+               "cheaper cheapest expensive which better best buy take get want need make instead ok okay i i'll "
+               "me my we our your have has there any some more less than in on at stock available size".split())
+_NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 要 需要 来 给 拿 找 看 看看 问 请问 推荐 是 算 能 可以 "
                           "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道".split())
@@ -54,6 +61,11 @@ _LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{_MEASURE}]
 _FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{_MEASURE}]|最前面")
 _CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{_MEASURE}]|个)|最便宜的")
 _DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{_MEASURE}]|个)|最贵的")
+_EN_POINTER = (("cheapest", re.compile(r"\b(?:the )?(?:cheaper|cheapest|less expensive)(?: one)?\b")),
+               ("dearest", re.compile(r"\b(?:the )?(?:more expensive|pricier|dearer)(?: one)?\b")),
+               ("first", re.compile(r"\bthe first(?: one)?\b|\bthe former\b")),
+               ("last", re.compile(r"\bthe (?:last|second|latter)(?: one)?\b")),
+               ("this", re.compile(r"\b(?:that|this|these|those) ones?\b|\bof (?:them|those|these)\b|\bit\b")))
 _THIS = re.compile(f"[这那]\\s*[{_MEASURE}]|它|刚才的|刚刚的|上面的|就这|这些|那些|[这那]俩|[这那]两")
 
 
@@ -75,6 +87,9 @@ def reference(text: str) -> Reference | None:
             return Reference(kind)
     if _THIS.search(text):
         return Reference("this")
+    for kind, pattern in _EN_POINTER:
+        if pattern.search(text):
+            return Reference(kind)
     return None
 
 

@@ -108,7 +108,7 @@ class OfflineModel:
         """Whether the message asks something about goods (besides any policy, order or person part)."""
         if asked.asks & {Ask.INJECTION, Ask.MODIFY}:
             return False
-        if asked.asks & PRODUCT_ASKS:
+        if asked.asks & PRODUCT_ASKS or asked.near_miss:
             return True
         if Ask.BARGAIN in asked.asks:
             return bool(asked.products or focus)
@@ -173,10 +173,10 @@ class OfflineModel:
 
     def _first_step(self, asked: Intent, focus: list[str]) -> ModelReply:
         """Every part's first call at once: the policy, the orders and the product part run together."""
-        if Ask.INJECTION in asked.asks:
-            return self._submit(answers.REFUSE_INJECTION, [])
         if Ask.MODIFY in asked.asks:
             return self._submit(answers.REFUSE_CHANGE, [])
+        if Ask.INJECTION in asked.asks:
+            return self._submit(answers.REFUSE_INJECTION, [])
         calls: list[tuple[str, dict[str, Any]]] = []
         if Ask.ORDER in asked.asks:
             order_id = _ORDER_ID.search(asked.text.upper())
@@ -218,4 +218,6 @@ class OfflineModel:
             return [("get_product_details", {"product_ids": list(asked.products)})]
         if focus and (asked.follow_up or asked.names_nothing):
             return [("get_product_details", {"product_ids": focus})]
+        if asked.names_nothing and asked.leans_back:
+            return []   # 那买三个呢 with nothing discussed yet: ask which product
         return [("search_products", {"query": asked.text[:200], "top_k": 3})]

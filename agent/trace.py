@@ -62,6 +62,7 @@ class TurnTrace:
     latency_ms: float = 0.0
     model_ms: float = 0.0        # waiting for the model, summed over its calls
     validation_ms: float = 0.0   # the validator, summed over the drafts
+    labels: list[str] = field(default_factory=list)   # what the router read the message to ask
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

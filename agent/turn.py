@@ -22,6 +22,7 @@ from agent.memory import ChatMemory
 from agent.models import ChatModel, Message, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
+from agent.routing import Router
 from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
 from agent.trace import FALLBACK, ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import OrderAnalytics
@@ -29,6 +30,7 @@ from db.catalog import catalog_aliases, catalog_words, fetch_products
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.validator import AnswerStatus, validate
+from retrieval.embedders import EmbeddingError, LocalE5Embedder
 from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
 from retrieval.service import load_passages
@@ -56,7 +58,7 @@ class Agent:
     def __init__(self, conn: aiosqlite.Connection, search: ProductSearch, model: ChatModel | None = None, *,
                  max_model_calls: int = 6, max_rejections: int = 2, turn_budget_seconds: float = 40.0,
                  prepare: bool = True, today: Callable[[], date] | None = None,
-                 passages: PassageSearch | None = None):
+                 passages: PassageSearch | None = None, router: Router | None = None):
         self.conn, self.search = conn, search
         self._passages = passages
         self.analyst = Analyst(OrderAnalytics(conn), today or (lambda: now_shanghai().date()), model,
@@ -67,6 +69,7 @@ class Agent:
         self.turn_budget_seconds = turn_budget_seconds
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.schemas = tool_schemas()
+        self.router = router or Router.load()
         self._vocabulary: intent.Vocabulary | None = None
         self._building = asyncio.Lock()   # the first turns arrive together: build each piece once, not per turn
 
@@ -97,7 +100,9 @@ class Agent:
         trace = TurnTrace(model=self.model.name)
         vocabulary = await self.vocabulary()
         ledger = EvidenceLedger(vocabulary.brands)
-        asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids))
+        labels = await self._labels(text, memory)
+        trace.labels = sorted(labels)
+        asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._resolve(asked, memory.focus_product_ids)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
@@ -139,6 +144,27 @@ class Agent:
         focus, last_quantity = self._focus(released, ledger)
         return TurnResult(released.answer, released.status, released.citations, focus, last_quantity, trace)
 
+    async def _labels(self, text: str, memory: ChatMemory) -> frozenset[str]:
+        """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
+        the product in focus asks what the previous message asked, plus anything it asks itself."""
+        labels = self.router.labels(text, await self._router_vector(text)).labels
+        if memory.turns and memory.focus_product_ids and intent.refers_back(text):
+            previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
+            labels = intent.carry_over(labels, previous)
+        return labels
+
+    async def _router_vector(self, text: str):
+        """The message's vector for the router: the product search's own when it uses the bundled model the
+        router was trained on (one embedding serves both); otherwise none, and the router reads n-grams."""
+        embedder = self.search.embedder
+        if embedder is None or embedder.name != LocalE5Embedder.name:
+            return None
+        try:
+            return await self.search.query_vector(text[:500])
+        except EmbeddingError as exc:
+            log.warning("no vector for the router (%s): n-grams only", exc)
+            return None
+
     async def _resolve(self, asked: intent.Intent, shown: list[str]) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""
         pointer = asked.reference
@@ -173,8 +199,8 @@ class Agent:
         quantity = getattr(calcs[-1].record, "quantity", None) if calcs else None
         ids = sorted(calcs[-1].product_ids) if calcs else \
             [pid for e in cited if e.kind == EvidenceKind.PRODUCT for pid in sorted(e.product_ids)]
-        names = {pid: getattr(e.record, "product_name", "") for e in cited if e.kind == EvidenceKind.PRODUCT
-                 for pid in e.product_ids}
+        names = {pid: getattr(e.record, "product_name", "") for e in ledger.entries.values()
+                 if e.kind == EvidenceKind.PRODUCT for pid in e.product_ids}
         answer = released.answer
 
         def shown_at(pid: str) -> int:

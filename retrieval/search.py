@@ -129,6 +129,10 @@ class ProductSearch:
             z[~present] = 0.0
         return z
 
+    async def query_vector(self, query: str) -> np.ndarray | None:
+        """The query's vector from this search's embedder (cached), or None when the search is lexical."""
+        return await self._cache.vector(query) if self._cache is not None else None
+
     @property
     def dense(self) -> bool:
         return self._matrix is not None
