@@ -14,7 +14,9 @@ from decimal import Decimal
 from agent.intent import Intent
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
+    AmountDifference,
     Basket,
+    ComparisonRefusal,
     DiscountType,
     Order,
     OrderList,
@@ -26,7 +28,9 @@ from db.facts import (
     PromotionList,
     Quote,
     QuoteRefusal,
+    ReceivePlan,
     Status,
+    ThresholdPlan,
 )
 from db.pricing import measure_word
 from guardrails.figures import find_mentions
@@ -65,6 +69,8 @@ class Findings:
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
     searched_knowledge: bool = False   # the policy search ran (whether or not it found a passage)
+    plans: list[object] = field(default_factory=list)   # promotion plans: ReceivePlan, ThresholdPlan,
+    #                                                     AmountDifference, and their refusals
 
     @classmethod
     def gather(cls, results: Iterable[object]) -> Findings:
@@ -100,6 +106,10 @@ class Findings:
                 self.calculation = result
             case Basket():
                 self.basket = result
+            case ReceivePlan() | ThresholdPlan() | AmountDifference() | ComparisonRefusal():
+                self.plans.append(result)
+            case QuoteRefusal(status=Status.NO_THRESHOLD | Status.UNREACHABLE):
+                self.plans.append(result)
             case QuoteRefusal(status=Status.INSUFFICIENT_STOCK):
                 self.calculation = result
             case PolicyDocuments(documents=documents):

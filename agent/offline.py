@@ -10,14 +10,27 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agent import answers
+from agent import answers, promotion_answers
 from agent.context import TurnContext
 from agent.intent import GENERIC, PRODUCT_ASKS, Ask, Intent, covers
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
+from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, ThresholdPlan
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions
 from guardrails.validator import AnswerStatus
+
+# A question about reaching a promotion's threshold (买几个能包邮, 还差多少能减, 凑单).
+_THRESHOLD = re.compile(r"几[个件双支盒套张瓶罐筒只]?(?:才|就)?(?:能|可以|够)|还差|差多少|差几|凑单|凑够|才能|才可以|够不够|"
+                        r"多少(?:钱|元)?(?:才|就)?(?:能|可以)(?:包邮|减|打折)|满多少|门槛")
+# Two amounts compared by how much (贵多少, 差价).
+_DIFFERENCE = re.compile(r"贵多少|便宜多少|差多少|相差|差价|差几|多多少钱|少多少钱|贵了多少|便宜了多少|贵几|便宜几")
+
+
+def _words_of(kind: str) -> re.Pattern[str]:
+    """The words a customer uses for one kind of threshold promotion."""
+    return re.compile("包邮|运费|邮费" if kind == DiscountType.FREE_SHIPPING else "减|满减")
+
 
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
@@ -124,6 +137,14 @@ class OfflineModel:
             return (*answers.basket_answer(findings.basket), AnswerStatus.GROUNDED)
         several = self._several(asked, findings)
         if several:
+            if _DIFFERENCE.search(asked.text) and len(several) == 2:
+                first, second = (findings.products[p] for p in several)
+                if "compare_amounts" not in called:
+                    return self._call("compare_amounts", {"first_id": first.evidence_id,
+                                                          "second_id": second.evidence_id})
+                diff = next((p for p in findings.plans if isinstance(p, AmountDifference)), None)
+                if diff is not None:
+                    return (*promotion_answers.difference_answer(diff), AnswerStatus.GROUNDED)
             if Ask.COMPARE in asked.asks:
                 return (*answers.compare_answer([findings.products[p] for p in several], asked),
                         AnswerStatus.GROUNDED)
@@ -133,7 +154,7 @@ class OfflineModel:
             answer, cites = answers.listing_answer(findings, asked)
             return answer, cites, AnswerStatus.GROUNDED if cites else AnswerStatus.INSUFFICIENT
         if findings.products:
-            return self._about_one(asked, findings)
+            return self._about_one(asked, findings, called)
         if focus and asked.follow_up and "get_product_details" not in called:
             return self._call("get_product_details", {"product_ids": focus})
         if asked.names_nothing:   # retrieval found nothing either: ask which product, never "not sold"
@@ -151,7 +172,8 @@ class OfflineModel:
         ids = list(dict.fromkeys(ids))
         return ids if len(ids) >= 2 else []
 
-    def _about_one(self, asked: Intent, findings: answers.Findings) -> tuple[str, list[str], str]:
+    def _about_one(self, asked: Intent, findings: answers.Findings,
+                   called: list[str]) -> ModelReply | tuple[str, list[str], str]:
         order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
         main = findings.products[order[0]]
         if asked.near_miss:
@@ -163,6 +185,9 @@ class OfflineModel:
             return (*answers.spec_answer(main, asked.text), AnswerStatus.GROUNDED)
         if Ask.BRAND in asked.asks and not asked.asks & {Ask.PRICE, Ask.PROMOTION}:
             return (*answers.brand_answer(main), AnswerStatus.GROUNDED)
+        planned = self._promotion_plan(asked, main, findings, called)
+        if planned is not None:
+            return planned
         question = asked.text
         wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase)
         wants_more = (not wants_price and Ask.STOCK not in asked.asks and len(findings.products) > 1
@@ -170,6 +195,46 @@ class OfflineModel:
         claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
         return (*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
                                         claimed_other_figure=claimed), AnswerStatus.GROUNDED)
+
+    def _promotion_plan(self, asked: Intent, main: Product, findings: answers.Findings,
+                        called: list[str]) -> ModelReply | tuple[str, list[str], str] | None:
+        """What a shop assistant works out from the promotions: how many to buy to receive N under 买X送Y,
+        and how far a quantity is from a threshold (满200包邮, 满500减100, 两支及以上) — each a verified tool."""
+        promos = findings.promotions.get(main.product_id, [])
+        if not promos:
+            return None
+        plans = [p for p in findings.plans if getattr(p, "product_id", None) == main.product_id
+                 or getattr(getattr(p, "product", None), "product_id", None) == main.product_id]
+        base, cites = answers.product_answer(findings, wants_price=False, wants_alternatives=False)
+        if _THRESHOLD.search(asked.text) and any(p.minimum_spend or p.minimum_quantity for p in promos):
+            if "calculate_threshold_gap" not in called:
+                promo = next((p for p in promos if p.discount_type in (DiscountType.FREE_SHIPPING,
+                                                                        DiscountType.FIXED_REDUCTION)
+                              and _words_of(p.discount_type).search(asked.text)), None)
+                return self._call("calculate_threshold_gap", {
+                    "product_id": main.product_id, "current_quantity": asked.quantity or 0,
+                    "is_first_purchase": asked.first_purchase,
+                    **({"promotion_id": promo.promotion_id} if promo else {})})
+            for plan in plans:
+                if isinstance(plan, ThresholdPlan):
+                    text, more = promotion_answers.threshold_answer(plan)
+                    return f"{base}{text}", cites + more, AnswerStatus.GROUNDED
+                if isinstance(plan, QuoteRefusal):
+                    return f"{base}{promotion_answers.threshold_refusal_answer(plan)}", cites, AnswerStatus.GROUNDED
+        # 买三送一 and 4 wanted: paying for fewer may receive enough (below X+Y, paying for all is cheapest)
+        free = any(p.discount_type == DiscountType.BUY_X_GET_Y and p.minimum_quantity and p.discount_value
+                   and asked.quantity and asked.quantity >= p.minimum_quantity + int(p.discount_value)
+                   for p in promos)
+        if free:
+            if "calculate_units_to_receive" not in called:
+                return self._call("calculate_units_to_receive", {
+                    "product_id": main.product_id, "units_wanted": asked.quantity or 1,
+                    "is_first_purchase": asked.first_purchase})
+            for plan in plans:
+                if isinstance(plan, ReceivePlan):
+                    text, more = promotion_answers.receive_answer(plan)
+                    return f"{base}{text}", cites + more, AnswerStatus.GROUNDED
+        return None
 
     def _first_step(self, asked: Intent, focus: list[str]) -> ModelReply:
         """Every part's first call at once: the policy, the orders and the product part run together."""

@@ -29,7 +29,11 @@ SYSTEM_PROMPT = """你是一家运动用品网店的中文客服助手。你只�
    比较几件商品时分别核实每件的价格；几件商品一起买时用 calculate_final_price 的 items 一次算出每件和合计，
    合计只能用它给出的数字，并在同一句里说出这几件商品。规格（尺码、尺寸、重量、材质）来自 get_product_details
    的 specifications。店里没有顾客问的东西时，先说明没有销售，再（可选）推荐相关商品。
-9. 如果 submit_answer 被拒绝，按拒绝原因修改后重新提交（原因里会给出正确的数字和它的含义）。"""
+9. 促销的推算也用工具，不要自己算：顾客想“得到”N件而商品有买X送Y时用 calculate_units_to_receive（只付该付的件数）；
+   问买几件能包邮、还差多少能满减时用 calculate_threshold_gap；问两件商品（或两个总价）差多少钱时用 compare_amounts，
+   并照它的结果说“A比B贵N元 / 相差N元”。
+10. 一条消息问了几件事（价格和退换货、价格和人数等）时，每件事都要回答。
+11. 如果 submit_answer 被拒绝，按拒绝原因修改后重新提交（原因里会给出正确的数字和它的含义）。"""
 
 
 def context_message(memory: ChatMemory) -> str:

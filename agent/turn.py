@@ -23,7 +23,15 @@ from agent.models import ChatModel, Message, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
 from agent.routing import Router
-from agent.tools import SubmitAnswer, ToolError, ToolRunner, parse_arguments, to_json, tool_schemas
+from agent.tools import (
+    CALLABLE_TOOLS,
+    SubmitAnswer,
+    ToolError,
+    ToolRunner,
+    parse_arguments,
+    to_json,
+    tool_schemas,
+)
 from agent.trace import FALLBACK, ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products
@@ -68,7 +76,7 @@ class Agent:
         self.max_model_calls, self.max_rejections = max_model_calls, max_rejections
         self.turn_budget_seconds = turn_budget_seconds
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
-        self.schemas = tool_schemas()
+        self.schemas = tool_schemas(CALLABLE_TOOLS)   # the core tools and the promotion helpers
         self.router = router or Router.load()
         self._vocabulary: intent.Vocabulary | None = None
         self._building = asyncio.Lock()   # the first turns arrive together: build each piece once, not per turn

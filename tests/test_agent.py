@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 from agent.memory import ChatMemory, InProcessMemory, Turn
 from agent.models import ModelError, ModelReply, ScriptedModel, call
 from agent.openai_model import OpenAIChatModel
-from agent.tools import ToolError, parse_arguments, tool_schemas
+from agent.tools import CALLABLE_TOOLS, ToolError, parse_arguments, tool_schemas
 from agent.turn import Agent
 from guardrails.fallback import SAFE_FALLBACK
 from tests.fakes.openai_server import FakeOpenAI, tool_call
@@ -235,9 +235,12 @@ async def test_when_nothing_is_releasable_the_customer_gets_the_fallback(conn, s
 # --- tool schemas -------------------------------------------------------------------------------------
 
 def test_tool_schemas_are_strict():
-    schemas = {s["function"]["name"]: s["function"]["parameters"] for s in tool_schemas()}
+    schemas = {s["function"]["name"]: s["function"]["parameters"] for s in tool_schemas(CALLABLE_TOOLS)}
     assert set(schemas) == {"search_products", "get_product_details", "get_promotions", "calculate_final_price",
-                            "search_knowledge", "list_my_orders", "submit_answer"}
+                            "search_knowledge", "list_my_orders", "submit_answer", "calculate_units_to_receive",
+                            "calculate_threshold_gap", "compare_amounts"}
+    for name in ("calculate_units_to_receive", "calculate_threshold_gap", "compare_amounts"):
+        assert not any("price" in field for field in schemas[name]["properties"]), name
     for params in schemas.values():
         assert params["additionalProperties"] is False
     assert "price" not in schemas["calculate_final_price"]["properties"]
