@@ -256,13 +256,14 @@ def basket_answer(basket: Basket) -> tuple[str, list[str]]:
 
 # What a customer's attribute question looks for in a product record, by attribute.
 ATTRIBUTE_WORDS = (
-    (re.compile("材质|面料|材料|什么做的|啥做的|什么料"), ("材质", "面料", "外皮", "皮", "材料", "碳", "橡胶", "硅胶", "铸铁", "枫木", "不锈钢", "乳胶", "TPE", "EVA", "PU")),
-    (re.compile("防水|防泼水|防雨|下雨|怕水|沾水"), ("防水", "防泼水", "防雨", "防雾")),
-    (re.compile("几个人|几人|多少人|人住|人用"), ("人用", "双人", "人")),
-    (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
-    (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重"), ("重量", "公斤", "克", "轻量")),
-    (re.compile("容量|多大容量|几升|多少升|毫升|装多少"), ("容量", "升", "毫升")),
-    (re.compile("尺码|码数|几码|多大码|尺寸|多大|多长|多宽|多厚|长度"), ("尺码", "码", "厘米", "毫米", "寸", "长")),
+    (re.compile("材质|面料|材料|什么做的|啥做的|什么料|material|made of"), ("材质", "面料", "外皮", "皮", "材料", "碳", "橡胶", "硅胶", "铸铁", "枫木", "不锈钢", "乳胶", "TPE", "EVA", "PU")),
+    (re.compile("防水|防泼水|防雨|下雨|怕水|沾水|waterproof"), ("防水", "防泼水", "防雨", "防雾")),
+    (re.compile("几个人|几人|多少人|人住|人用|how many people"), ("人用", "双人", "人")),
+    (re.compile("几个|几只|多少个|多少只|装几|一盒|一筒|一罐|一套"), ("每盒", "每筒", "每罐", "装", "条装", "只")),
+    (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重|年纪|岁|suitable|kids"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
+    (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|heavy|weight"), ("重量", "公斤", "克", "轻量")),
+    (re.compile("容量|多大容量|几升|多少升|毫升|装多少|capacity"), ("容量", "升", "毫升")),
+    (re.compile("尺码|码数|几码|多大码|尺寸|多大|多长|多宽|多厚|长度|size|how big|how long"), ("尺码", "码", "厘米", "毫米", "寸", "长")),
     (re.compile("续航|电池|多久充"), ("续航",)),
     (re.compile("防滑|抓地"), ("防滑", "抓地")),
     (re.compile("透气|闷"), ("透气", "网面", "网布")),
@@ -274,9 +275,9 @@ def _clauses(product: Product) -> list[str]:
     return [c.strip() for f in fields if f for c in re.split("[，,。；;]", f) if c.strip()]
 
 
-def spec_answer(product: Product, question: str = "") -> tuple[str, list[str]]:
+def spec_answer(product: Product, question: str = "", with_price: bool = True) -> tuple[str, list[str]]:
     """The attribute asked about, quoted from whichever field of the record states it (description,
-    specifications or usage), then the record's specifications and use, then the price."""
+    specifications or usage), then the record's specifications and use, then (if asked) the price."""
     lead = ""
     for asked, words in ATTRIBUTE_WORDS:
         if asked.search(question):
@@ -292,7 +293,7 @@ def spec_answer(product: Product, question: str = "") -> tuple[str, list[str]]:
     if not lead:
         lead = f"{_label(product)}：{product.description}。" if product.description else f"{_label(product)}。"
     body = "；".join(record) + "。" if record else ""
-    price = f"{product.product_name}售价{yuan(product.price)}。" if product.price is not None else ""
+    price = f"{product.product_name}售价{yuan(product.price)}。" if product.price is not None and with_price else ""
     return lead + body + price, [product.evidence_id]
 
 

@@ -63,7 +63,9 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.COMPARE, re.compile(r"哪个|哪款|哪一个|区别|对比|比较|不同|差别|比哪|还是")),
     (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
-                          r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升")),
+                          r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|"
+                          r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
+                          r"how many people|suitable")),
     (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
     (Ask.BRAND, re.compile(r"什么牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送什么|包邮|划算|新客|首单|首次|第一次")),
@@ -80,6 +82,9 @@ _BUDGET = (   # the first that matches decides
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
     (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以上|起)"), "min"),
+    (re.compile(r"(?:under|below|less than|within|at most|max|no more than|cheaper than)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)"), "max"),
+    (re.compile(r"(?:around|about|roughly)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)\s*(?:yuan|rmb|元|块)"), "around"),
+    (re.compile(r"(?:over|above|more than|at least)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)"), "min"),
 )
 _SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格低|便宜的排前")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
@@ -99,7 +104,7 @@ _CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|的东西|的商�
 def _as_pattern(word: str) -> str:
     """A name as a regular expression; a Latin one only as whole words ('tent' is not in 'content')."""
     escaped = re.escape(word)
-    return f"(?<![a-z]){escaped}(?![a-z])" if re.search("[a-z]", word) else escaped
+    return f"(?<![a-z]){escaped}(?:e?s)?(?![a-z])" if re.search("[a-z]", word) else escaped   # yoga blocks
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,13 @@ class Vocabulary:
     pattern: re.Pattern[str] | None = None            # every name, longest first: one pass finds them all
     category_pattern: re.Pattern[str] | None = None   # every category word, longest first
     category_of: dict[str, str] = field(default_factory=dict)
+
+    def product_of(self, word: str) -> str:
+        """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
+        for form in (word, word[:-1], word[:-2]):
+            if form in self.names:
+                return self.names[form]
+        raise KeyError(word)
 
     def containing(self, phrase: str) -> str | None:
         """The one product whose full name holds `phrase` ('羽毛球网' → 羽毛球网架), if exactly one does."""
@@ -209,7 +221,8 @@ class Intent:
     def listing(self) -> bool:
         """A request for a list of products by budget, brand or category rather than one product."""
         filtered = self.max_price is not None or self.min_price is not None or self.brand or self.category
-        return bool(filtered) and len(self.products) <= 1 and Ask.COMPARE not in self.asks \
+        budget = self.max_price is not None or self.min_price is not None
+        return bool(filtered) and (len(self.products) <= 1 or budget) and Ask.COMPARE not in self.asks \
             and (Ask.LIST in self.asks or not self.products or self.max_price is not None)
 
     @property
@@ -224,7 +237,7 @@ def _whole(value: Decimal | None) -> int | None:
 def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
     if vocabulary.pattern is None:
         return []
-    return [(m.start(), m.end(), vocabulary.names[m.group(0)]) for m in vocabulary.pattern.finditer(text)]
+    return [(m.start(), m.end(), vocabulary.product_of(m.group(0))) for m in vocabulary.pattern.finditer(text)]
 
 
 _EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
@@ -239,17 +252,21 @@ def _english_numbers(text: str) -> str:
 
 
 def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
-    mentions = [m for m in find_mentions(_english_numbers(text)) if m.kind == QUANTITY and _whole(m.value)
+    """Units asked per product (两个足球, 水壶2个, 各一个) and overall. The text has English counts as
+    numerals already. A message keeps one order: when its first product has its count after it (T恤三件
+    短裤两条), every count follows its product."""
+    mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
-    for start, end, pid in spans:
+    befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球
+    afters = [[m for m in mentions if 0 <= m.start - end <= 1] for _, end, _ in spans]     # 水壶2个
+    counts_follow = bool(spans) and bool(afters[0]) and not befores[0]
+    for k, (_, _, pid) in enumerate(spans):
         if each:
             per[pid] = _whole(parse_number(each.group("n"))) or 1
             continue
-        before = [m for m in mentions if m.end == start]          # 两个足球
-        after = [m for m in mentions if 0 <= m.start - end <= 1]   # 水壶2个
-        chosen = before or after
+        chosen = (afters[k] or befores[k]) if counts_follow else (befores[k] or afters[k])
         if chosen:
             per[pid] = _whole(chosen[0].value) or 1
     overall = _whole(mentions[0].value) if mentions else None
@@ -345,7 +362,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
     learned from examples) read the message to ask; without them the asks come from word rules alone."""
     vocabulary = vocabulary or Vocabulary({})
-    folded = fold(text)
+    folded = _english_numbers(fold(text))
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
     spans, products = _playing(folded, spans, products)
@@ -389,14 +406,14 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
 
 
 # Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
-_PLAY = re.compile(r"(?:打|踢|玩|练|学)(?:了|过|着)?$")
+_PLAY = re.compile(r"(?:打|踢|玩|练|学)[^，,。？?！!的]{0,2}$")   # 打篮球, 踢校园足球
 
 
 def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...]):
     """Drop the catalog mentions that name a sport being played, when the message tells a need."""
     if len(text) < 8:
         return spans, products
-    kept = [s for s in spans if not _PLAY.search(text[max(0, s[0] - 2):s[0]])]
+    kept = [s for s in spans if not _PLAY.search(text[max(0, s[0] - 4):s[0]])]
     if len(kept) == len(spans):
         return spans, products
     return kept, tuple(dict.fromkeys(pid for _, _, pid in kept))

@@ -181,15 +181,26 @@ class OfflineModel:
         subject = asked.subject
         if subject and not asked.products and not asked.describes_need and not covers(subject, main.product_name):
             return (*answers.related_answer(subject, [main]), AnswerStatus.GROUNDED)
+        wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase)
+        attribute: tuple[str, list[str]] | None = None
         if Ask.SPEC in asked.asks:
-            return (*answers.spec_answer(main, asked.text), AnswerStatus.GROUNDED)
-        if Ask.BRAND in asked.asks and not asked.asks & {Ask.PRICE, Ask.PROMOTION}:
+            attribute = answers.spec_answer(main, asked.text, with_price=False)
+            if not wants_price and not _THRESHOLD.search(asked.text):
+                return (*attribute, AnswerStatus.GROUNDED)
+        elif Ask.BRAND in asked.asks and not asked.asks & {Ask.PRICE, Ask.PROMOTION}:
             return (*answers.brand_answer(main), AnswerStatus.GROUNDED)
         planned = self._promotion_plan(asked, main, findings, called)
-        if planned is not None:
+        if isinstance(planned, ModelReply):
             return planned
+        if planned is None:
+            planned = self._price_part(asked, findings, wants_price)
+        if attribute is not None:   # both parts: the attribute asked, then the price or the plan
+            return attribute[0] + planned[0], attribute[1] + planned[1], planned[2]
+        return planned
+
+    @staticmethod
+    def _price_part(asked: Intent, findings: answers.Findings, wants_price: bool) -> tuple[str, list[str], str]:
         question = asked.text
-        wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase)
         wants_more = (not wants_price and Ask.STOCK not in asked.asks and len(findings.products) > 1
                       and asked.describes_need)
         claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
