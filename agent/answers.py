@@ -69,6 +69,7 @@ class Findings:
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
     searched_knowledge: bool = False   # the policy search ran (whether or not it found a passage)
+    document_sets: list[list[PolicyDocument]] = field(default_factory=list)   # each policy search's chunks
     plans: list[object] = field(default_factory=list)   # promotion plans: ReceivePlan, ThresholdPlan,
     #                                                     AmountDifference, and their refusals
 
@@ -115,6 +116,7 @@ class Findings:
             case PolicyDocuments(documents=documents):
                 self.searched_knowledge = True
                 if documents:
+                    self.document_sets.append(list(documents))
                     self.documents = list(documents)
             case OrderList(orders=orders):
                 self.orders = list(orders)
@@ -341,11 +343,19 @@ def readable(content: str) -> str:
     return "\n".join(lines)
 
 
-def policy_answer(findings: Findings) -> tuple[str, list[str]]:
-    doc = findings.documents[0]
-    path = doc.title.split(" › ")
-    title = f"{path[-1]}（{path[0]}）" if len(path) > 1 else path[0]   # 修改地址（发货与配送）
-    return f"关于{title}：\n{readable(doc.content)}", [doc.evidence_id]
+def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, list[str]]:
+    """The best chunk of each policy search; with `whole_sets` (searches by topic) every chunk it returned
+    (the best one for the words, and the topic's overview)."""
+    texts, cites = [], []
+    for documents in findings.document_sets or [findings.documents]:
+        for doc in documents if whole_sets else documents[:1]:
+            if doc.evidence_id in cites:
+                continue
+            path = doc.title.split(" › ")
+            title = f"{path[-1]}（{path[0]}）" if len(path) > 1 else path[0]   # 修改地址（发货与配送）
+            texts.append(f"关于{title}：\n{readable(doc.content)}")
+            cites.append(doc.evidence_id)
+    return "\n".join(texts), cites
 
 
 def orders_answer(findings: Findings) -> tuple[str, list[str]]:

@@ -54,8 +54,8 @@ PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRA
 
 
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
-    (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品)"
-                            r"|(价格|库存|优惠|活动).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
+    (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品|金额|订单|数据)"
+                            r"|(价格|库存|优惠|活动|金额|数据库).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
     (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的单|到哪了|发货了吗|物流|单号|上次买|买过什么|买过哪些|最近买了|上一单")),
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
@@ -241,7 +241,7 @@ def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
 
 
 _EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-               "eight": "8", "nine": "9", "ten": "10", "a pair of": "2", "a couple of": "2"}
+               "eight": "8", "nine": "9", "ten": "10", "a couple of": "2"}
 _EN_NUMBER = re.compile(r"(?<![a-z])(" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")(?![a-z])")
 
 
@@ -371,7 +371,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
     asks = _asks({ask for ask, pattern in _ASKS if pattern.search(folded)}, labels)
-    category = _category(folded, vocabulary, spans, Ask.LIST in asks or high is not None or low is not None)
+    by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
+    category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
+                         or low is not None)
     if not labels and _GREETING.match(folded):
         asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
     parts: tuple[str, ...] = ()
@@ -387,9 +389,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if category and any(category_word in g and not _only_known_words(g, vocabulary)
                         for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽
-    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or goods or brand or category):
+    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category):
         # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods
-        asks = {a for a, p in _ASKS if p.search(folded)} | (asks & {Ask.GREETING}) or {Ask.PRICE}
+        asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None

@@ -88,7 +88,7 @@ class OfflineModel:
             grounded = product[2] == AnswerStatus.GROUNDED
             missing = not grounded
         if findings.documents and asked.asks & {Ask.POLICY, Ask.HUMAN}:
-            text, doc_cites = answers.policy_answer(findings)
+            text, doc_cites = answers.policy_answer(findings, whole_sets=bool(asked.labels))
             texts.append(text)
             cites += doc_cites
             grounded = True
@@ -257,9 +257,13 @@ class OfflineModel:
         if Ask.ORDER in asked.asks:
             order_id = _ORDER_ID.search(asked.text.upper())
             calls.append(("list_my_orders", {"order_id": order_id.group(1)} if order_id else {}))
-        if Ask.POLICY in asked.asks or Ask.HUMAN in asked.asks:
-            query = asked.text if Ask.POLICY in asked.asks else f"{asked.text} 转人工 人工客服"
-            calls.append(("search_knowledge", {"query": query[:200]}))
+        topics = asked.policy_topics[:2] if Ask.POLICY in asked.asks else ()
+        if Ask.HUMAN in asked.asks and "service" not in topics:
+            topics = (*topics, "service")
+        if topics:
+            calls += [("search_knowledge", {"query": asked.text[:200], "topic": topic}) for topic in topics]
+        elif Ask.POLICY in asked.asks:
+            calls.append(("search_knowledge", {"query": asked.text[:200]}))
         if self._has_product_part(asked, focus):
             calls += self._product_first(asked, focus)
         if calls:

@@ -166,9 +166,12 @@ class CompareAmounts(_Args):
 
 
 class SearchKnowledge(_Args):
-    """Store policies: returns, shipping, invoices, warranty, payment, service hours, sizing."""
+    """Store policies: returns, shipping, invoices, warranty, payment, service hours, sizing. With `topic`
+    (the policy file the question is about, e.g. returns, shipping, warranty, payment, invoice, sizing,
+    service, first-purchase) the best passage of that topic comes first, with the topic's overview."""
 
     query: str = Field(min_length=1, max_length=200)
+    topic: str | None = Field(None, max_length=40, pattern=r"^[a-z][a-z0-9-]*$")
 
 
 class ListMyOrders(_Args):
@@ -409,6 +412,12 @@ class ToolRunner:
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
         """Retrieval proposes policy chunks; their text is read from the catalog by id."""
+        if args.topic and self.passages:
+            ids = [p.passage_id for p in self.passages.passages]
+            in_topic = [i for i in ids if i.startswith(f"{args.topic}#")]
+            if in_topic:   # the router named the topic: its best passage for the words, and its overview
+                ranked = [i for i, _ in await self.passages.search(args.query, len(ids)) if i in in_topic]
+                return await documents_by_id(self.conn, list(dict.fromkeys([*ranked[:1], in_topic[0]])))
         found = await self.passages.search(args.query, KNOWLEDGE_TOP_K) if self.passages else []
         return await documents_by_id(self.conn, [passage_id for passage_id, _ in found])
 
