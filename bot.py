@@ -695,7 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(func=cmd_eval_retrieval)
 
     dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")
-    dia.add_argument("--dialogues", help="dialogues JSON Lines; default: the shipped set")
+    dia.add_argument("--dialogues", help="dialogues JSON Lines; default: every shipped set (train and frozen test)")
     dia.add_argument("--show-failures", action="store_true", help="print each failed dialogue with its answers")
     dia.set_defaults(func=cmd_eval_dialogues)
 

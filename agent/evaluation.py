@@ -13,7 +13,10 @@ from typing import Any
 
 from agent.memory import InProcessMemory, Turn
 
-SHIPPED = "dialogues.jsonl"
+# The shipped sets: the original scenarios and the understanding train split are `train` (tuned on); the
+# understanding test split was written before the work it measures, by authors who never read the code,
+# and is frozen (DESIGN.md, wave-3 contracts).
+SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Dialogue:
     family: str
     steps: tuple[Step, ...]
     variant: str = "plain"
+    split: str = "train"
 
 
 @dataclass
@@ -46,11 +50,15 @@ class Outcome:
 
 
 def load_dialogues(path: Path | None = None) -> list[Dialogue]:
-    """Read a JSON Lines set: {"family", "variant", "turns": [{"say", "must", "must_not"}]} per line."""
+    """Read a JSON Lines set: {"family", "variant", "split", "turns": [{"say", "must", "must_not"}]} per
+    line; without a path, every shipped set."""
     if path is None:
-        text = (resources.files("agent") / "evalsets" / SHIPPED).read_text(encoding="utf-8")
-    else:
-        text = Path(path).read_text(encoding="utf-8")
+        folder = resources.files("agent") / "evalsets"
+        return [d for name in SHIPPED for d in _parse((folder / name).read_text(encoding="utf-8"), name)]
+    return _parse(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+def _parse(text: str, where: str) -> list[Dialogue]:
     dialogues = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -58,9 +66,12 @@ def load_dialogues(path: Path | None = None) -> list[Dialogue]:
         try:
             raw: dict[str, Any] = json.loads(line)
             steps = tuple(Step(t["say"], tuple(t.get("must", ())), tuple(t.get("must_not", ()))) for t in raw["turns"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"line {number}: not a dialogue ({exc})") from None
-        dialogues.append(Dialogue(str(raw.get("family", "other")), steps, str(raw.get("variant", "plain"))))
+            split = str(raw.get("split", "train"))
+            if split not in ("train", "test"):
+                raise ValueError(f"split must be train or test, not {split!r}")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where} line {number}: not a dialogue ({exc})") from None
+        dialogues.append(Dialogue(str(raw.get("family", "other")), steps, str(raw.get("variant", "plain")), split))
     return dialogues
 
 
@@ -80,18 +91,25 @@ async def run_dialogues(agent: Any, dialogues: Iterable[Dialogue], user_id: str 
 
 
 def report(outcomes: list[Outcome], show_failures: bool = False) -> str:
-    """Pass rate per family and overall; optionally each failed dialogue with its answers."""
-    families: dict[str, list[bool]] = {}
-    for o in outcomes:
-        families.setdefault(o.dialogue.family, []).append(o.passed)
-    lines = [f"{'family':16s} {'n':>4s} {'passed':>8s}"]
-    for family, results in sorted(families.items()):
-        lines.append(f"{family:16s} {len(results):4d} {sum(results) / len(results):8.1%}")
-    total = [o.passed for o in outcomes]
-    lines.append(f"{'overall':16s} {len(total):4d} {sum(total) / max(len(total), 1):8.1%}")
+    """Pass rate per family and overall, for each split (train: tuned on; test: frozen, held out);
+    optionally each failed dialogue with its answers."""
+    lines = []
+    for split in ("train", "test"):
+        chosen = [o for o in outcomes if o.dialogue.split == split]
+        if not chosen:
+            continue
+        families: dict[str, list[bool]] = {}
+        for o in chosen:
+            families.setdefault(o.dialogue.family, []).append(o.passed)
+        lines += ["" if lines else None, f"split: {split}", f"{'family':16s} {'n':>4s} {'passed':>8s}"]
+        for family, results in sorted(families.items()):
+            lines.append(f"{family:16s} {len(results):4d} {sum(results) / len(results):8.1%}")
+        total = [o.passed for o in chosen]
+        lines.append(f"{'overall':16s} {len(total):4d} {sum(total) / max(len(total), 1):8.1%}")
+    lines = [line for line in lines if line is not None]
     if show_failures:
         for o in outcomes:
             if not o.passed:
-                lines.append(f"\n[{o.dialogue.family}/{o.dialogue.variant}] " + "; ".join(o.failures))
+                lines.append(f"\n[{o.dialogue.split}/{o.dialogue.family}/{o.dialogue.variant}] " + "; ".join(o.failures))
                 lines += [f"    {s.say} → {a}" for s, a in zip(o.dialogue.steps, o.answers, strict=False)]
     return "\n".join(lines)

@@ -22,6 +22,7 @@ from guardrails.validator import AnswerStatus
 
 # A question about reaching a promotion's threshold (买几个能包邮, 还差多少能减, 凑单).
 _THRESHOLD = re.compile(r"几[个件双支盒套张瓶罐筒只]?(?:才|就)?(?:能|可以|够)|还差|差多少|差几|凑单|凑够|才能|才可以|够不够|"
+                        r"(?:几|多少)[个件双支盒套张瓶罐筒只]?[^，,。？?]{0,3}(?:包邮|免运费|满减|打折)|"
                         r"多少(?:钱|元)?(?:才|就)?(?:能|可以)(?:包邮|减|打折)|满多少|门槛")
 # Two amounts compared by how much (贵多少, 差价).
 _DIFFERENCE = re.compile(r"贵多少|便宜多少|差多少|相差|差价|差几|多多少钱|少多少钱|贵了多少|便宜了多少|贵几|便宜几")
@@ -64,7 +65,7 @@ class OfflineModel:
         if context.rejections:
             return self._submit(SAFE_FALLBACK, [], AnswerStatus.INSUFFICIENT)
         if not context.results:
-            return self._first_step(asked, focus)
+            return self._first_step(asked, focus, context.question)
         findings = answers.Findings.gather(result for _, result in context.results)
         if not self._has_product_part(asked, focus):
             return self._final(asked, findings, None)
@@ -247,7 +248,7 @@ class OfflineModel:
                     return f"{base}{text}", cites + more, AnswerStatus.GROUNDED
         return None
 
-    def _first_step(self, asked: Intent, focus: list[str]) -> ModelReply:
+    def _first_step(self, asked: Intent, focus: list[str], question: str) -> ModelReply:
         """Every part's first call at once: the policy, the orders and the product part run together."""
         if Ask.MODIFY in asked.asks:
             return self._submit(answers.REFUSE_CHANGE, [])
@@ -265,7 +266,7 @@ class OfflineModel:
         elif Ask.POLICY in asked.asks:
             calls.append(("search_knowledge", {"query": asked.text[:200]}))
         if self._has_product_part(asked, focus):
-            calls += self._product_first(asked, focus)
+            calls += self._product_first(asked, focus, question)
         if calls:
             return self._calls(calls)
         if Ask.OFF_TOPIC in asked.asks:
@@ -279,7 +280,7 @@ class OfflineModel:
         return self._submit(answers.CLARIFY, [], AnswerStatus.INSUFFICIENT)
 
     @staticmethod
-    def _product_first(asked: Intent, focus: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    def _product_first(asked: Intent, focus: list[str], question: str) -> list[tuple[str, dict[str, Any]]]:
         """The product part's first calls; none when there is no product to look up (then ask which)."""
         if len(asked.products) >= 2:
             return [("get_product_details", {"product_ids": list(asked.products)})]
@@ -300,4 +301,5 @@ class OfflineModel:
             return [("get_product_details", {"product_ids": focus})]
         if asked.names_nothing and asked.leans_back:
             return []   # 那买三个呢 with nothing discussed yet: ask which product
-        return [("search_products", {"query": asked.text[:200], "top_k": 3})]
+        # the customer's own words: the router embedded them already, so the search reuses that vector
+        return [("search_products", {"query": question[:200], "top_k": 3})]

@@ -168,7 +168,7 @@ class Agent:
         if embedder is None or embedder.name != LocalE5Embedder.name:
             return None
         try:
-            return await self.search.query_vector(text[:500])
+            return await self.search.query_vector(text[:200])
         except EmbeddingError as exc:
             log.warning("no vector for the router (%s): n-grams only", exc)
             return None
