@@ -50,7 +50,8 @@ _ENGLISH = set("the a an one ones it this that these those them of to for and or
                "me my we our your have has there any some more less than in on at stock available size".split())
 _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
-_ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 要 需要 来 给 拿 找 看 看看 问 请问 推荐 是 算 能 可以 "
+_ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "
+                          "看 看看 问 请问 推荐 是 算 能 可以 "
                           "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道".split())
 # The shop's measure words: 第二个, 那双, 这款 point at goods; 第一次 does not.
 _MEASURE = "个款双支件只张根盒把套条副瓶罐种样台顶块"

@@ -152,6 +152,9 @@ class OfflineModel:
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
         if asked.listing and "search_products" in called:
+            if not findings.products and called.count("search_products") == 1 and self._listing_words(asked):
+                # the words found nothing within the budget: list what the filters alone allow
+                return self._call("search_products", self._listing_filters(asked, ""))
             answer, cites = answers.listing_answer(findings, asked)
             return answer, cites, AnswerStatus.GROUNDED if cites else AnswerStatus.INSUFFICIENT
         if findings.products:
@@ -280,19 +283,30 @@ class OfflineModel:
         return self._submit(answers.CLARIFY, [], AnswerStatus.INSUFFICIENT)
 
     @staticmethod
+    def _listing_words(asked: Intent) -> str:
+        """What a listing searches for: the goods named, unless a category or brand says it all."""
+        if asked.category or (asked.brand and not asked.products):
+            return ""
+        return " ".join(g for g in (*asked.named, *asked.goods) if g not in GENERIC)
+
+    @staticmethod
+    def _listing_filters(asked: Intent, words: str) -> dict[str, Any]:
+        filters = {"max_price": None if asked.max_price is None else str(asked.max_price),
+                   "min_price": None if asked.min_price is None else str(asked.min_price),
+                   "brand": asked.brand, "category": asked.category}
+        return {"query": words[:200], "top_k": 10, "sort": asked.sort, "in_stock": asked.in_stock,
+                **{k: v for k, v in filters.items() if v is not None}}
+
+    @staticmethod
     def _product_first(asked: Intent, focus: list[str], question: str) -> list[tuple[str, dict[str, Any]]]:
         """The product part's first calls; none when there is no product to look up (then ask which)."""
         if len(asked.products) >= 2:
             return [("get_product_details", {"product_ids": list(asked.products)})]
         if asked.listing:
-            filters = {"max_price": None if asked.max_price is None else str(asked.max_price),
-                       "min_price": None if asked.min_price is None else str(asked.min_price),
-                       "brand": asked.brand, "category": asked.category}
-            words = "" if asked.category or (asked.brand and not asked.products) else " ".join(
-                g for g in (*asked.named, *asked.goods) if g not in GENERIC)
-            return [("search_products", {"query": words[:200], "top_k": 10, "sort": asked.sort,
-                                         "in_stock": asked.in_stock,
-                                         **{k: v for k, v in filters.items() if v is not None}})]
+            words = OfflineModel._listing_words(asked)
+            if not words and asked.describes_need and not (asked.category or asked.brand):
+                words = question   # a need told in a sentence, with a budget: search by the sentence
+            return [("search_products", OfflineModel._listing_filters(asked, words))]
         if asked.several and not asked.products:
             return [("search_products", {"query": part[:200], "top_k": 3}) for part in asked.parts[:5]]
         if asked.products:   # the customer named a product: verify it, no retrieval guess needed

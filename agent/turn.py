@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ from retrieval.search import ProductSearch
 from retrieval.service import load_passages
 
 log = logging.getLogger(__name__)
+
+# Adding to what is being discussed (再加两套弹力带, 另外再来一个).
+_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
 
 USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer, the evidence ids it rests on "
               "and a status; plain text never reaches the customer.")
@@ -111,7 +115,7 @@ class Agent:
         labels = await self._labels(text, memory)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
-        asked = await self._resolve(asked, memory.focus_product_ids)
+        asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
@@ -173,8 +177,13 @@ class Agent:
             log.warning("no vector for the router (%s): n-grams only", exc)
             return None
 
-    async def _resolve(self, asked: intent.Intent, shown: list[str]) -> intent.Intent:
+    async def _resolve(self, asked: intent.Intent, shown: list[str], last_quantity: int | None) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""
+        if _ADDING.search(asked.text) and len(shown) == 1 and asked.products and shown[0] not in asked.products:
+            # 再加两套弹力带: the product being discussed stays in the order, the new one joins it
+            quantities = {shown[0]: last_quantity or 1, **asked.quantities}
+            return dataclasses.replace(asked, products=(shown[0], *asked.products), quantities=quantities,
+                                       exact=None, asks=asked.asks | {intent.Ask.BASKET})
         pointer = asked.reference
         if pointer is None or asked.products or not shown:
             return asked
