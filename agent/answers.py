@@ -223,9 +223,16 @@ def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[st
     """Each product's verified price (and what it is for when asked how they differ), then which is
     cheaper or dearer — a conclusion drawn from the figures just stated."""
     differ = not re.search("贵|便宜|价", asked.text)
-    lines = [f"{_label(p)}售价{yuan(p.price)}" + (f"，{p.description}" if differ and p.description else "")
-             + (f"，适用：{p.usage}" if differ and p.usage else "")
-             for p in products if p.price is not None]
+    words = next((w for pattern, w in ATTRIBUTE_WORDS if pattern.search(asked.text)), None)
+
+    def about(p: Product) -> str:
+        if words is not None:   # 哪个重 / 哪个容量大: the attribute each record states
+            found = [c for c in _clauses(p) if any(w in c for w in words)]
+            if found:
+                return "，" + "，".join(dict.fromkeys(found))
+        return (f"，{p.description}" if differ and p.description else "") \
+            + (f"，适用：{p.usage}" if differ and p.usage else "")
+    lines = [f"{_label(p)}售价{yuan(p.price)}" + about(p) for p in products if p.price is not None]
     text = "；".join(lines) + "。"
     priced = [p for p in products if p.price is not None]
     if len(priced) >= 2:
@@ -263,8 +270,8 @@ ATTRIBUTE_WORDS = (
     (re.compile("几个人|几人|多少人|人住|人用|how many people"), ("人用", "双人", "人")),
     (re.compile("几个|几只|多少个|多少只|装几|一盒|一筒|一罐|一套"), ("每盒", "每筒", "每罐", "装", "条装", "只")),
     (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重|年纪|岁|suitable|kids"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
-    (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|heavy|weight"), ("重量", "公斤", "克", "轻量")),
-    (re.compile("容量|多大容量|几升|多少升|毫升|装多少|capacity"), ("容量", "升", "毫升")),
+    (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|哪个重|哪个轻|更重|更轻|heavy|weight"), ("重量", "公斤", "克", "轻量")),
+    (re.compile("容量|几升|多少升|毫升|装多少|装得多|capacity"), ("容量", "升", "毫升")),
     (re.compile("尺码|码数|几码|多大码|尺寸|多大|多长|多宽|多厚|长度|size|how big|how long"), ("尺码", "码", "厘米", "毫米", "寸", "长")),
     (re.compile("续航|电池|多久充"), ("续航",)),
     (re.compile("防滑|抓地"), ("防滑", "抓地")),

@@ -160,9 +160,11 @@ class Agent:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
         the product in focus asks what the previous message asked, plus anything it asks itself."""
         labels = self.router.labels(text, await self._router_vector(text)).labels
-        if memory.turns and memory.focus_product_ids and intent.refers_back(text):
-            previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
-            labels = intent.carry_over(labels, previous)
+        if intent.refers_back(text):
+            previous = frozenset()
+            if memory.turns and memory.focus_product_ids:
+                previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
+            labels = intent.carry_over(labels, previous)   # nothing discussed: a product question to ask about
         return labels
 
     async def _router_vector(self, text: str):
