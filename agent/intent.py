@@ -76,6 +76,7 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
+_RANGE = re.compile(f"(?P<lo>{NUM})\\s*(?:元|块钱|块)?\\s*(?:到|至|~|～|-)\\s*(?P<hi>{NUM})\\s*(?:元|块钱|块)?\\s*(?:之间|以内|的|左右)")
 _BUDGET = (   # the first that matches decides
     (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:左右|上下|附近|差不多)"), "around"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:出头|多点|多一点)"), "above"),
@@ -277,6 +278,9 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
 
 
 def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
+    if (m := _RANGE.search(text)) and (lo := parse_number(m.group("lo"))) is not None \
+            and (hi := parse_number(m.group("hi"))) is not None and lo < hi:
+        return hi, lo   # 600到780之间
     low = high = None
     for pattern, kind in _BUDGET:
         m = pattern.search(text)
@@ -362,7 +366,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
     learned from examples) read the message to ask; without them the asks come from word rules alone."""
     vocabulary = vocabulary or Vocabulary({})
-    folded = _english_numbers(fold(text))
+    folded = _english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个")
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
     spans, products = _playing(folded, spans, products)
@@ -392,6 +396,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category):
         # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods
         asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
+    if "policy:first-purchase" in labels and products and not asks & PRODUCT_ASKS:
+        asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None

@@ -143,7 +143,7 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
             if s <= start and end <= e and (s, e) != (start, end) and flag in _NOUN_TAGS \
                     and word not in names and word not in _NOT_GOODS and not _measure_tail(word[end - s:]):
                 return word          # 篮球架: one jieba word holding the name
-            if s == end and flag in ("n", "ng") and len(word) == 1 and word not in _NOT_GOODS \
+            if s == end and flag in ("n", "ng", "q") and len(word) == 1 and word not in _NOT_GOODS \
                     and word not in names and not any(word.startswith(n) for n in names):
                 return text[start:e]  # 足球 + 门
     return ""

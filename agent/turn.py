@@ -37,6 +37,7 @@ from agent.trace import FALLBACK, ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products
 from guardrails.fallback import SAFE_FALLBACK
+from guardrails.figures import QUANTITY, find_mentions
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.validator import AnswerStatus, validate
 from retrieval.embedders import EmbeddingError, LocalE5Embedder
@@ -183,7 +184,10 @@ class Agent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""
         if _ADDING.search(asked.text) and len(shown) == 1 and asked.products and shown[0] not in asked.products:
             # 再加两套弹力带: the product being discussed stays in the order, the new one joins it
-            quantities = {shown[0]: last_quantity or 1, **asked.quantities}
+            before = [m for m in find_mentions(asked.text[:_ADDING.search(asked.text).start()])
+                      if m.kind == QUANTITY and m.value is not None and m.value == int(m.value) and m.value >= 1]
+            own = int(before[-1].value) if before else None   # 那就5个再加一根跳绳: 5 of the one discussed
+            quantities = {shown[0]: own or last_quantity or 1, **asked.quantities}
             return dataclasses.replace(asked, products=(shown[0], *asked.products), quantities=quantities,
                                        exact=None, asks=asked.asks | {intent.Ask.BASKET})
         pointer = asked.reference
