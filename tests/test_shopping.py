@@ -148,12 +148,12 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
 
 async def test_the_frozen_understanding_split_does_not_regress(conn, search):
     """The held-out dialogues (written before the work, never tuned on): a floor at the score measured when
-    issue 19 closed, so that a change that breaks understanding fails here; raise it as the reader improves."""
+    issue 19 closed (0.907), so that a change that breaks understanding fails here; raise it as the reader improves."""
     dialogues = load_dialogues(EVALSETS / "dialogues-understanding-test.jsonl")
     assert len(dialogues) >= 150 and {d.split for d in dialogues} == {"test"}
     outcomes = await run_dialogues(Agent(conn, search), dialogues)
     failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
-    assert sum(o.passed for o in outcomes) >= 0.87 * len(outcomes), failed
+    assert sum(o.passed for o in outcomes) >= 0.89 * len(outcomes), failed
 
 
 def test_every_shipped_dialogue_set_loads_with_its_split():
