@@ -451,12 +451,16 @@ _MODIFIERS = ("运动", "专业", "新款", "正品", "好用", "高端", "入�
 
 
 def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
-    """A phrase of nothing but the catalog's brands and category words (耐克, 户外装备) names no new goods;
-    瑜伽球 (a category word and a thing) does."""
-    rest = phrase
-    for word in sorted((*vocabulary.brands, *vocabulary.category_of, *_MODIFIERS), key=len, reverse=True):
-        rest = rest.replace(word.lower(), "")
-    return not rest or bool(_CATEGORY_TAIL.fullmatch(rest)) or rest in GENERIC
+    """A phrase of nothing but the catalog's brands and category words (耐克, 户外装备, 运动服饰) names no
+    new goods; 瑜伽球 (a category word and a thing) does."""
+    known = sorted({w.lower() for w in (*vocabulary.brands, *vocabulary.category_of, *_MODIFIERS)}, key=len,
+                   reverse=True)
+
+    def covered(rest: str) -> bool:   # the phrase split into known words, trying the longest first
+        if not rest or _CATEGORY_TAIL.fullmatch(rest) or rest in GENERIC:
+            return True
+        return any(rest.startswith(w) and covered(rest[len(w):]) for w in known)
+    return covered(phrase)
 
 
 _ELLIPTICAL = re.compile(r"^(?:那|那么|那要是|要是|如果|换成|改成|还有)?[^，,。？?！!]{0,8}(?:呢|嘞|咧)[？?]*$"
