@@ -118,6 +118,8 @@ class Vocabulary:
     pattern: re.Pattern[str] | None = None            # every name, longest first: one pass finds them all
     category_pattern: re.Pattern[str] | None = None   # every category word, longest first
     category_of: dict[str, str] = field(default_factory=dict)
+    # first syllable → [(length, {pinyin of a name: product id})]: names of 3+ Chinese characters by sound
+    sounds: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
 
     def product_of(self, word: str) -> str:
         """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
@@ -132,6 +134,17 @@ class Vocabulary:
         return next(iter(owners)) if len(owners) == 1 else None
 
     def __post_init__(self) -> None:
+        if not self.sounds and self.names:
+            by_sound: dict[str, set[str]] = {}
+            for name, pid in self.names.items():
+                if len(name) >= 3 and all("\u4e00" <= ch <= "\u9fff" for ch in name):
+                    by_sound.setdefault(" ".join(pinyin_of(ch) for ch in name), set()).add(pid)
+            sounds: dict[str, dict[int, dict[str, str]]] = {}
+            for key, pids in by_sound.items():
+                if len(pids) == 1:   # a sound two products share names neither
+                    first = key.split(" ", 1)[0]
+                    sounds.setdefault(first, {}).setdefault(len(key.split(" ")), {})[key] = next(iter(pids))
+            object.__setattr__(self, "sounds", {k: sorted(v.items(), reverse=True) for k, v in sounds.items()})
         if self.pattern is None and self.names:
             words = sorted(self.names, key=len, reverse=True)
             object.__setattr__(self, "pattern", re.compile("|".join(map(_as_pattern, words))))
@@ -236,9 +249,39 @@ def _whole(value: Decimal | None) -> int | None:
 
 
 def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
+    """Catalog names in the text; a name typed with a homophone (耐魔篮球, 羽毛球排) is that name, and a
+    longer name heard that way wins over the shorter one written right (羽毛球排 is 羽毛球拍, not 羽毛球)."""
     if vocabulary.pattern is None:
         return []
-    return [(m.start(), m.end(), vocabulary.product_of(m.group(0))) for m in vocabulary.pattern.finditer(text)]
+    exact = [(m.start(), m.end(), vocabulary.product_of(m.group(0))) for m in vocabulary.pattern.finditer(text)]
+    heard = _homophones(text, vocabulary)
+    for start, end, pid in heard:
+        overlapping = [x for x in exact if x[0] < end and start < x[1]]
+        if all(x[1] - x[0] < end - start for x in overlapping):
+            exact = [x for x in exact if x not in overlapping] + [(start, end, pid)]
+    return sorted(exact)
+
+
+def _homophones(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
+    """Spans of three or more Chinese characters that sound like a catalog name they are not."""
+    if not vocabulary.sounds:
+        return []
+    syllables = [pinyin_of(ch) if "\u4e00" <= ch <= "\u9fff" else "" for ch in text]
+    found = []
+    for start in range(len(text)):
+        if not syllables[start]:
+            continue
+        for length, names in vocabulary.sounds.get(syllables[start], ()):
+            end = start + length
+            key = " ".join(syllables[start:end])
+            if end <= len(text) and key in names and text[start:end] not in vocabulary.names:
+                found.append((start, end, names[key]))
+    found.sort(key=lambda x: (x[0], -(x[1] - x[0])))
+    kept: list[tuple[int, int, str]] = []
+    for span in found:   # the longest at each place, no overlaps
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
 
 
 _EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",

@@ -64,6 +64,12 @@ async def test_short_english_and_near_miss_names(vocabulary):
     assert read("有跑步机吗", vocabulary).category is None               # not the category 跑步
 
 
+async def test_a_name_typed_with_a_homophone_is_that_name(vocabulary):
+    assert read("跑步写多少钱", vocabulary).products == ("004",)          # 写 for 鞋
+    assert read("护腿版有货吗", vocabulary).products == ("052",)          # 版 for 板
+    assert read("网球排多少钱", vocabulary).products == ("013",)          # 网球排 is 网球拍, not 网球
+
+
 async def test_counts_keep_the_messages_order(vocabulary):
     asked = read("速干T恤两件运动短裤三条", vocabulary)
     assert asked.quantities == {"044": 2, "045": 3}
