@@ -65,7 +65,6 @@ class Findings:
     calculation: Quote | QuoteRefusal | None = None
     basket: Basket | None = None
     searches: list[list[str]] = field(default_factory=list)   # candidate ids of each search, in order
-    documents: list[PolicyDocument] = field(default_factory=list)
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
     searched_knowledge: bool = False   # the policy search ran (whether or not it found a passage)
@@ -117,7 +116,6 @@ class Findings:
                 self.searched_knowledge = True
                 if documents:
                     self.document_sets.append(list(documents))
-                    self.documents = list(documents)
             case OrderList(orders=orders):
                 self.orders = list(orders)
 
@@ -354,7 +352,7 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
     """The best chunk of each policy search; with `whole_sets` (searches by topic) every chunk it returned
     (the best one for the words, and the topic's overview)."""
     texts, cites = [], []
-    for documents in findings.document_sets or [findings.documents]:
+    for documents in findings.document_sets:
         for doc in documents if whole_sets else documents[:1]:
             if doc.evidence_id in cites:
                 continue

@@ -92,9 +92,6 @@ _SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格�
           ("stock_desc", re.compile(r"库存最多|货最多")))
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
-# The aspects a follow-up asks about a product already discussed: nouns that name no new thing.
-ASPECTS = frozenset("价 价格 价钱 到手价 售价 货 现货 库存 尺码 尺寸 号 牌子 品牌 颜色 优惠 活动 折扣 规格 材质 重量 容量 "
-                    "新客 新用户 用户 首单 客户 老客 会员 质量 款 钱 东西 包邮 运费 赠品 双 个 支 件".split())
 # What a customer calls a category, beyond its own name.
 CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
                   "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
@@ -120,6 +117,7 @@ class Vocabulary:
     category_of: dict[str, str] = field(default_factory=dict)
     # first syllable → [(length, {pinyin of a name: product id})]: names of 3+ Chinese characters by sound
     sounds: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
+    known_words: tuple[str, ...] = ()   # brands, category words and generic modifiers, longest first
 
     def product_of(self, word: str) -> str:
         """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
@@ -153,6 +151,9 @@ class Vocabulary:
             words = sorted(of, key=len, reverse=True)
             object.__setattr__(self, "category_of", of)
             object.__setattr__(self, "category_pattern", re.compile("|".join(map(re.escape, words))))
+        if not self.known_words:
+            known = {w.lower() for w in (*self.brands, *self.category_of, *_MODIFIERS)}
+            object.__setattr__(self, "known_words", tuple(sorted(known, key=len, reverse=True)))
 
     @classmethod
     def of(cls, products: Iterable[tuple[str, str, str, str]],
@@ -160,6 +161,7 @@ class Vocabulary:
         """From (product_id, name, brand, category) rows: each name, its pack-less base ('乒乓球'), and
         its last jieba word when no other product ends with it ('运动护膝' → '护膝'); then the catalog's
         own other names for a product (`aliases`: English, short names) unless another product has it."""
+        jieba.posseg.lcut("预热")   # the tagger loads its dictionaries on first use: here, not in a turn
         rows = list(products)
         names: dict[str, str] = {}
         tails: dict[str, set[str]] = {}
@@ -203,7 +205,6 @@ class Intent:
     in_stock: bool = False                      # 有货的 / 现货的: only products in stock
     sort: str = "relevance"                     # 最便宜的 / 从高到低 / 库存最多: how a listing is ordered
     subject: str = ""                           # the thing asked about, when it is a short noun phrase
-    exact: str | None = None                    # the product whose name (or short form) the subject is
     goods: tuple[str, ...] = ()                 # noun phrases that may name goods no catalog word covers
     near_miss: str = ""                         # a catalog name inside a noun for another thing (足球门)
     reference: Reference | None = None          # 第二个 / 便宜的那个 / 这个: points back at what was shown
@@ -214,11 +215,6 @@ class Intent:
     @property
     def policy_topics(self) -> tuple[str, ...]:
         return tuple(sorted(label.split(":", 1)[1] for label in self.labels if label.startswith("policy:")))
-
-    @property
-    def about_products(self) -> bool:
-        """The message asks something about goods (price, stock, an attribute, a list…)."""
-        return bool(self.asks & PRODUCT_ASKS)
 
     @property
     def describes_need(self) -> bool:
@@ -355,24 +351,6 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
     return alone
 
 
-_LEADING = re.compile(r"^(?:请问|你好|您好)?(?:店里|你们家|你们|这里|贵店|本店)?(?:有没有|卖不卖|是否有|能买到|有|卖|想买|想要|我想要|我要|要)?")
-_TRAILING = re.compile(r"(?:有|的|是|了|什么|吗|呢|么|嘛|啊|呀|一下|还|买|卖|\s)+$")
-
-
-def _subject(text: str, brand: str | None) -> str:
-    """'有足球门吗' → '足球门', '篮球什么价格' → '篮球', '300元以内的球拍有哪些' → '球拍'; '' when it is no
-    short noun phrase (a need told in a sentence, a question about the conversation)."""
-    text = re.sub(r"[a-z]+", "", text.replace(brand or "\0", "")) if brand else text
-    for pattern, _ in _BUDGET:
-        text = pattern.sub("", text)
-    text = re.sub(r"[\s，,。？?！!]+", "", text).lstrip("的")
-    text = re.sub(f"(?:买|要|来|各)?{NUM}{MEASURE}|买$", "", text)
-    cut = min((m.start() for ask, p in _ASKS if ask not in (Ask.MODIFY, Ask.ORDER, Ask.POLICY)
-               for m in [p.search(text, 1)] if m), default=len(text))
-    subject = _TRAILING.sub("", _LEADING.sub("", text[:cut], count=1)).lstrip("的")
-    return subject if 1 <= len(subject) <= 6 else ""
-
-
 _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
 GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝"})
 
@@ -396,14 +374,6 @@ def _in_order(short: str, long: str) -> bool:
     return len(short) >= 2 and all(ch in rest for ch in short)
 
 
-def _names_something_new(text: str) -> bool:
-    """A noun that is not a product aspect: the message is about another thing (无人机呢)."""
-    for word in jieba.posseg.lcut(text):
-        if word.flag[:1] in ("n", "l") and word.word not in ASPECTS and not FIRST_PURCHASE.search(word.word):
-            return True
-    return False
-
-
 def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = False,
          labels: Iterable[str] | None = None) -> Intent:
     """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
@@ -417,8 +387,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     high, low = _budget(folded)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
-    asks = _asks({ask for ask, pattern in _ASKS if pattern.search(folded)}, labels)
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
+    asks = _asks(by_rules, labels)
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
                          or low is not None)
     if not labels and _GREETING.match(folded):
@@ -449,10 +419,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         overall = per[products[0]]
     subject = near or (goods[0] if goods else "")
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
-    exact = products[0] if len(products) == 1 and not near and len(spans) >= 1 else None
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
-                  bool(_IN_STOCK.search(folded)), sort, subject, exact, goods, near, pointer, labels,
+                  bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text))
 
 
@@ -496,13 +465,10 @@ _MODIFIERS = ("运动", "专业", "新款", "正品", "好用", "高端", "入�
 def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
     """A phrase of nothing but the catalog's brands and category words (耐克, 户外装备, 运动服饰) names no
     new goods; 瑜伽球 (a category word and a thing) does."""
-    known = sorted({w.lower() for w in (*vocabulary.brands, *vocabulary.category_of, *_MODIFIERS)}, key=len,
-                   reverse=True)
-
     def covered(rest: str) -> bool:   # the phrase split into known words, trying the longest first
         if not rest or _CATEGORY_TAIL.fullmatch(rest) or rest in GENERIC:
             return True
-        return any(rest.startswith(w) and covered(rest[len(w):]) for w in known)
+        return any(rest.startswith(w) and covered(rest[len(w):]) for w in vocabulary.known_words)
     return covered(phrase)
 
 

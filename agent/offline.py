@@ -28,9 +28,9 @@ _THRESHOLD = re.compile(r"几[个件双支盒套张瓶罐筒只]?(?:才|就)?(?:
 _DIFFERENCE = re.compile(r"贵多少|便宜多少|差多少|相差|差价|差几|多多少钱|少多少钱|贵了多少|便宜了多少|贵几|便宜几")
 
 
-def _words_of(kind: str) -> re.Pattern[str]:
-    """The words a customer uses for one kind of threshold promotion."""
-    return re.compile("包邮|运费|邮费" if kind == DiscountType.FREE_SHIPPING else "减|满减")
+# The words a customer uses for each kind of threshold promotion.
+_THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费"),
+                    DiscountType.FIXED_REDUCTION: re.compile("减")}
 
 
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
@@ -88,12 +88,12 @@ class OfflineModel:
             cites += product[1]
             grounded = product[2] == AnswerStatus.GROUNDED
             missing = not grounded
-        if findings.documents and asked.asks & {Ask.POLICY, Ask.HUMAN}:
+        if findings.document_sets and asked.asks & {Ask.POLICY, Ask.HUMAN}:
             text, doc_cites = answers.policy_answer(findings, whole_sets=bool(asked.labels))
             texts.append(text)
             cites += doc_cites
             grounded = True
-        elif Ask.POLICY in asked.asks and "search_knowledge" in self._called_in(findings):
+        elif Ask.POLICY in asked.asks and findings.searched_knowledge:
             texts.append(answers.NO_POLICY)
             missing = True
         if findings.orders is not None and Ask.ORDER in asked.asks:
@@ -112,10 +112,6 @@ class OfflineModel:
             texts[0] = answers.GREETING_PREFIX + texts[0]
         status = AnswerStatus.GROUNDED if grounded or not missing else AnswerStatus.INSUFFICIENT
         return self._submit("\n".join(texts), list(dict.fromkeys(cites)), status)
-
-    @staticmethod
-    def _called_in(findings: answers.Findings) -> set[str]:
-        return {"search_knowledge"} if findings.searched_knowledge else set()
 
     @staticmethod
     def _has_product_part(asked: Intent, focus: list[str]) -> bool:
@@ -225,7 +221,7 @@ class OfflineModel:
             if "calculate_threshold_gap" not in called:
                 promo = next((p for p in promos if p.discount_type in (DiscountType.FREE_SHIPPING,
                                                                         DiscountType.FIXED_REDUCTION)
-                              and _words_of(p.discount_type).search(asked.text)), None)
+                              and _THRESHOLD_WORDS[p.discount_type].search(asked.text)), None)
                 return self._call("calculate_threshold_gap", {
                     "product_id": main.product_id, "current_quantity": asked.quantity or 0,
                     "is_first_purchase": asked.first_purchase,

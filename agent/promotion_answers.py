@@ -39,8 +39,7 @@ A model writing its own sentence must keep those words: a bare 便宜N元 is rea
 
 from __future__ import annotations
 
-from decimal import Decimal
-
+from agent.answers import yuan
 from db.facts import (
     AmountDifference,
     AmountKind,
@@ -55,19 +54,16 @@ from db.facts import (
 __all__ = ["difference_answer", "receive_answer", "threshold_answer", "threshold_refusal_answer"]
 
 
-def _yuan(amount: Decimal) -> str:
-    """120.00 → '120元', 28.5 → '28.50元': exact, from the database's Decimal."""
-    return f"{int(amount)}元" if amount == amount.to_integral_value() else f"{amount:.2f}元"
 
 
 def receive_answer(plan: ReceivePlan) -> tuple[str, list[str]]:
     """想要4盒乒乓球（10只装）的话，只需付3盒的钱：共105元，另送1盒，实得4盒。"""
     n, u, name = plan.wanted, plan.unit, plan.product_name
     if plan.free_quantity:
-        text = (f"想要{n}{u}{name}的话，只需付{plan.paid_quantity}{u}的钱：共{_yuan(plan.final_total)}，"
+        text = (f"想要{n}{u}{name}的话，只需付{plan.paid_quantity}{u}的钱：共{yuan(plan.final_total)}，"
                 f"另送{plan.free_quantity}{u}，实得{plan.total_units}{u}。")
     else:
-        text = f"想要{n}{u}{name}的话，买{n}{u}共{_yuan(plan.final_total)}。"
+        text = f"想要{n}{u}{name}的话，买{n}{u}共{yuan(plan.final_total)}。"
         rule = next((p for p in plan.promotions if p.discount_type == DiscountType.BUY_X_GET_Y), None)
         if rule is not None and rule.minimum_quantity:
             text += f"“{rule.promotion_text}”需购买{rule.minimum_quantity}{u}及以上。"
@@ -78,10 +74,10 @@ def _rule(plan: ThresholdPlan) -> str:
     """The promotion in the shop's words: 满200元包邮, 满500元减100元, else its own text in quotes."""
     promo = plan.promotion
     if promo.discount_type == DiscountType.FREE_SHIPPING and promo.minimum_spend is not None:
-        return f"满{_yuan(promo.minimum_spend)}包邮"
+        return f"满{yuan(promo.minimum_spend)}包邮"
     if promo.discount_type == DiscountType.FIXED_REDUCTION and promo.minimum_spend is not None \
             and promo.discount_value is not None:
-        return f"满{_yuan(promo.minimum_spend)}减{_yuan(promo.discount_value)}"
+        return f"满{yuan(promo.minimum_spend)}减{yuan(promo.discount_value)}"
     return f"“{promo.promotion_text}”"
 
 
@@ -92,7 +88,7 @@ def _benefit(plan: ThresholdPlan) -> str:
     if promo.discount_type == DiscountType.FREE_SHIPPING:
         return "包邮"
     if promo.discount_type == DiscountType.FIXED_REDUCTION and promo.discount_value is not None:
-        return f"减{_yuan(promo.discount_value)}"
+        return f"减{yuan(promo.discount_value)}"
     return "享受该优惠"
 
 
@@ -102,19 +98,19 @@ def threshold_answer(plan: ThresholdPlan) -> tuple[str, list[str]]:
     u, target, head = plan.unit, plan.target, f"{plan.product_name}{_rule(plan)}："
     benefit = _benefit(plan)
     if plan.reached:
-        text = f"{head}{target.quantity}{u}共{_yuan(target.final_total)}，已满足条件，可以{benefit}。"
+        text = f"{head}{target.quantity}{u}共{yuan(target.final_total)}，已满足条件，可以{benefit}。"
     elif plan.current is None:
-        text = f"{head}买{target.quantity}{u}共{_yuan(target.final_total)}即可{benefit}"
+        text = f"{head}买{target.quantity}{u}共{yuan(target.final_total)}即可{benefit}"
         if plan.below is not None:
             gap = next((s for s in plan.shortfalls if s.from_quantity == plan.below.quantity), None)
-            short = f"，还差{_yuan(gap.amount_short)}" if gap and gap.amount_short else ""
-            text += f"（{plan.below.quantity}{u}共{_yuan(plan.below.final_total)}{short}）"
+            short = f"，还差{yuan(gap.amount_short)}" if gap and gap.amount_short else ""
+            text += f"（{plan.below.quantity}{u}共{yuan(plan.below.final_total)}{short}）"
         text += "。"
     else:
         current = plan.current
-        short = f"，还差{_yuan(plan.amount_short)}" if plan.amount_short else ""
-        text = (f"{head}现在{current.quantity}{u}共{_yuan(current.final_total)}{short}，"
-                f"再买{plan.units_short}{u}即可{benefit}（{target.quantity}{u}共{_yuan(target.final_total)}）。")
+        short = f"，还差{yuan(plan.amount_short)}" if plan.amount_short else ""
+        text = (f"{head}现在{current.quantity}{u}共{yuan(current.final_total)}{short}，"
+                f"再买{plan.units_short}{u}即可{benefit}（{target.quantity}{u}共{yuan(target.final_total)}）。")
     return text, [plan.evidence_id]
 
 
@@ -133,10 +129,10 @@ def threshold_refusal_answer(refusal: QuoteRefusal) -> str:
 def _side(amount: VerifiedAmount) -> str:
     """篮球鞋售价699元 / 篮球鞋买2双共1298元 / 合计1298元."""
     if amount.kind == AmountKind.PRICE:
-        return f"{amount.product_name}售价{_yuan(amount.value)}"
+        return f"{amount.product_name}售价{yuan(amount.value)}"
     if amount.product_name and amount.quantity is not None:
-        return f"{amount.product_name}买{amount.quantity}{amount.unit}共{_yuan(amount.value)}"
-    return f"合计{_yuan(amount.value)}"
+        return f"{amount.product_name}买{amount.quantity}{amount.unit}共{yuan(amount.value)}"
+    return f"合计{yuan(amount.value)}"
 
 
 def _who(amount: VerifiedAmount, other: VerifiedAmount, position: str) -> str:
@@ -158,5 +154,5 @@ def difference_answer(diff: AmountDifference) -> tuple[str, list[str]]:
         who = _who(dearer, cheaper, "前者" if diff.larger == "first" else "后者")
         than = _who(cheaper, dearer, "后者" if diff.larger == "first" else "前者")
         compared = f"比{than}" if who.startswith("买") else ""   # 买4盒比买3盒贵35元: the same product
-        text += f"{who}{compared}贵{_yuan(diff.difference)}。"
+        text += f"{who}{compared}贵{yuan(diff.difference)}。"
     return text, [*diff.sources, diff.evidence_id]

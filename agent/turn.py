@@ -182,14 +182,15 @@ class Agent:
 
     async def _resolve(self, asked: intent.Intent, shown: list[str], last_quantity: int | None) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""
-        if _ADDING.search(asked.text) and len(shown) == 1 and asked.products and shown[0] not in asked.products:
+        adding = _ADDING.search(asked.text)
+        if adding and len(shown) == 1 and asked.products and shown[0] not in asked.products:
             # 再加两套弹力带: the product being discussed stays in the order, the new one joins it
-            before = [m for m in find_mentions(asked.text[:_ADDING.search(asked.text).start()])
+            before = [m for m in find_mentions(asked.text[:adding.start()])
                       if m.kind == QUANTITY and m.value is not None and m.value == int(m.value) and m.value >= 1]
             own = int(before[-1].value) if before else None   # 那就5个再加一根跳绳: 5 of the one discussed
             quantities = {shown[0]: own or last_quantity or 1, **asked.quantities}
             return dataclasses.replace(asked, products=(shown[0], *asked.products), quantities=quantities,
-                                       exact=None, asks=asked.asks | {intent.Ask.BASKET})
+                                       asks=asked.asks | {intent.Ask.BASKET})
         pointer = asked.reference
         if pointer is None or asked.products or not shown:
             return asked
@@ -208,7 +209,7 @@ class Agent:
         if pick is None:
             return asked
         quantities = {pick: asked.quantity} if asked.quantity else {}
-        return dataclasses.replace(asked, products=(pick,), exact=pick, follow_up=False, quantities=quantities,
+        return dataclasses.replace(asked, products=(pick,), follow_up=False, quantities=quantities,
                                    goods=(), subject="")
 
     @staticmethod
