@@ -255,9 +255,10 @@ def basket_answer(basket: Basket) -> tuple[str, list[str]]:
             text += f"（按“{line.applied_promotion.promotion_text}”）"
         if line.free_quantity:
             text += f"，另送{line.free_quantity}{line.unit}"
+        if line.free_shipping:   # said of the line whose promotion earns it, not of the whole basket
+            text += "，可以包邮"
         lines.append(text)
-    shipping = "，可以包邮" if basket.free_shipping else ""
-    return ("；".join(lines) + f"；合计{yuan(basket.final_total)}{shipping}。",
+    return ("；".join(lines) + f"；合计{yuan(basket.final_total)}。",
             [*(line.evidence_id for line in basket.lines), basket.evidence_id])
 
 

@@ -5,6 +5,7 @@ numerals through guardrails.figures, traditional characters and English brand na
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,7 @@ from enum import StrEnum
 import jieba
 import jieba.posseg
 
-from agent.mentions import Reference, extended_names, goods_phrases, reference
+from agent.mentions import Reference, extended_names, goods_phrases, qualifiers, reference
 from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.text import fold, pinyin_of
@@ -126,6 +127,11 @@ class Vocabulary:
                 return self.names[form]
         raise KeyError(word)
 
+    def ending_with(self, word: str) -> set[str]:
+        """Products with a longer name that ends with `word` (足球 → 青少年训练足球, 室内五人制足球)."""
+        own = self.names.get(word)
+        return {pid for name, pid in self.names.items() if name.endswith(word) and name != word and pid != own}
+
     def containing(self, phrase: str) -> str | None:
         """The one product whose full name holds `phrase` ('羽毛球网' → 羽毛球网架), if exactly one does."""
         owners = {pid for name, pid in self.names.items() if phrase in name and phrase != name}
@@ -174,14 +180,17 @@ class Vocabulary:
             tail = words[-1] if len(words) > 1 else base[-2:]   # 运动护膝 → 护膝; 防雾泳镜 (one word) → 泳镜
             if len(tail) >= 2 and tail != base and (len(words) > 1 or len(base) >= 4 and jieba.lcut(tail) == [tail]):
                 tails.setdefault(tail, set()).add(pid)
-        for tail, pids in tails.items():
-            if len(pids) == 1:
-                names.setdefault(tail, next(iter(pids)))
         owners: dict[str, set[str]] = {}
         for pid, others in (aliases or {}).items():
             for alias in others:
                 if len(folded := fold(alias).strip()) >= 2:
                     owners.setdefault(folded, set()).add(pid)
+        for tail, pids in tails.items():
+            # a short form is one product's own only if no other product's name or alias ends with it:
+            # 跑鞋 ends 越野跑鞋 and 缓震跑鞋 (another product's alias), so it is a kind of goods, not a name
+            enders = pids | {pid for alias, owned in owners.items() if alias.endswith(tail) for pid in owned}
+            if len(enders) == 1:
+                names.setdefault(tail, next(iter(pids)))
         for alias, pids in owners.items():
             if len(pids) == 1:
                 names.setdefault(alias, next(iter(pids)))
@@ -228,9 +237,18 @@ class Intent:
                     or self.max_price is not None or self.min_price is not None or self.describes_need)
 
     @property
+    def filtered(self) -> bool:
+        """A budget, brand or category narrows what is asked about."""
+        return bool(self.max_price is not None or self.min_price is not None or self.brand or self.category)
+
+    @property
     def listing(self) -> bool:
-        """A request for a list of products by budget, brand or category rather than one product."""
-        filtered = self.max_price is not None or self.min_price is not None or self.brand or self.category
+        """A request for a list of products by budget, brand or category (or of a kind of goods named,
+        有哪些跑鞋) rather than one product."""
+        filtered = self.filtered
+        if not filtered:   # 有哪些跑鞋: a kind of goods named, not a product, and a list asked for
+            return bool(Ask.LIST in self.asks and self.goods and not self.products and Ask.COMPARE not in self.asks
+                        and _ASK_PATTERNS[Ask.LIST].search(self.text))
         budget = self.max_price is not None or self.min_price is not None
         return bool(filtered) and (len(self.products) <= 1 or budget) and Ask.COMPARE not in self.asks \
             and (Ask.LIST in self.asks or not self.products or self.max_price is not None)
@@ -411,10 +429,16 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
     if "policy:first-purchase" in labels and products and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
+    if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) < 2 and not parts:
+        asks.discard(Ask.COMPARE)   # 600到780之间的跑鞋有哪个: 哪个 picks from a list, nothing to compare
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
+    # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)
+    first_offer = has_focus and labels and {lb for lb in labels if lb.startswith("policy:")} == {"policy:first-purchase"}
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None
-                 and low is None and not asks & _NOT_ABOUT_FOCUS)
+                 and low is None and not (asks - ({Ask.POLICY} if first_offer else set())) & _NOT_ABOUT_FOCUS)
+    if follow_up and first_offer and not asks & PRODUCT_ASKS:
+        asks.add(Ask.PROMOTION)
     if len(products) == 1 and per:
         overall = per[products[0]]
     subject = near or (goods[0] if goods else "")
@@ -423,6 +447,34 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text))
+
+
+def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...]]:
+    """Products named by a word that longer names end with, where the words before it say what it is
+    for or whom (适合小孩踢的足球, 室外打的篮球): each such product → those words with the name (the
+    query), then the products the customer may mean, itself first. Which one they mean is for the embedder to judge (the turn asks the search)."""
+    choices: dict[str, tuple[str, ...]] = {}
+    ignored = {b.lower() for b in vocabulary.brands} | set(_QUALITIES)
+    since = 0
+    for word in asked.named:   # in the order written: each looked for after the one before it
+        start = asked.text.find(word, since)
+        if start < 0:
+            continue
+        before, since = since, start + len(word)
+        if word not in vocabulary.names or not (others := vocabulary.ending_with(word)):
+            continue
+        own = vocabulary.names[word]
+        words = [w for w in qualifiers(asked.text, start, before) if w not in ignored]
+        if own in asked.products and words:
+            choices[own] = (" ".join([*words, word]), own, *sorted(others - set(asked.products)))
+    return choices
+
+
+def replace_product(asked: Intent, old: str, new: str) -> Intent:
+    """The message read as naming `new` where it named `old`."""
+    products = tuple(dict.fromkeys(new if p == old else p for p in asked.products))
+    quantities = {new if p == old else p: n for p, n in asked.quantities.items()}
+    return dataclasses.replace(asked, products=products, quantities=quantities)
 
 
 # Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
@@ -459,7 +511,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str]) -> set[Ask]:
 
 
 # Words that qualify any goods and name none (运动服饰 is the category 服饰).
-_MODIFIERS = ("运动", "专业", "新款", "正品", "好用", "高端", "入门", "便宜", "实惠", "男士", "女士", "儿童", "成人")
+_QUALITIES = ("运动", "专业", "新款", "正品", "好用", "高端", "入门", "便宜", "实惠")   # say nothing of whom or what for
+_MODIFIERS = (*_QUALITIES, "男士", "女士", "儿童", "成人")
 
 
 def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
@@ -493,6 +546,12 @@ def refers_back(text: str) -> bool:
     compact = re.sub(r"[\s，,。.!！]+", "", folded)
     return elliptical(text) or reference(folded) is not None or bool(_QUANTITY_ONLY.match(compact)) \
         or bool(_QUANTITY_ONLY.match(_english_numbers(compact)))
+
+
+def answering_which(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
+    """The reply to "which product?" (哦 我说的是泳镜): it asks what the message before the question asked,
+    and anything it asks itself."""
+    return labels | (previous & _CARRIED)
 
 
 def carry_over(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:

@@ -152,3 +152,23 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
 def _measure_tail(rest: str) -> bool:
     """What follows a name inside one jieba word is a count or pack, not another thing (足球两个)."""
     return not rest or bool(re.fullmatch(f"[{_MEASURE}们]+", rest))
+
+
+# Tags of the words that can say what goods are for or whom: nouns (people too), places, adjectives, verbs.
+_QUALIFIER_TAGS = frozenset({*_NOUN_TAGS, "s", "a", "an", "v", "f"})
+_HELPING = frozenset("帮 帮忙 下 就 再 还 先 上 里 中 挑 选 挑选 今年 现在 开始 刚 加 再加 配 搭配 加上 外加 一起".split())
+# (帮我看看足球, 问下足球, 再加一个足球: words of asking and of adding to an order, never a qualifier)
+
+
+def qualifiers(text: str, start: int, since: int = 0) -> list[str]:
+    """The words before a mention at `start` (and after `since`, the end of the mention before it) that
+    say what it is for or whom (适合小孩踢的足球 → 小孩, 踢; 孩子刚学踢球，给他挑个足球 → 孩子, 学, 踢球;
+    室外打的篮球 → 室外, 打); none in 我想买个足球 or 足球和篮球."""
+    words = []
+    for token in jieba.posseg.lcut(text[since:start]):
+        word, flag = token.word, token.flag
+        if flag not in _QUALIFIER_TAGS or word in _ASKING_VERBS or word in _HELPING or word in _SHOP or word in _ASPECT \
+                or word in _SOCIAL or word in _ENGLISH or _is_amount(word) or len(word.strip()) == 0:
+            continue
+        words.append(word)
+    return words

@@ -147,7 +147,7 @@ class OfflineModel:
                         AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
-        if asked.listing and "search_products" in called:
+        if asked.listing and "search_products" in called and (findings.products or asked.filtered):
             if not findings.products and called.count("search_products") == 1 and self._listing_words(asked):
                 # the words found nothing within the budget: list what the filters alone allow
                 return self._call("search_products", self._listing_filters(asked, ""))

@@ -53,6 +53,7 @@ SUBMIT = "submit_answer"
 # Sent with every search result: retrieval only proposes.
 WARNING = ("这些只是检索候选，不是事实：价格、库存、品牌和优惠必须用 get_product_details / get_promotions "
            "按 product_id 核实后才能告诉顾客。")
+LIST_TOP_K = 5   # a search for more candidates than this is a request for a list (有哪些跑鞋)
 FILTERED_WITHIN = 3.5   # a filtered search keeps candidates this far below the best (2.5 unfiltered), then SQL filters
 
 
@@ -67,7 +68,7 @@ class SearchProducts(_Args):
     prepared_evidence: verified details and promotions of the candidates and a price calculation."""
 
     query: str = Field("", max_length=200, description="the customer's need or product words, in Chinese")
-    top_k: int = Field(5, ge=1, le=10)
+    top_k: int = Field(5, ge=1, le=10, description="how many; above 5 asks for a list of the kind named")
     max_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products at or below this price")
     min_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products at or above this price")
     brand: str | None = Field(None, max_length=40, description="exactly a brand of the catalog, e.g. 李宁")
@@ -396,9 +397,10 @@ class ToolRunner:
         listed by SQL."""
         where = args.filter()
         candidates: tuple[Candidate, ...] = ()
+        wide = bool(where) or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
         if args.query.strip():
             found = await self.search.search(args.query, 10 if where else args.top_k,
-                                             within=FILTERED_WITHIN if where else None)
+                                             within=FILTERED_WITHIN if wide else None)
             if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
                 by_id = {c.product_id: c for c in found}
                 kept = await find_products(self.conn, where, list(by_id), args.sort)
@@ -407,7 +409,7 @@ class ToolRunner:
         elif where:
             listed = await find_products(self.conn, where, None, args.sort, args.top_k)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
-        ids = [c.product_id for c in candidates][:10 if where else 3]
+        ids = [c.product_id for c in candidates][:10 if wide else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None)
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:

@@ -15,7 +15,7 @@ from datetime import date
 
 import aiosqlite
 
-from agent import intent
+from agent import answers, intent
 from agent.analyst import Analyst
 from agent.context import TurnContext
 from agent.handoff import now_shanghai
@@ -48,6 +48,10 @@ from retrieval.service import load_passages
 log = logging.getLogger(__name__)
 
 # Adding to what is being discussed (再加两套弹力带, 另外再来一个).
+# How much closer by meaning (mean z-score) a longer-named product must be to replace the product of the
+# exact name written: 给孩子买个足球 → 青少年训练足球 by 0.99, 室内踢的足球 → 室内五人制足球 by 1.48;
+# 给我老公买个篮球 (0.0) and 室外打的篮球 (0.36, 篮球 is 室内外通用) keep the name written.
+QUALIFIED_MARGIN = 0.4
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
 
 USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer, the evidence ids it rests on "
@@ -116,6 +120,7 @@ class Agent:
         labels = await self._labels(text, memory)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
+        asked = await self._qualify(text, asked, vocabulary)
         asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
@@ -161,6 +166,9 @@ class Agent:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
         the product in focus asks what the previous message asked, plus anything it asks itself."""
         labels = self.router.labels(text, await self._router_vector(text)).labels
+        last = memory.turns[-1] if memory.turns else None
+        if last is not None and answers.CLARIFY in last.assistant and not intent.refers_back(text):
+            return intent.answering_which(labels, self.router.labels(last.user).labels)
         if intent.refers_back(text):
             previous = frozenset()
             if memory.turns and memory.focus_product_ids:
@@ -179,6 +187,19 @@ class Agent:
         except EmbeddingError as exc:
             log.warning("no vector for the router (%s): n-grams only", exc)
             return None
+
+    async def _qualify(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
+        """适合小孩踢的足球: of the products whose names end with the word written, the one the embedder
+        finds closest — to the qualifying words with the name, and to the whole message (its vector is
+        the router's, already computed), on average — when clearly closer than the product of that name."""
+        for own, (query, *options) in intent.qualified(asked, vocabulary).items():
+            phrase = await self.search.closeness(query[:200], options)
+            whole = await self.search.closeness(text[:200], options)
+            close = {pid: (phrase[pid] + whole[pid]) / 2 for pid in options if pid in phrase and pid in whole}
+            best = max(close, key=close.__getitem__, default=own)
+            if best != own and close[best] - close.get(own, 0.0) >= QUALIFIED_MARGIN:
+                asked = intent.replace_product(asked, own, best)
+        return asked
 
     async def _resolve(self, asked: intent.Intent, shown: list[str], last_quantity: int | None) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""

@@ -133,6 +133,17 @@ class ProductSearch:
         """The query's vector from this search's embedder (cached), or None when the search is lexical."""
         return await self._cache.vector(query) if self._cache is not None else None
 
+    async def closeness(self, query: str, product_ids: Sequence[str]) -> dict[str, float]:
+        """How close each of `product_ids` is to `query` by meaning (z-scores against the whole catalog);
+        empty when the search is lexical only. Used to choose among a few products the reader names."""
+        if self._cache is None or self._matrix is None:
+            return {}
+        vector = await self._cache.vector(query)
+        wanted = set(product_ids)
+        rows = [i for i, d in enumerate(self.docs) if d.product_id in wanted and self._has_vector[i]]
+        z = self._z(vector, self._matrix[rows], self._stats["rank"]) if rows else []
+        return {self.docs[i].product_id: float(score) for i, score in zip(rows, z, strict=True)}
+
     @property
     def dense(self) -> bool:
         return self._matrix is not None

@@ -153,3 +153,46 @@ async def test_people_not_products(agent):
     assert "人工" in person and not figures(person)
     (chat,) = await converse(agent, ["今天天气怎么样"])
     assert "抱歉" in chat and not figures(chat)
+
+
+# --- who it is for, kinds of goods, answers to "which one?" -------------------------------------------------
+
+async def test_words_before_a_name_say_whom_it_is_for(agent):
+    """A name that longer names end with (足球) plus words saying whom or what for → the embedder picks
+    among those products; without such words the exact name stands."""
+    kid, = await converse(agent, ["我女儿上三年级，想要一个小朋友踢的足球"])
+    assert "青少年训练足球" in kid and "89元" in kid
+    court, = await converse(agent, ["在室内场地踢的足球有吗"])
+    assert "室内五人制足球" in court
+    for plain in ("足球多少钱", "我想买个足球", "足球和篮球哪个便宜"):
+        assert "120元" in (await converse(agent, [plain]))[0], plain
+
+
+async def test_a_short_form_other_products_also_end_with_is_a_kind(vocabulary):
+    """跑鞋 ends 越野跑鞋 and another product's alias (缓震跑鞋): a kind of goods, listed, not one product."""
+    asked = read("都有哪些跑鞋", vocabulary, labels={"listing"})
+    assert asked.products == () and asked.goods == ("跑鞋",) and asked.listing
+    assert read("护腿板怎么卖", vocabulary).products == ("052",)   # still its one product's own
+
+
+async def test_a_kind_of_goods_is_listed_and_a_budget_picks_from_it(agent):
+    listed, cheapest = await converse(agent, ["都有哪些跑鞋", "最便宜的那个多少钱"])
+    assert {"越野跑鞋", "缓震跑步鞋", "跑步鞋"} <= set(re.findall(r"\w*跑\w*鞋", listed))
+    assert "500元" in cheapest and "899元" not in cheapest
+    ranged, = await converse(agent, ["700到800块的跑鞋有哪个"])
+    assert "缓震跑步鞋" in ranged and "899元" not in ranged
+
+
+async def test_the_reply_to_which_product_asks_the_earlier_question(agent):
+    _, answer = await converse(agent, ["这个多少钱", "就是泡沫轴"])
+    assert "89元" in answer
+
+
+async def test_a_first_purchase_question_is_about_the_product_in_focus(agent):
+    _, answer = await converse(agent, ["瑜伽砖怎么卖", "我是新客户，有首单优惠吗"])
+    assert "39元" in answer and "31.2元" not in answer
+
+
+async def test_free_shipping_is_said_of_the_line_that_earns_it(agent):
+    answer, = await converse(agent, ["5个运动水壶和1个瑜伽砖一共多少"])
+    assert "运动水壶买5个实付245元，可以包邮" in answer and "合计284元" in answer
