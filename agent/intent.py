@@ -16,7 +16,7 @@ from enum import StrEnum
 import jieba
 import jieba.posseg
 
-from agent.mentions import Reference, extended_names, goods_phrases, qualifiers, reference
+from agent.mentions import Reference, asks_for_goods, extended_names, goods_phrases, qualifiers, reference
 from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.text import fold, pinyin_of
@@ -227,8 +227,8 @@ class Intent:
 
     @property
     def describes_need(self) -> bool:
-        """A need told in a sentence (我准备跑马拉松…) rather than a product named."""
-        return not self.products and len(self.text) >= 10
+        """A need told (我准备跑马拉松…, 爬山下坡膝盖疼) rather than a product named or goods asked for."""
+        return not self.products and (len(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text))
 
     @property
     def names_nothing(self) -> bool:

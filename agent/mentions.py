@@ -154,6 +154,18 @@ def _measure_tail(rest: str) -> bool:
     return not rest or bool(re.fullmatch(f"[{_MEASURE}们]+", rest))
 
 
+# How a message asks for goods (a question about having, selling, price or stock, or an order). A noun
+# phrase outside these is part of a need told (孩子十岁想踢球, 爬山下坡膝盖疼): never "not sold".
+_ASKING_FOR_GOODS = re.compile(
+    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|多少|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{_MEASURE}]"
+    f"|[要买订拿]\\s*[一两二三四五六七八九十几\\d]*\\s*[{_MEASURE}]|\\b(?:sell|have|how much|price|cost|any)\\b")
+
+
+def asks_for_goods(text: str) -> bool:
+    """Whether `text` (folded) asks for goods — 有X吗, X多少钱, 卖X吗, 来一副X — rather than telling a need."""
+    return bool(_ASKING_FOR_GOODS.search(text))
+
+
 # Tags of the words that can say what goods are for or whom: nouns (people too), places, adjectives, verbs.
 _QUALIFIER_TAGS = frozenset({*_NOUN_TAGS, "s", "a", "an", "v", "f"})
 _HELPING = frozenset("帮 帮忙 下 就 再 还 先 上 里 中 挑 选 挑选 今年 现在 开始 刚 加 再加 配 搭配 加上 外加 一起".split())

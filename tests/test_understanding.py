@@ -196,3 +196,13 @@ async def test_a_first_purchase_question_is_about_the_product_in_focus(agent):
 async def test_free_shipping_is_said_of_the_line_that_earns_it(agent):
     answer, = await converse(agent, ["5个运动水壶和1个瑜伽砖一共多少"])
     assert "运动水壶买5个实付245元，可以包邮" in answer and "合计284元" in answer
+
+
+async def test_a_need_told_in_a_few_words_is_never_not_sold(agent):
+    """爬山下坡膝盖疼 tells a need (an activity and a problem), it asks for no goods: a recommendation,
+    never "本店没有销售“爬山”"; asking for a thing the shop lacks still gets "not sold"."""
+    for need, product in (("骑车时头老出汗", "头带"), ("游泳老是进水看不清", "泳镜")):
+        answer, = await converse(agent, [need])
+        assert "没有销售" not in answer and product in answer, (need, answer)
+    asked, = await converse(agent, ["有没有潜水服"])
+    assert "没有销售“潜水服”" in asked
