@@ -13,21 +13,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
+from pydantic import BaseModel
+
 from agent.charts import ChartKind, draw_chart
+from agent.loop import GiveUp, ToolLoop, Toolset
 from agent.models import ChatModel, ModelError
-from agent.operator_tools import OPERATOR_TOOLS, MakeChart, QueryOrders, operator_prompt
+from agent.operator_tools import OPERATOR_TOOLS, ChartDrawn, MakeChart, QueryOrders, operator_prompt
 from agent.periods import Period, resolve
-from agent.tools import SubmitAnswer, ToolError, parse_arguments, to_json, tool_schemas
+from agent.tools import SubmitAnswer, ToolError
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
 from db.schema import REGIONS
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.reports import check_report
+from guardrails.validator import Problem, Verdict
 
 log = logging.getLogger(__name__)
 
 GROUNDED, INSUFFICIENT = "grounded", "insufficient_evidence"
 USE_SUBMIT = "Your reply was not delivered. Call submit_answer with the answer and the agg: ids it rests on."
+NOT_GROUNDED = "NOT_GROUNDED"
 CAPTION_LIMIT = 1024
 
 _METRIC_WORDS: tuple[tuple[Metric, re.Pattern[str]], ...] = (
@@ -132,20 +137,6 @@ def _scope(ask: Ask, period: Period | None) -> str:
     return f"{when}{what}订单"
 
 
-class _GiveUp(Exception):
-    """The chat model will not produce a releasable report in this turn."""
-
-
-def _aggregate_result(agg: Aggregate) -> dict:
-    """What the model reads of an aggregate: exact strings for every figure, and its evidence id."""
-    start, end = agg.period
-    return {"status": str(agg.status), "evidence_id": agg.evidence_id, "metric": agg.metric,
-            "period": [str(start) if start else None, str(end) if end else None],
-            "whole": format(agg.whole, "f"), "orders": agg.orders,
-            "rows": [{"key": r.key, "value": format(r.value, "f"), "orders": r.orders,
-                      "share_percent": format(r.share, "f") if r.share is not None else None} for r in agg.rows]}
-
-
 class Analyst:
     """`model`: a chat model for /ask (the operator tool set); None: the deterministic reading alone.
     Whatever the model does, an answer is released only when check_report passes; when the model
@@ -154,7 +145,7 @@ class Analyst:
     def __init__(self, analytics: OrderAnalytics, today: Callable[[], date], model: ChatModel | None = None,
                  max_model_calls: int = 6, max_rejections: int = 2, budget_seconds: float = 40.0):
         self.analytics, self.today, self.model = analytics, today, model
-        self.max_model_calls, self.max_rejections, self.budget_seconds = max_model_calls, max_rejections, budget_seconds
+        self.loop, self.budget_seconds = ToolLoop(max_model_calls, max_rejections), budget_seconds
         self._categories: frozenset[str] | None = None
 
     async def categories(self) -> frozenset[str]:
@@ -163,10 +154,13 @@ class Analyst:
             self._categories = frozenset(r[0] for r in rows if r[0])
         return self._categories
 
-    async def _run(self, query: OrderQuery, ledger: EvidenceLedger, trace: TurnTrace) -> Aggregate:
+    async def _run(self, query: OrderQuery, ledger: EvidenceLedger, trace: TurnTrace | None = None) -> Aggregate:
+        """One aggregate, filed in the ledger; traced here when no tool loop traces it."""
         started = time.perf_counter()
         result = await self.analytics.query(query)
         eid = ledger.add_aggregate(result)
+        if trace is None:
+            return result
         trace.tool_calls.append(ToolTrace("query_orders", {
             "metric": query.metric.value, "group_by": query.group_by.value if query.group_by else None,
             "start": str(query.start) if query.start else None, "end": str(query.end) if query.end else None,
@@ -205,7 +199,7 @@ class Analyst:
                 async with asyncio.timeout(self.budget_seconds):
                     await self._ask_model(text, ask, report, ledger)
                 return self._finish(report, ledger, started)
-            except (ModelError, _GiveUp, TimeoutError) as exc:
+            except (ModelError, GiveUp, TimeoutError) as exc:
                 log.warning("the chat model gave no releasable report (%s): the deterministic answer instead", exc)
                 trace = report.trace
                 trace.degraded, trace.degraded_reason = True, "turn budget spent" if isinstance(exc, TimeoutError) \
@@ -220,69 +214,52 @@ class Analyst:
         return report
 
     async def _ask_model(self, text: str, ask: Ask, report: Report, ledger: EvidenceLedger) -> None:
+        """The shared tool loop with the operator tools; a report is released only when check_report finds
+        every figure in the cited aggregates (and the model says it is grounded)."""
         period = ask.period
         messages: list[dict] = [
             {"role": "system", "content": operator_prompt(self.today(), period.start if period else None,
                                                           period.end if period else None)},
             {"role": "user", "content": text}]
-        schemas, rejections, trace = tool_schemas(OPERATOR_TOOLS), 0, report.trace
-        for call_number in range(self.max_model_calls):
-            reply = await self.model.complete(messages, schemas, "required" if call_number == 0 else "auto")
-            trace.count_reply(reply)
-            messages.append(reply.as_message())
-            if not reply.tool_calls:
-                rejections += 1
-                trace.verdicts.append(VerdictTrace(False, ["NO_SUBMISSION"], self.model.name))
-                if rejections > self.max_rejections:
-                    raise _GiveUp("the model kept answering without submit_answer")
-                messages.append({"role": "system", "content": USE_SUBMIT})
-                continue
-            for call in reply.tool_calls:
-                try:
-                    args = parse_arguments(call.name, call.arguments, OPERATOR_TOOLS)
-                    if isinstance(args, SubmitAnswer):
-                        verdict = check_report(args.answer, args.citation_ids, ledger)
-                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, self.model.name,
-                                                           args.answer[:3000], "" if verdict.ok else verdict.message[:2000]))
-                        if verdict.ok and args.status == GROUNDED:
-                            report.answer, report.status = args.answer.strip(), GROUNDED
-                            report.citations = list(dict.fromkeys(args.citation_ids))
-                            if report.chart is not None:
-                                report.caption = self._caption(report, ledger)
-                            return
-                        rejections += 1
-                        if rejections > self.max_rejections:
-                            raise _GiveUp(f"report rejected {rejections} times ({', '.join(verdict.codes)})")
-                        result = {"accepted": False, "reasons": verdict.codes, "message": verdict.message}
-                    elif isinstance(args, QueryOrders):
-                        result = _aggregate_result(await self._model_query(args, period, ledger, trace))
-                    else:
-                        result = await self._model_chart(args, ledger, report)
-                except ToolError as exc:
-                    result = exc.as_result()
-                    trace.tool_calls.append(ToolTrace(call.name, call.arguments[:500], exc.code, 0.0))
-                except AggregateError as exc:
-                    result = {"status": "error", "error": "QUERY_FAILED", "message": str(exc)}
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": to_json(result)})
-        raise _GiveUp(f"no releasable report within {self.max_model_calls} model calls")
 
-    async def _model_query(self, args: QueryOrders, period: Period | None, ledger: EvidenceLedger,
-                           trace: TurnTrace) -> Aggregate:
+        async def run(name: str, args: BaseModel) -> Aggregate | ChartDrawn:
+            if isinstance(args, QueryOrders):
+                return await self._model_query(args, period, ledger)
+            if isinstance(args, MakeChart):
+                return await self._model_chart(args, ledger, report)
+            raise ToolError("UNKNOWN_TOOL", f"{name} is not an operator tool")
+
+        def check(args: SubmitAnswer) -> Verdict:
+            if args.status != GROUNDED:
+                return Verdict((Problem(NOT_GROUNDED, "only a grounded report is released: cite the agg: ids of "
+                                                      "the figures and submit with status grounded"),))
+            return check_report(args.answer, args.citation_ids, ledger)
+
+        toolset = Toolset(OPERATOR_TOOLS, run, reminder=USE_SUBMIT)
+        released = await self.loop.run(self.model, messages, toolset, check, ledger, report.trace)
+        report.answer, report.status, report.citations = released.answer, GROUNDED, released.citations
+        if report.chart is not None:
+            report.caption = self._caption(report, ledger)
+
+    async def _model_query(self, args: QueryOrders, period: Period | None, ledger: EvidenceLedger) -> Aggregate:
         """The model's query, with its period checked against the one the question names."""
         if period is not None and (args.start, args.end) != (period.start, period.end):
             raise ToolError("PERIOD_MISMATCH", f"the question's period is {period.start} to {period.end} "
                                                f"(Asia/Shanghai): use start={period.start}, end={period.end}")
-        return await self._run(OrderQuery(args.metric, args.start, args.end, region=args.region,
-                                          category=args.category, status=args.status, group_by=args.group_by,
-                                          top_n=args.top_n), ledger, trace)
+        try:
+            return await self._run(OrderQuery(args.metric, args.start, args.end, region=args.region,
+                                              category=args.category, status=args.status, group_by=args.group_by,
+                                              top_n=args.top_n), ledger)
+        except AggregateError as exc:
+            raise ToolError("QUERY_FAILED", str(exc)) from None
 
-    async def _model_chart(self, args: MakeChart, ledger: EvidenceLedger, report: Report) -> dict:
+    async def _model_chart(self, args: MakeChart, ledger: EvidenceLedger, report: Report) -> ChartDrawn:
         entry = ledger.entries.get(args.evidence_id)
         if entry is None or entry.kind != EvidenceKind.AGGREGATE or not entry.record.rows:
             raise ToolError("UNKNOWN_EVIDENCE", f"{args.evidence_id} is not a grouped query_orders result of this turn")
         title = args.title if check_report(args.title, [args.evidence_id], ledger).ok else "订单统计"
         report.chart = await asyncio.to_thread(draw_chart, entry.record, args.kind, title)
-        return {"status": "drawn", "evidence_id": args.evidence_id, "title": title}
+        return ChartDrawn(args.evidence_id, title)
 
     async def _ask_template(self, ask: Ask, report: Report, ledger: EvidenceLedger, started: float) -> Report:
         period = ask.period

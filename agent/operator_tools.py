@@ -4,6 +4,7 @@ submit_answer; the prompt that goes with them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from typing import Literal
 
@@ -39,6 +40,15 @@ class MakeChart(_Args):
     evidence_id: str = Field(min_length=5, max_length=60)
     kind: ChartKind
     title: str = Field(min_length=1, max_length=60)
+
+
+@dataclass(frozen=True)
+class ChartDrawn:
+    """make_chart's result: the chart of a grouped aggregate, drawn and attached to the reply."""
+
+    evidence_id: str
+    title: str
+    status: str = "drawn"
 
 
 OPERATOR_TOOLS: dict[str, type[BaseModel]] = {"query_orders": QueryOrders, "make_chart": MakeChart,

@@ -277,7 +277,7 @@ def _exported(cls: type) -> tuple[str, ...]:
 
 def payload(value: Any) -> Any:
     """A typed result as JSON-ready data: dataclass fields and public properties, Decimals as exact strings."""
-    if isinstance(value, Candidate):
+    if hasattr(value, "as_tool_result"):   # a candidate, an aggregate: their own view for the model
         return value.as_tool_result()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {name: payload(getattr(value, name)) for name in _exported(type(value))}

@@ -10,7 +10,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date
 
 import aiosqlite
@@ -19,27 +18,24 @@ from agent import answers, intent
 from agent.analyst import Analyst
 from agent.context import TurnContext
 from agent.handoff import now_shanghai
+from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
-from agent.models import ChatModel, Message, ModelError
+from agent.models import ChatModel, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
 from agent.routing import Router
 from agent.tools import (
     CALLABLE_TOOLS,
     SubmitAnswer,
-    ToolError,
     ToolRunner,
-    parse_arguments,
-    to_json,
-    tool_schemas,
 )
-from agent.trace import FALLBACK, ToolTrace, TurnResult, TurnTrace, VerdictTrace
+from agent.trace import FALLBACK, TurnResult, TurnTrace
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import QUANTITY, find_mentions
 from guardrails.ledger import EvidenceKind, EvidenceLedger
-from guardrails.validator import AnswerStatus, validate
+from guardrails.validator import AnswerStatus, Verdict, validate
 from retrieval.embedders import EmbeddingError, LocalE5Embedder
 from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
@@ -47,26 +43,12 @@ from retrieval.service import load_passages
 
 log = logging.getLogger(__name__)
 
-# Adding to what is being discussed (再加两套弹力带, 另外再来一个).
 # How much closer by meaning (mean z-score) a longer-named product must be to replace the product of the
 # exact name written: 给孩子买个足球 → 青少年训练足球 by 0.99, 室内踢的足球 → 室内五人制足球 by 1.48;
 # 给我老公买个篮球 (0.0) and 室外打的篮球 (0.36, 篮球 is 室内外通用) keep the name written.
 QUALIFIED_MARGIN = 0.4
+# Adding to what is being discussed (再加两套弹力带, 另外再来一个).
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
-
-USE_SUBMIT = ("Your reply was not delivered. Call submit_answer with the answer, the evidence ids it rests on "
-              "and a status; plain text never reaches the customer.")
-
-
-@dataclass
-class _Released:
-    answer: str
-    citations: list[str]
-    status: str
-
-
-class _GiveUp(Exception):
-    """This model will not produce a releasable answer in this turn."""
 
 
 class Agent:
@@ -82,10 +64,9 @@ class Agent:
                                budget_seconds=turn_budget_seconds)
         self.offline = OfflineModel()
         self.model = model or self.offline
-        self.max_model_calls, self.max_rejections = max_model_calls, max_rejections
+        self.loop = ToolLoop(max_model_calls, max_rejections)
         self.turn_budget_seconds = turn_budget_seconds
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
-        self.schemas = tool_schemas(CALLABLE_TOOLS)   # the core tools and the promotion helpers
         self.router = router or Router.load()
         self._vocabulary: intent.Vocabulary | None = None
         self._building = asyncio.Lock()   # the first turns arrive together: build each piece once, not per turn
@@ -133,14 +114,19 @@ class Agent:
             return TurnContext(text, str(user_id), list(memory.focus_product_ids), quantity, asked.first_purchase,
                                intent=asked)
 
-        released = None
+        toolset = Toolset(CALLABLE_TOOLS, runner.run)   # the core tools and the promotion helpers
+
+        def check(args: SubmitAnswer) -> Verdict:
+            return validate(text, args.answer, args.citation_ids, ledger, args.status)
+
+        released: Released | None = None
         deadline = started + self.turn_budget_seconds
         if self.model is not self.offline:
             try:
                 async with asyncio.timeout(self.turn_budget_seconds):
-                    released = await self._loop(self.model, build_messages(text, memory), runner, ledger, context(),
-                                                trace)
-            except (ModelError, _GiveUp, TimeoutError) as exc:
+                    released = await self.loop.run(self.model, build_messages(text, memory), toolset, check, ledger,
+                                                   trace, context())
+            except (ModelError, GiveUp, TimeoutError) as exc:
                 reason = "turn budget spent" if isinstance(exc, TimeoutError) else str(exc)
                 log.warning("remote model gave no releasable answer (%s): degrading to the offline model", reason)
                 trace.degraded, trace.degraded_reason = True, reason
@@ -148,13 +134,13 @@ class Agent:
             try:
                 remaining = max(deadline - time.perf_counter(), 5.0)
                 async with asyncio.timeout(remaining):
-                    released = await self._loop(self.offline, build_messages(text, memory), runner, ledger,
-                                                context(), trace)
-            except (ModelError, _GiveUp, TimeoutError) as exc:
+                    released = await self.loop.run(self.offline, build_messages(text, memory), toolset, check,
+                                                   ledger, trace, context())
+            except (ModelError, GiveUp, TimeoutError) as exc:
                 log.error("offline model gave no releasable answer (%s): safe fallback", exc)
         if released is None:
             trace.fallback = True
-            released = _Released(SAFE_FALLBACK, [], FALLBACK)
+            released = Released(SAFE_FALLBACK, [], FALLBACK)
         trace.status = released.status
         trace.citations = released.citations
         trace.file_ledger(ledger)
@@ -234,7 +220,7 @@ class Agent:
                                    goods=(), subject="")
 
     @staticmethod
-    def _focus(released: _Released, ledger: EvidenceLedger) -> tuple[list[str], int | None]:
+    def _focus(released: Released, ledger: EvidenceLedger) -> tuple[list[str], int | None]:
         """Products of the last verified answer in the order it showed them, and its quantity, so that
         follow-ups (那买两个呢) and references (第二个, 便宜的那个) resolve against what the customer saw."""
         if released.status != AnswerStatus.GROUNDED:
@@ -252,53 +238,3 @@ class Agent:
             at = answer.find(names.get(pid) or "\0")
             return at if at >= 0 else len(answer)
         return sorted(dict.fromkeys(ids), key=shown_at), quantity
-
-    async def _loop(self, model: ChatModel, messages: list[Message], runner: ToolRunner, ledger: EvidenceLedger,
-                    context: TurnContext, trace: TurnTrace) -> _Released:
-        rejections = 0
-        for call_number in range(self.max_model_calls):
-            asked = time.perf_counter()
-            reply = await model.complete(messages, self.schemas, "required" if call_number == 0 else "auto",
-                                         context=context)
-            trace.model_ms += (time.perf_counter() - asked) * 1000
-            trace.count_reply(reply)
-            messages.append(reply.as_message())
-            if not reply.tool_calls:
-                rejections += 1
-                trace.verdicts.append(VerdictTrace(False, ["NO_SUBMISSION"], model.name))
-                if rejections > self.max_rejections:
-                    raise _GiveUp("the model kept answering without submit_answer")
-                messages.append({"role": "system", "content": USE_SUBMIT})
-                continue
-            for tool_call in reply.tool_calls:
-                started = time.perf_counter()
-                try:
-                    args = parse_arguments(tool_call.name, tool_call.arguments)
-                    if isinstance(args, SubmitAnswer):
-                        verdict = validate(context.question, args.answer, args.citation_ids, ledger, args.status)
-                        trace.validation_ms += (time.perf_counter() - started) * 1000
-                        trace.verdicts.append(VerdictTrace(verdict.ok, verdict.codes, model.name, args.answer[:3000],
-                                                           "" if verdict.ok else verdict.message[:2000]))
-                        if verdict.ok:
-                            return _Released(args.answer.strip(), list(dict.fromkeys(args.citation_ids)),
-                                             args.status)
-                        rejections += 1
-                        context.rejections += 1
-                        result = {"accepted": False, "reasons": verdict.codes, "message": verdict.message}
-                        if rejections > self.max_rejections:
-                            raise _GiveUp(f"answer rejected {rejections} times ({', '.join(verdict.codes)})")
-                    else:
-                        before = set(ledger.entries)
-                        result = await runner.run(tool_call.name, args)
-                        context.results.append((tool_call.name, result))
-                        trace.tool_calls.append(ToolTrace(
-                            tool_call.name, args.model_dump(), str(getattr(result, "status", "")),
-                            round((time.perf_counter() - started) * 1000, 2),
-                            [e for e in ledger.entries if e not in before]))
-                except ToolError as exc:
-                    result = exc.as_result()
-                    trace.tool_calls.append(ToolTrace(tool_call.name, tool_call.arguments[:500], exc.code,
-                                                      round((time.perf_counter() - started) * 1000, 2)))
-                content = to_json(result) if getattr(model, "reads_json", True) else "(typed result in the turn context)"
-                messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": content})
-        raise _GiveUp(f"no releasable answer within {self.max_model_calls} model calls")

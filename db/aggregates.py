@@ -149,6 +149,16 @@ class Aggregate:
     def money(self) -> bool:
         return self.query.metric in (Metric.TOTAL, Metric.AVERAGE, Metric.MAX, Metric.MIN)
 
+    def as_tool_result(self) -> dict:
+        """What a model reads of the aggregate: exact strings for every figure, and its evidence id."""
+        start, end = self.period
+        return {"status": str(self.status), "evidence_id": self.evidence_id, "metric": self.metric,
+                "period": [str(start) if start else None, str(end) if end else None],
+                "whole": format(self.whole, "f"), "orders": self.orders,
+                "rows": [{"key": r.key, "value": format(r.value, "f"), "orders": r.orders,
+                          "share_percent": format(r.share, "f") if r.share is not None else None}
+                         for r in self.rows]}
+
 
 def _value(metric: Metric, n: int, cents: int | None, units: int | None, max_cents: int | None,
            min_cents: int | None) -> Decimal:
