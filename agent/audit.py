@@ -1,6 +1,7 @@
-"""The audit log: one JSON record per turn (built from the turn trace) and per handoff, relay and
-feedback event, each with a `kind`, appended to a rotated JSON Lines file off the event loop and
-summarized in one log line. It never holds a token or an API key."""
+"""The audit log: one record per turn (a `TurnRecord`, built once from the finished turn) and per handoff,
+relay, feedback or unanswered event, each with a `kind`, written to the audit store (and, when configured,
+a rotated JSON Lines copy) off the event loop and summarized in one log line. It never holds a token or an
+API key."""
 
 from __future__ import annotations
 
@@ -8,37 +9,18 @@ import json
 import logging
 import logging.handlers
 import queue
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.trace import TurnResult
+from agent.audit_record import TURN, TurnRecord, kind_of, now_iso  # noqa: F401 - TURN, kind_of: read here by channels
 from db.audit_store import AuditFilter, AuditReader, AuditStore  # noqa: F401 - channels read the store through agent/
 
 log = logging.getLogger("kefu.audit")
 
 
-TURN = "turn"
 EVENT_KINDS = ("handoff_start", "handoff_claim", "handoff_end", "relay", "feedback", "unanswered")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def build_record(*, chat_id: str, user_id: str, message: str, result: TurnResult,
-                 update_id: int | None = None, delivered: bool = True) -> dict[str, Any]:
-    trace = result.trace.as_dict() if result.trace else {}
-    return {
-        "time": _now(), "kind": TURN,
-        "chat_id": str(chat_id), "user_id": str(user_id), "update_id": update_id, "delivered": delivered,
-        "message": message, "answer": result.answer, "status": result.status,
-        "citations": result.citations,
-        "blocked": any(not v["ok"] for v in trace.get("verdicts", [])),
-        **{k: trace.get(k) for k in ("model", "model_calls", "prompt_tokens", "completion_tokens", "retries",
-                                     "degraded", "degraded_reason", "fallback", "latency_ms", "evidence_ids", "evidence_figures",
-                                     "tool_calls", "verdicts")},
-    }
 
 
 class JsonLines:
@@ -97,18 +79,19 @@ class AuditLog:
         if self.jsonl is not None:
             self.jsonl.write(record)
 
-    def record(self, **fields: Any) -> dict[str, Any]:
-        record = build_record(**fields)
-        self._write(record)
+    def record(self, **fields: Any) -> TurnRecord:
+        """A finished turn (`TurnRecord.from_turn`'s arguments), typed once and written."""
+        record = TurnRecord.from_turn(**fields)
+        self._write(record.as_row())
         log.info("turn chat=%s status=%s calls=%s degraded=%s fallback=%s blocked=%s latency_ms=%s",
-                 record["chat_id"], record["status"], record["model_calls"], record["degraded"], record["fallback"],
-                 record["blocked"], record["latency_ms"])
+                 record.chat_id, record.status, record.model_calls, record.degraded, record.fallback,
+                 record.blocked, record.latency_ms)
         return record
 
     def event(self, kind: str, chat_id: str, **fields: Any) -> dict[str, Any]:
         """A handoff, relay or feedback event, in the same log as the turns."""
         assert kind in EVENT_KINDS, kind
-        record = {"time": _now(), "kind": kind, "chat_id": str(chat_id), **fields}
+        record = {"time": now_iso(), "kind": kind, "chat_id": str(chat_id), **fields}
         self._write(record)
         log.info("%s chat=%s %s", kind, chat_id, " ".join(f"{k}={v}" for k, v in fields.items()
                                                           if k not in ("text", "message")))
@@ -121,10 +104,9 @@ class AuditLog:
             self.jsonl.close()
 
 
-def _matches(record: dict[str, Any], chat: str | None, blocked: bool) -> bool:
-    if chat is not None and record.get("chat_id") != chat:
-        return False
-    return not blocked or bool(record.get("blocked") or record.get("degraded") or record.get("fallback"))
+def _matches(row: dict[str, Any], chat: str | None, blocked: bool) -> bool:
+    record = TurnRecord.from_row(row)
+    return (chat is None or record.chat_id == chat) and (not blocked or record.flagged)
 
 
 def _parse(line: str) -> dict[str, Any] | None:
@@ -133,10 +115,6 @@ def _parse(line: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return record if isinstance(record, dict) else None
-
-
-def kind_of(record: dict[str, Any]) -> str:
-    return record.get("kind") or TURN   # records written before kinds existed are turns
 
 
 def read_since(path: Path, since: datetime | None = None) -> list[dict[str, Any]]:
@@ -161,14 +139,15 @@ def tail(path: Path, count: int = 20, chat: str | None = None, blocked: bool = F
     return records[-count:]
 
 
-def summary_line(record: dict[str, Any]) -> str:
-    kind = kind_of(record)
-    if kind != TURN:
-        details = " ".join(f"{k}={v}" for k, v in record.items() if k not in ("time", "kind", "chat_id", "text"))
-        text = f"\n  {record['text']}" if record.get("text") else ""
-        return f"{record.get('time')} chat={record.get('chat_id')} {kind} {details}{text}"
-    flags = [name for name in ("blocked", "degraded", "fallback") if record.get(name)]
-    codes = sorted({c for v in record.get("verdicts") or [] for c in v.get("codes", [])})
-    return (f"{record.get('time')} chat={record.get('chat_id')} {record.get('status')} "
-            f"calls={record.get('model_calls')} {','.join(flags) or 'ok'}{' ' + ','.join(codes) if codes else ''}\n"
-            f"  Q: {record.get('message')}\n  A: {record.get('answer')}")
+def summary_line(record: TurnRecord | Mapping[str, Any]) -> str:
+    """A record in a few lines for a terminal (`bot.py audit tail`)."""
+    r = TurnRecord.of(record)
+    if not r.is_turn:
+        details = {**r.event_fields(), **({"id": r.id} if r.id is not None else {})}
+        details.pop("text", None)
+        text = f"\n  {r.text}" if r.text else ""
+        return f"{r.time} chat={r.chat_id} {r.kind} {' '.join(f'{k}={v}' for k, v in details.items())}{text}"
+    flags = [name for name, on in (("blocked", r.blocked), ("degraded", r.degraded), ("fallback", r.fallback)) if on]
+    codes = " " + ",".join(r.blocked_codes) if r.blocked_codes else ""
+    return (f"{r.time} chat={r.chat_id} {r.status} calls={r.model_calls} {','.join(flags) or 'ok'}{codes}\n"
+            f"  Q: {r.message}\n  A: {r.answer}")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import statistics
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.audit import TURN, kind_of
+from agent.audit_record import TurnRecord
 from agent.trace import FALLBACK
 from guardrails.validator import AnswerStatus
 
@@ -37,49 +37,49 @@ class Stats:
         return f"{100 * count / self.turns:.0f}%" if self.turns else "—"
 
 
-def compute(records: list[dict[str, Any]]) -> Stats:
-    turns = [r for r in records if kind_of(r) == TURN]
-    kinds = Counter(kind_of(r) for r in records)
-    feedback = Counter(r.get("value") for r in records if kind_of(r) == "feedback")
-    codes: Counter[str] = Counter()
-    for turn in turns:
-        for verdict in turn.get("verdicts") or []:
-            if not verdict.get("ok"):
-                codes.update(verdict.get("codes") or [])
-    latencies = sorted(float(t["latency_ms"]) for t in turns if isinstance(t.get("latency_ms"), int | float))
-    calls = [int(t["model_calls"]) for t in turns if isinstance(t.get("model_calls"), int)]
-    p50 = p95 = None
-    if latencies:
-        p50 = statistics.median(latencies)
-        p95 = latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=20, method="inclusive")[18]
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The q-th percentile (0-100) by linear interpolation between closest ranks: numpy's default and
+    `statistics.quantiles(method="inclusive")`; None when there is no value."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    low, rest = divmod((len(ordered) - 1) * q, 100)   # kept in hundredths: 95 of 4 gaps is 3 and 80/100
+    low = int(low)
+    if not rest:
+        return ordered[low]
+    return (ordered[low] * (100 - rest) + ordered[low + 1] * rest) / 100
+
+
+def _latency(latencies: Sequence[float], calls: Sequence[int]) -> dict[str, float | None]:
+    return {"latency_p50_ms": percentile(latencies, 50), "latency_p95_ms": percentile(latencies, 95),
+            "model_calls_per_turn": sum(calls) / len(calls) if calls else None}
+
+
+def compute(records: Iterable[TurnRecord | Mapping[str, Any]]) -> Stats:
+    """The figures over records (or the rows the store and the log give back)."""
+    read = [TurnRecord.of(r) for r in records]
+    turns = [r for r in read if r.is_turn]
+    kinds = Counter(r.kind for r in read)
+    feedback = Counter(r.value for r in read if r.kind == "feedback")
+    codes = Counter(c for t in turns for v in t.verdicts if not v.ok for c in v.codes)
+    outcomes = Counter(t.outcome for t in turns)
     return Stats(
-        turns=len(turns),
-        grounded=sum(1 for t in turns if t.get("status") == AnswerStatus.GROUNDED and not t.get("fallback")),
-        insufficient=sum(1 for t in turns if t.get("status") == AnswerStatus.INSUFFICIENT and not t.get("fallback")),
-        fallback=sum(1 for t in turns if t.get("fallback") or t.get("status") == FALLBACK),
-        degraded=sum(1 for t in turns if t.get("degraded")),
-        muted=sum(1 for t in turns if t.get("delivered") is False),
-        blocked_by_code=dict(codes.most_common()),
+        turns=len(turns), grounded=outcomes[AnswerStatus.GROUNDED], insufficient=outcomes[AnswerStatus.INSUFFICIENT],
+        fallback=outcomes[FALLBACK], degraded=sum(1 for t in turns if t.degraded),
+        muted=sum(1 for t in turns if t.muted), blocked_by_code=dict(codes.most_common()),
         handoffs=kinds["handoff_start"], relayed=kinds["relay"],
         thumbs_up=feedback["up"], thumbs_down=feedback["down"],
-        latency_p50_ms=p50, latency_p95_ms=p95,
-        model_calls_per_turn=sum(calls) / len(calls) if calls else None)
+        **_latency([float(t.latency_ms) for t in turns if t.latency_ms is not None],
+                   [t.model_calls for t in turns if t.model_calls is not None]))
 
 
 def from_counts(day: dict[str, Any]) -> Stats:
     """The same figures from the store's per-day counts (AuditReader.daily), without reading records."""
-    latencies = sorted(day.get("latencies") or [])
-    calls = day.get("model_calls") or []
-    p50 = p95 = None
-    if latencies:
-        p50 = statistics.median(latencies)
-        p95 = latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=20, method="inclusive")[18]
     n = lambda key: int(day.get(key) or 0)  # noqa: E731
     return Stats(turns=n("turns"), grounded=n("grounded"), insufficient=n("insufficient"), fallback=n("fallback"),
                  degraded=n("degraded"), muted=n("muted"), blocked_by_code=dict(day.get("codes") or {}),
                  handoffs=n("handoffs"), relayed=n("relayed"), thumbs_up=n("up"), thumbs_down=n("down"),
-                 latency_p50_ms=p50, latency_p95_ms=p95,
-                 model_calls_per_turn=sum(calls) / len(calls) if calls else None)
+                 **_latency(day.get("latencies") or [], day.get("model_calls") or []))
 
 
 def combine(days: list[dict[str, Any]]) -> dict[str, Any]:
@@ -102,19 +102,22 @@ CSV_COLUMNS = ("time", "kind", "chat_id", "user_id", "update_id", "status", "mes
                "citations", "operator_id", "direction", "value", "reason")
 
 
-def to_csv(records: list[dict[str, Any]]) -> bytes:
+def to_csv(records: Iterable[TurnRecord | Mapping[str, Any]]) -> bytes:
     """UTF-8 with a byte-order mark, so Excel shows the Chinese; lists are JSON inside their cell."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n")
-    writer.writeheader()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
     for record in records:
-        row = {**record, "kind": kind_of(record)}
-        row["reason_codes"] = " ".join(sorted({c for v in record.get("verdicts") or [] if not v.get("ok")
-                                                for c in v.get("codes", [])}))
-        row["citations"] = json.dumps(record.get("citations") or [], ensure_ascii=False) \
-            if record.get("citations") else ""
-        writer.writerow({k: _cell(row.get(k)) for k in CSV_COLUMNS})
+        writer.writerow([_cell(value) for value in csv_cells(TurnRecord.of(record))])
     return ("\ufeff" + out.getvalue()).encode("utf-8")
+
+
+def csv_cells(r: TurnRecord) -> tuple[Any, ...]:
+    """A record's values in the order of CSV_COLUMNS."""
+    citations = json.dumps(list(r.citations), ensure_ascii=False) if r.citations else ""
+    return (r.time, r.kind, r.chat_id, r.user_id, r.update_id, r.status, r.message, r.answer, r.text, r.delivered,
+            r.blocked, " ".join(r.blocked_codes), r.degraded, r.fallback, r.model_calls, r.latency_ms, citations,
+            r.operator_id, r.direction, r.value, r.reason)
 
 
 def _cell(value: Any) -> str:

@@ -20,7 +20,7 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from agent.audit import TURN, AuditFilter, kind_of
+from agent.audit import AuditFilter, TurnRecord
 from agent.handoff import SHANGHAI
 from agent.stats import combine, from_counts
 
@@ -46,24 +46,18 @@ def local_time(iso: str | None) -> str:
         return iso
 
 
-def codes_of(record: dict[str, Any]) -> list[str]:
-    return sorted({c for v in record.get("verdicts") or [] if not v.get("ok") for c in v.get("codes") or []})
-
-
 VOTE = {"up": "👍", "down": "👎"}
 
 
-def row_of(record: dict[str, Any], vote: str | None = None) -> dict[str, Any]:
+def row_of(record: TurnRecord, vote: str | None = None) -> dict[str, Any]:
     """What the feed shows of a record (also sent by the live stream, and rendered there as text)."""
-    flags = [f for f in ("degraded", "fallback") if record.get(f)] + (["blocked"] if codes_of(record) else []) + \
-        (["not sent"] if record.get("delivered") is False else []) + ([VOTE[vote]] if vote in VOTE else [])
-    kind = kind_of(record)
-    return {"id": record.get("id"), "time": local_time(record.get("time")), "kind": kind,
-            "chat_id": record.get("chat_id"), "user_id": record.get("user_id"),
-            "message": record.get("message") or record.get("text") or "",
-            "answer": record.get("answer") or record.get("value") or record.get("direction") or "",
-            "status": record.get("status") or kind, "latency_ms": record.get("latency_ms"),
-            "model_calls": record.get("model_calls"), "flags": flags, "codes": codes_of(record)}
+    return {"id": record.id, "time": local_time(record.time), "kind": record.kind,
+            "chat_id": record.chat_id, "user_id": record.user_id,
+            "message": record.message or record.text or "",
+            "answer": record.answer or record.value or record.direction or "",
+            "status": record.status or record.kind, "latency_ms": record.latency_ms,
+            "model_calls": record.model_calls, "flags": [*record.marks, *([VOTE[vote]] if vote in VOTE else [])],
+            "codes": list(record.blocked_codes)}
 
 
 def _parse_day(text: str | None, end: bool = False) -> datetime | None:
@@ -173,14 +167,19 @@ async def _read(request: web.Request, method: str, *args: Any) -> Any:
     return await asyncio.to_thread(getattr(request.app[READER], method), *args)
 
 
+async def _records(request: web.Request, *args: Any) -> list[TurnRecord]:
+    """The reader's `query`, each row typed once."""
+    return [TurnRecord.from_row(row) for row in await _read(request, "query", *args)]
+
+
 async def feed(request: web.Request) -> web.Response:
     where, page = filter_of(dict(request.query)), _page(request)
-    records = await _read(request, "query", where, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+    records = await _records(request, where, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     total = await _read(request, "count", where)
     latest = await _read(request, "latest_id")
-    votes = await _read(request, "feedback_for", [r.get("update_id") for r in records if kind_of(r) == TURN])
+    votes = await _read(request, "feedback_for", [r.update_id for r in records if r.is_turn])
     return aiohttp_jinja2.render_template("feed.html", request, {
-        "rows": [row_of(r, votes.get(r.get("update_id"))) for r in records], "query": dict(request.query), "page": page, "total": total,
+        "rows": [row_of(r, votes.get(r.update_id)) for r in records], "query": dict(request.query), "page": page, "total": total,
         "pages": max(1, -(-total // PAGE_SIZE)), "newer": _link(request, page=page - 1) if page > 1 else None,
         "older": _link(request, page=page + 1) if page * PAGE_SIZE < total else None, "latest": latest,
         "live": page == 1, "stream": "/events?" + urlencode({k: v for k, v in request.query.items() if v}),
@@ -190,7 +189,7 @@ async def feed(request: web.Request) -> web.Response:
 async def thread(request: web.Request) -> web.Response:
     chat, page = request.match_info["chat_id"], _page(request)
     where = AuditFilter(chat_id=chat)
-    records = await _read(request, "query", where, PAGE_SIZE, (page - 1) * PAGE_SIZE, False)
+    records = await _records(request, where, PAGE_SIZE, (page - 1) * PAGE_SIZE, False)
     total = await _read(request, "count", where)
     return aiohttp_jinja2.render_template("thread.html", request, {
         "chat": chat, "rows": [row_of(r) for r in records], "page": page, "total": total,
@@ -201,16 +200,15 @@ async def thread(request: web.Request) -> web.Response:
 
 async def turn(request: web.Request) -> web.Response:
     try:
-        record = await _read(request, "get", int(request.match_info["record_id"]))
+        stored = await _read(request, "get", int(request.match_info["record_id"]))
     except ValueError:
-        record = None
-    if record is None:
+        stored = None
+    if stored is None:
         raise web.HTTPNotFound(text="no such record")
+    record = TurnRecord.from_row(stored)
     return aiohttp_jinja2.render_template("turn.html", request, {
-        "r": record, "row": row_of(record), "verdicts": record.get("verdicts") or [],
-        "tools": [{**t, "arguments": json.dumps(t.get("arguments"), ensure_ascii=False, indent=1)}
-                  for t in record.get("tool_calls") or []],
-        "raw": json.dumps(record, ensure_ascii=False, indent=1), "csrf": request[SESSION]["csrf"]})
+        "r": record, "row": row_of(record), "raw": json.dumps(stored, ensure_ascii=False, indent=1),
+        "csrf": request[SESSION]["csrf"]})
 
 
 async def summary(request: web.Request) -> web.Response:
@@ -264,9 +262,8 @@ async def events(request: web.Request) -> web.StreamResponse:
     closing = request.app[CLOSING]
     try:
         while not closing.is_set() and request.transport is not None and not request.transport.is_closing():
-            fresh = await _read(request, "query", where, 200, 0, False, last)
-            for record in fresh:
-                last = record["id"]
+            for record in await _records(request, where, 200, 0, False, last):
+                last = record.id
                 data = json.dumps(row_of(record), ensure_ascii=False)
                 await response.write(f"id: {last}\nevent: record\ndata: {data}\n\n".encode())
             try:   # wake at once on shutdown instead of holding the server open
@@ -288,7 +285,7 @@ def build_web_app(reader: Any, token: str) -> web.Application:
 
     app.on_shutdown.append(stop_streams)
     env = aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
-    env.filters["tojson_text"] = lambda v: json.dumps(v, ensure_ascii=False)
+    env.filters["pretty_json"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1)
     app.router.add_route("*", "/login", login)
     app.router.add_post("/logout", logout)
     app.router.add_get("/", feed)
