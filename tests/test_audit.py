@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from agent.audit import AuditLog, summary_line, tail
 from agent.trace import TurnTrace, VerdictTrace
 from agent.turn import TurnResult
@@ -194,3 +196,97 @@ def test_audit_tail_follows_new_records_in_the_store(tmp_path):
         follower.terminate()
         follower.wait(10)
         audit.close()
+
+
+# --- the typed record -------------------------------------------------------------------------------------
+
+def test_a_turn_record_round_trips_row_record_csv(tmp_path):
+    import csv
+    import io
+
+    from agent.audit_record import TurnRecord
+    from agent.stats import CSV_COLUMNS, to_csv
+    from agent.trace import ToolTrace
+    from db.audit_store import AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    turn = result(answer="足球售价120元", blocked=True)
+    turn.trace.tool_calls.append(ToolTrace("get_product_details", {"product_ids": ["001"]}, "verified", 1.5,
+                                           ["product:001"]))
+    turn.trace.evidence_ids, turn.trace.evidence_figures = ["product:001"], {"product:001": ["price 120"]}
+    turn.trace.latency_ms, turn.trace.degraded = 12.5, True
+    written = audit.record(chat_id="3", user_id="u3", message="=足球多少钱", result=turn, update_id=8)
+    store.flush()
+    (row,) = store.query()
+    record = TurnRecord.from_row(row)
+    assert record == TurnRecord.of(record) and record.id == row["id"]
+    assert record.as_row() == {k: v for k, v in row.items() if k != "id"} == written.as_row()
+    assert record.tool_calls[0].arguments == {"product_ids": ["001"]}
+    assert record.evidence_figures["product:001"] == ("price 120",)
+    assert record.blocked_codes == ("UNVERIFIED_AMOUNT",) and record.marks == ("degraded", "blocked")
+    assert record.flagged and not record.muted and record.outcome == "grounded"
+    (line,) = csv.DictReader(io.StringIO(to_csv([record]).decode("utf-8-sig")))
+    assert list(line) == list(CSV_COLUMNS) and to_csv([record]) == to_csv([row])
+    assert line["message"] == "'=足球多少钱" and line["reason_codes"] == "UNVERIFIED_AMOUNT"
+    assert (line["kind"], line["update_id"], line["blocked"], line["degraded"], line["latency_ms"]) == \
+        ("turn", "8", "True", "True", "12.5")
+    assert line["citations"] == '["product:001"]' and line["text"] == line["value"] == ""
+    audit.close()
+
+
+def test_a_record_from_an_old_row_reads_with_the_missing_fields_empty(tmp_path):
+    """Rows written before kinds, delivery, drafts and evidence figures existed (an existing audit file)."""
+    import sqlite3
+
+    from agent.audit_record import TurnRecord
+    from agent.stats import compute, to_csv
+    from db.audit_store import AuditReader, AuditStore
+
+    old = {"time": "2026-01-02T03:04:05.000+00:00", "chat_id": "9", "status": "fallback", "fallback": True,
+           "latency_ms": 200, "model_calls": 1, "message": "在吗", "answer": "抱歉",
+           "verdicts": [{"ok": False, "codes": ["WRONG_ROLE"]}, {"ok": True, "codes": []}], "shipped_by": "v1"}
+    AuditStore(tmp_path / "audit.db", retention_days=3650).close()          # the schema
+    with sqlite3.connect(tmp_path / "audit.db") as conn:
+        conn.execute("INSERT INTO audit (time, kind, chat_id, status, fallback, record) VALUES (?, 'turn', ?, ?, 1, ?)",
+                     (old["time"], "9", "fallback", json.dumps(old, ensure_ascii=False)))
+    reader = AuditReader(tmp_path / "audit.db")
+    (row,) = reader.query()
+    reader.close()
+    record = TurnRecord.from_row(row)
+    assert record.is_turn and record.kind == "turn" and record.delivered is None and not record.muted
+    assert record.verdicts[0].codes == ("WRONG_ROLE",) and record.verdicts[0].draft == ""
+    assert record.blocked_codes == ("WRONG_ROLE",) and record.outcome == "fallback" and record.latency_ms == 200
+    assert record.tool_calls == () and record.evidence_figures == {} and record.extra == {"shipped_by": "v1"}
+    assert record.marks == ("fallback", "blocked") and record.as_row()["shipped_by"] == "v1"
+    stats = compute([row])
+    assert (stats.turns, stats.fallback, stats.latency_p95_ms, stats.blocked_by_code) == (1, 1, 200, {"WRONG_ROLE": 1})
+    line = to_csv([row]).decode("utf-8-sig").splitlines()[1]
+    assert line.startswith("2026-01-02T03:04:05.000+00:00,turn,9,,,fallback,在吗,抱歉,,,,WRONG_ROLE,,True,1,200,")
+    assert "fallback WRONG_ROLE" in summary_line(row) and "Q: 在吗" in summary_line(record)
+
+
+def test_an_event_record_keeps_what_it_says():
+    from agent.audit_record import TurnRecord
+
+    row = {"time": "t", "kind": "relay", "chat_id": "2", "direction": "to_customer", "operator_id": 7,
+           "delivered": False, "text": "您好", "id": 4}
+    record = TurnRecord.from_row(row)
+    assert not record.is_turn and record.status is None and record.blocked_codes == () and record.muted
+    assert record.as_row() == {k: v for k, v in row.items() if k != "id"}
+    assert summary_line(record) == "t chat=2 relay operator_id=7 direction=to_customer delivered=False id=4\n  您好"
+
+
+def test_the_percentile_is_the_inclusive_quantile():
+    import random
+    import statistics
+
+    from agent.stats import percentile
+
+    rng = random.Random(5)
+    for n in (1, 2, 3, 5, 20, 101):
+        values = [rng.uniform(10, 5000) for _ in range(n)]
+        p95 = values[0] if n == 1 else statistics.quantiles(values, n=20, method="inclusive")[18]
+        assert percentile(values, 95) == pytest.approx(p95, rel=1e-12)
+        assert percentile(values, 50) == pytest.approx(statistics.median(values), rel=1e-12)
+    assert percentile([100.0, 100.0, 100.0, 200.0, 300.0], 95) == 280.0 and percentile([], 50) is None

@@ -174,3 +174,15 @@ async def test_a_real_turn_shows_the_figures_its_evidence_holds(tmp_path, conn, 
     finally:
         await runner.cleanup()
         audit.close()
+
+
+def test_a_feed_row_of_an_old_record_and_of_an_event():
+    from agent.audit_record import TurnRecord
+    from handlers.web import row_of
+
+    old = row_of(TurnRecord.from_row({"time": "2026-11-29T06:20:05+00:00", "chat_id": "3", "status": "grounded",
+                                      "message": "足球多少钱", "verdicts": [{"ok": False, "codes": ["WRONG_ROLE"]}]}))
+    assert (old["kind"], old["time"], old["codes"], old["flags"], old["latency_ms"]) == \
+        ("turn", "2026-11-29 14:20:05", ["WRONG_ROLE"], ["blocked"], None)
+    vote = row_of(TurnRecord.from_row({"time": "t", "kind": "feedback", "chat_id": "3", "value": "down", "id": 2}), "down")
+    assert (vote["status"], vote["answer"], vote["flags"], vote["id"]) == ("feedback", "down", ["👎"], 2)
