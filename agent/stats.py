@@ -1,5 +1,6 @@
 """Figures for operators over a period of the audit log: turn outcomes, blocked drafts by reason code,
-handoffs, feedback, latency; and the audit as a CSV file that Excel opens with Chinese intact."""
+handoffs, feedback, latency (the one percentile helper); and the audit as a CSV file that Excel opens with
+Chinese intact. Each reads typed `TurnRecord`s, and takes the rows the store gives back as well."""
 
 from __future__ import annotations
 

@@ -168,8 +168,9 @@ async def _read(request: web.Request, method: str, *args: Any) -> Any:
 
 
 async def _records(request: web.Request, *args: Any) -> list[TurnRecord]:
-    """The reader's `query`, each row typed once."""
-    return [TurnRecord.from_row(row) for row in await _read(request, "query", *args)]
+    """The reader's `query`, each row typed once (in the same thread, off the event loop)."""
+    reader = request.app[READER]
+    return await asyncio.to_thread(lambda: [TurnRecord.from_row(row) for row in reader.query(*args)])
 
 
 async def feed(request: web.Request) -> web.Response:
