@@ -1,13 +1,19 @@
-"""Shared fixtures: a demo catalog file built once per session, opened read-only per test."""
+"""Shared fixtures: a demo catalog file built once per session, opened read-only per test.
+
+Tests that start real processes (`python bot.py`, redis-server, Chromium, Caddy) are `slow`: marked
+here by the fixtures they use, or in their module with @pytest.mark.slow (those calling `remote_bot` or
+running a `bot.py` command): `python -m pytest -m "not slow"` is the quick subset. The suite runs in
+parallel (pytest-xdist); each worker keeps to its own tmp dirs, Redis key prefixes and ports, and the
+expensive builds (the demo catalog and its index) are made once per run, shared by the workers."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
 
-from db.build import write_catalog
 from db.connection import open_readonly
 from db.records import demo_catalog
 from retrieval.documents import doc_from_product
@@ -17,13 +23,39 @@ from retrieval.search import ProductSearch
 from tests.fakes.demo import DEMO_DAY
 
 ROOT = Path(__file__).resolve().parent.parent
+# fixtures that start a real process of their own: a test using one is `slow`
+SLOW_FIXTURES = {"world", "own_redis", "browser"}
+
+
+# real-process tests in files being edited elsewhere, marked here rather than there
+SLOW_TESTS = {"tests/test_audit.py::test_audit_export_and_tail_on_the_command_line"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.nodeid.split("[")[0] in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_builds(tmp_path_factory) -> Path:
+    """A directory shared by every xdist worker of this run (each worker's own base temp under xdist is
+    a child of the run's), where tests/fakes/prebuilt.py builds the demo catalog and index once."""
+    from tests.fakes import prebuilt
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    prebuilt.SHARED = root / "shared-builds"
+    prebuilt.SHARED.mkdir(exist_ok=True)
+    return prebuilt.SHARED
 
 
 @pytest.fixture(scope="session")
-def demo_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("catalog") / "shop.db"
-    write_catalog(path, demo_catalog(DEMO_DAY), source="demo")
-    return path
+def demo_db(tmp_path_factory, shared_builds) -> Path:
+    """The demo catalog (as of DEMO_DAY): this worker's own copy of the one built once per run."""
+    from tests.fakes import prebuilt
+
+    return prebuilt.demo_data(tmp_path_factory.mktemp("catalog"))[0]
 
 
 @pytest.fixture
@@ -46,8 +78,12 @@ def local_embedder():
 
 
 @pytest.fixture(scope="session")
-def demo_index(tmp_path_factory, docs, local_embedder):
-    path = tmp_path_factory.mktemp("index") / "shop.index"
+def demo_index(tmp_path_factory, shared_builds, docs, local_embedder):
+    """The index of `docs`, built on a copy of the one built once per run for the same catalog:
+    build_index keeps what is there for the same documents and embeds any that differ."""
+    from tests.fakes import prebuilt
+
+    path = prebuilt.demo_data(tmp_path_factory.mktemp("index"))[1]
     asyncio.run(build_index(path, docs, local_embedder, progress=False))
     return VectorIndex.load(path, local_embedder.name)
 
@@ -77,11 +113,15 @@ async def redis():
 @pytest.fixture
 async def world(tmp_path):
     """A fake Bot API server, a factory of real `python bot.py` processes polling it (with real Redis
-    under a prefix of this test's own), and the working directory; every process is killed afterwards."""
+    under a prefix of this test's own), and the working directory; every process is killed afterwards.
+    The working directory starts with a copy of the demo catalog and index built once per run (what the
+    first process would otherwise build), so the processes start in seconds."""
+    from tests.fakes import prebuilt
     from tests.fakes.bot_process import BotProcess
     from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
     from tests.fakes.telegram_server import FakeTelegram
 
+    await asyncio.to_thread(prebuilt.demo_data, tmp_path / "data")
     fake = await FakeTelegram().start()
     redis = await connect()
     prefix = unique_prefix()

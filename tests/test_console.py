@@ -5,7 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow   # every test runs a real bot.py process
 
 
 def run(args, stdin, tmp_path):
@@ -25,7 +28,17 @@ def test_plain_run_opens_the_console_with_memory(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def built_catalog(tmp_path):
+    """The demo catalog and index as a first start builds them (test_plain_run_... covers that start),
+    copied from the run's one build."""
+    from agent.handoff import now_shanghai
+    from tests.fakes import prebuilt
+
+    prebuilt.demo_data(tmp_path / "data", now_shanghai().date().isoformat())
+
+
 def test_console_reset_and_trace(tmp_path):
+    built_catalog(tmp_path)
     result = run(["console", "--show-trace"], "足球多少钱\n/reset\n那买两个呢\n", tmp_path)
     assert result.returncode == 0, result.stderr
     assert '"model_calls": 2' in result.stdout and '"calc:001:1:regular"' in result.stdout
@@ -38,6 +51,7 @@ async def test_console_with_a_remote_model_that_fails_degrades_and_hides_the_key
 
     from tests.fakes.openai_server import FakeOpenAI
 
+    await asyncio.to_thread(built_catalog, tmp_path)
     fake = await FakeOpenAI(chat_replies=[500] * 10).start()
     env = {k: v for k, v in os.environ.items() if k not in {"BOT_TOKEN", "REDIS_URL"}}
     env.update({"DATABASE_PATH": str(tmp_path / "data" / "shop.db"), "OPENAI_API_KEY": "sk-VERY-SECRET",
@@ -57,6 +71,7 @@ async def test_console_with_a_remote_model_that_fails_degrades_and_hides_the_key
 
 
 def test_unreachable_redis_stops_startup_with_one_line(tmp_path):
+    built_catalog(tmp_path)
     result = run([], "", tmp_path)   # console: Redis is not needed
     assert result.returncode == 0
     env_run = subprocess.run(

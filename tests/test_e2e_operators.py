@@ -11,6 +11,8 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from handlers import texts
 from tests.fakes.openai_server import tool_call
 from tests.fakes.redis_support import connect
@@ -280,6 +282,7 @@ def operator_model(body: dict) -> dict:
         "citation_ids": [last["evidence_id"]], "status": "grounded"}, "call_2")]}
 
 
+@pytest.mark.slow   # a real bot.py process
 async def test_ask_through_a_remote_model_over_http(tmp_path):
     async with remote_bot(tmp_path, operator_model, **ENV) as world:
         await world.telegram.say(OPERATOR, "/ask 上个月已签收的订单卖了多少钱")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from handlers import texts
+from tests.fakes.bot_process import wait_handled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -98,7 +99,7 @@ async def test_restart_keeps_memory_and_flood_control_is_survived(world):
     third = bot()
     await third.start()
     (reply,) = await fake.wait_replies(22, 1)
-    await asyncio.sleep(1)
+    await wait_handled(fake, third)
     assert fake.replies(22) == [reply] and "480元" in reply     # answered once, by one of the two
     code, output = await third.stop()
     assert code == 0, output
@@ -186,7 +187,7 @@ async def test_webhook_replicas_behind_the_shipped_caddyfile(world, tmp_path):
         assert await post("/telegram/webhook", question) == 200     # Telegram's re-send: dropped
         assert await post("/healthz", {}) == 404                    # only the webhook path is public
         assert "120元" in (await fake.wait_replies(41, 1))[0]
-        await asyncio.sleep(1)
+        await wait_handled(fake, worker)
         assert len(fake.replies(41)) == 1
     finally:
         proxy.terminate()

@@ -9,6 +9,7 @@ import asyncio
 
 import pytest
 
+from tests.fakes.bot_process import wait_handled
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.redis_server import RedisServer
 from tests.test_inbox import honest
@@ -33,10 +34,10 @@ def assert_answered_in_order(fake, chat_id: int, asked: list[str]) -> None:
         assert ASKED[question] in reply, (question, reply)                     # in the order asked
 
 
-async def settle(fake, chats: dict[int, list[str]], within: float = 90) -> None:
+async def settle(fake, process, chats: dict[int, list[str]], within: float = 90) -> None:
     for chat_id, asked in chats.items():
         await fake.wait_replies(chat_id, len(asked), within=within)
-    await asyncio.sleep(1.5)   # a second answer, if one were coming, would arrive now
+    await wait_handled(fake, process, within)   # a second answer, if one were coming, has arrived now
     for chat_id, asked in chats.items():
         assert_answered_in_order(fake, chat_id, asked)
 
@@ -67,7 +68,7 @@ async def test_redis_crashed_and_restarted_mid_turn_keeps_memory_and_answers_onc
         await fake.wait_replies(61, 2, within=90)
         await fake.say(61, "那买两个呢")
         await fake.wait_replies(61, 3, within=60)
-        await asyncio.sleep(1.5)
+        await wait_handled(fake, process)
         assert len(fake.replies(61)) == 3, fake.replies(61)             # each answered once
         last = [r for r in openai.requests if r[0] == "chat"][-1][1]
         history = " ".join(str(m.get("content")) for m in last["messages"])
@@ -94,7 +95,7 @@ async def test_redis_unreachable_for_ten_seconds_then_everything_is_answered(wor
         assert fake.replies(72) == []                 # nothing could be answered meanwhile ...
     finally:
         own_redis.thaw()
-    await settle(fake, {71: ["足球多少钱", "篮球多少钱", "排球多少钱"], 72: ["瑜伽垫多少钱"], 73: ["足球多少钱"]})
+    await settle(fake, process, {71: ["足球多少钱", "篮球多少钱", "排球多少钱"], 72: ["瑜伽垫多少钱"], 73: ["足球多少钱"]})
     assert process.process.returncode is None         # ... and the bot waited instead of dying
     code, output = await process.stop()
     assert code == 0, output
@@ -125,7 +126,7 @@ async def test_receiver_killed_between_receiving_and_appending_is_answered_once(
     again = next(u for u in fake.delivered if u["update_id"] == update_id)
     await fake.push(dict(again))                     # and once more, as Telegram does after a timeout
     await fake.say(81, "瑜伽垫多少钱")
-    await settle(fake, {81: ["足球多少钱", "篮球多少钱", "瑜伽垫多少钱"]})
+    await settle(fake, replacement, {81: ["足球多少钱", "篮球多少钱", "瑜伽垫多少钱"]})
     for process in (replacement, worker):
         code, output = await process.stop()
         assert code == 0, output
@@ -144,7 +145,7 @@ async def test_bot_api_5xx_and_429_bursts_lose_nothing_and_keep_order(world):
         for chat_id, asked in chats.items():
             if position < len(asked) and (chat_id, position) != (91, 0):
                 await fake.say(chat_id, asked[position])
-    await settle(fake, chats, within=120)
+    await settle(fake, process, chats, within=120)
     assert not fake.send_failures                    # every scripted failure was met
     code, output = await process.stop()
     assert code == 0, output
@@ -175,7 +176,7 @@ async def test_a_webhook_replica_answers_503_while_redis_is_away_and_telegrams_r
         own_redis.thaw()
     assert await post() == 200               # Telegram's retry
     assert await post() == 200               # and one more, as after a slow answer
-    await settle(fake, {95: ["足球多少钱"]})
+    await settle(fake, replica, {95: ["足球多少钱"]})
     for process in (replica, worker):
         code, output = await process.stop()
         assert code == 0, output

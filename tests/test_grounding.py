@@ -164,6 +164,7 @@ def lying_model(body):
                                      f"call_{len(body['messages'])}")]}
 
 
+@pytest.mark.slow   # a real bot.py process
 async def test_a_lying_model_never_reaches_the_customer_through_the_real_bot(tmp_path):
     async with remote_bot(tmp_path, lying_model, LLM_TIMEOUT_SECONDS="5", LLM_MAX_RETRIES="0") as world:
         for chat, question in enumerate(LIES, start=100):

@@ -97,6 +97,7 @@ def test_json_catalog_for_evaluation(tmp_path):
         read_catalog_json(write(tmp_path / "bad.json", '{"a": 1}'))
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_cli_import_refuses_a_broken_csv_and_keeps_the_old_catalog(tmp_path):
     assert run_bot("init-db", "--path", "shop.db", cwd=tmp_path).returncode == 0
     before = hashlib.sha256((tmp_path / "shop.db").read_bytes()).hexdigest()
@@ -110,6 +111,7 @@ def test_cli_import_refuses_a_broken_csv_and_keeps_the_old_catalog(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_cli_import_replaces_the_catalog(tmp_path):
     write(tmp_path / "p.csv", HEADER + "B1,好球,牌子,10.50,5,,,\n")
     write(tmp_path / "x.csv", PROMO_HEADER + "Y1,B1,满20减5,fixed_reduction,5,,20,\n")
@@ -120,6 +122,7 @@ def test_cli_import_replaces_the_catalog(tmp_path):
         assert db.execute("SELECT minimum_spend FROM promotions").fetchall() == [("20",)]
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_cli_init_db_does_not_overwrite_without_force(tmp_path):
     assert run_bot("init-db", "--path", "shop.db", cwd=tmp_path).returncode == 0
     again = run_bot("init-db", "--path", "shop.db", cwd=tmp_path)

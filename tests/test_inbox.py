@@ -23,6 +23,7 @@ from handlers.handoff import Desk
 from handlers.inbox import GROUP, Inbox
 from handlers.telegram import Limits, build_dispatcher
 from handlers.workers import Worker
+from tests.fakes.bot_process import wait_handled
 from tests.fakes.bot_session import RecordingSession
 from tests.fakes.openai_server import FakeOpenAI, tool_call
 
@@ -77,9 +78,7 @@ async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(re
     stop = asyncio.Event()
     worker = Worker(inbox, dispatcher, bot, "w1", lease_ms=2000)
     running = asyncio.create_task(worker.run(stop))
-    deadline = time.monotonic() + 30
-    while (len(session.texts(31)) < 3 or not session.texts(32)) and time.monotonic() < deadline:  # noqa: ASYNC110
-        await asyncio.sleep(0.05)
+    await session.until(lambda: len(session.texts(31)) >= 3 and session.texts(32), within=30)
     stop.set()
     await running
     replies = session.texts(31)
@@ -147,8 +146,7 @@ async def slow_turn(world, chat_id: int, stall_seconds: float):
         await receiver.start()
         worker = await start_worker()
         await fake.say(chat_id, "足球多少钱")
-        while not [r for r in openai.requests if r[0] == "chat"]:  # noqa: ASYNC110 - the turn is in flight
-            await asyncio.sleep(0.05)
+        await openai.wait_requests("chat")   # the turn is in flight
         yield worker, receiver, start_worker
         code, output = await receiver.stop()
         assert code == 0, output
@@ -163,7 +161,7 @@ async def test_a_worker_killed_mid_turn_leaves_the_message_to_the_next_one(world
         second = await start_worker()
         (reply,) = await fake.wait_replies(41, 1, within=60)
         assert "120元" in reply
-        await asyncio.sleep(2)
+        await wait_handled(fake, second)
         assert fake.replies(41) == [reply]                            # exactly once
         code, output = await second.stop()
         assert code == 0, output

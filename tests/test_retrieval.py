@@ -178,6 +178,7 @@ async def test_lexical_only_search_without_an_index(docs):
     assert await lexical.search("无人机") == []
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_eval_command_prints_the_metrics_as_json(tmp_path):
     catalog = tmp_path / "c.json"
     catalog.write_text(json.dumps([{"product_id": "A", "product_name": "跑步鞋", "description": "透气 足弓支撑"},
@@ -201,6 +202,7 @@ def test_eval_command_prints_the_metrics_as_json(tmp_path):
     assert report["overall"]["recall@1"] == 1.0
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_eval_command_reports_bad_query_lines(tmp_path):
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"query": "a", "relevant": ["1"]}\nnot json\n', encoding="utf-8")
@@ -209,6 +211,7 @@ def test_eval_command_reports_bad_query_lines(tmp_path):
     assert result.returncode == 1 and "q.jsonl line 2" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_shipped_evaluation_set_meets_its_floor(docs):
     """A regression floor well under the measured figures (see bench/README.md)."""
     result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "eval-retrieval", "--json"],
@@ -220,6 +223,7 @@ def test_shipped_evaluation_set_meets_its_floor(docs):
     assert len(lines) >= 100
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_build_index_command_is_incremental(tmp_path):
     db = tmp_path / "shop.db"
     write_catalog(db, demo_catalog(DEMO_DAY), source="demo")

@@ -158,6 +158,7 @@ def test_the_frozen_test_split_stays_above_its_measured_floor(router):
     assert ngrams["macro_f1"] >= TEST_MACRO_F1_FLOOR_NGRAMS, ngrams["macro_f1"]
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_eval_routing_prints_the_report(tmp_path):
     """The command on a small test file of its own (the real split is scored above, in-process)."""
     lines = [{"text": "羽毛球多少钱", "labels": ["price"], "split": "test"},

@@ -53,6 +53,7 @@ def test_bad_value_names_the_variable(clean_env, name, value):
         load_settings()
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_bad_value_at_startup_is_one_line_without_secrets(tmp_path):
     env = {**os.environ, "REDIS_URL": "nonsense", "BOT_TOKEN": "999:TOPSECRET"}
     result = subprocess.run([sys.executable, str(ROOT / "bot.py")], cwd=tmp_path, env=env,
@@ -63,6 +64,7 @@ def test_bad_value_at_startup_is_one_line_without_secrets(tmp_path):
     assert "TOPSECRET" not in result.stderr + result.stdout
 
 
+@pytest.mark.slow   # a real bot.py process
 def test_catalog_that_cannot_be_created_is_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -191,6 +191,7 @@ def shopping_model(body):
         "citation_ids": [basket["evidence_id"]], "status": "grounded"}, "call_2")]}
 
 
+@pytest.mark.slow   # a real bot.py process
 async def test_a_remote_model_uses_filters_and_a_basket_through_the_real_bot(tmp_path):
     async with remote_bot(tmp_path, shopping_model) as world:
         await world.telegram.say(300, "李宁100块以内的有哪些")

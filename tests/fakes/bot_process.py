@@ -89,3 +89,39 @@ class BotProcess:
         return code, self.output.decode(errors="replace")
 
 
+
+
+async def wait_handled(fake: FakeTelegram, process: BotProcess, within: float = 60.0) -> None:
+    """Wait for the acknowledgements that say every update given to the bot has been handled, so an
+    answer sent twice would have been sent by now: the fake Bot API has every update it holds confirmed
+    by a later getUpdates offset (Telegram would not hand it out again), and the durable inbox under the
+    process's Redis prefix has every entry read and acknowledged by a worker (XACK, which comes after
+    the reply was sent and the memory written). Checked at each Bot API call, and every 50 ms."""
+    from redis.asyncio import Redis
+
+    from handlers.inbox import GROUP
+
+    prefix = process.env["REDIS_PREFIX"]
+    redis = Redis.from_url(process.env["REDIS_URL"], socket_timeout=5, socket_connect_timeout=5)
+
+    async def left() -> list[str]:
+        waiting = [f"update {u['update_id']} not confirmed" for u in fake.unconfirmed]
+        async for key in redis.scan_iter(match=f"{prefix}inbox:*", _type="STREAM"):
+            stream = (await redis.xinfo_stream(key))["last-generated-id"]
+            groups = [g for g in await redis.xinfo_groups(key) if g["name"] in (GROUP, GROUP.encode())]
+            if not groups:
+                waiting.append(f"{key.decode()}: no workers' group yet")
+            for group in groups:
+                if group["pending"] or group["last-delivered-id"] != stream:
+                    waiting.append(f"{key.decode()}: {group['pending']} pending, read up to "
+                                   f"{group['last-delivered-id']} of {stream}")
+        return waiting
+
+    deadline = time.monotonic() + within
+    try:
+        while waiting := await left():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not everything was handled within {within} s: {waiting}")
+            await fake.changed(0.05)
+    finally:
+        await redis.aclose()

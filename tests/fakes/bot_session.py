@@ -3,6 +3,7 @@ plausible result, or failed with a scripted Telegram exception."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
@@ -20,6 +21,20 @@ class RecordingSession(BaseSession):
         super().__init__()
         self.requests: list[TelegramMethod[Any]] = []
         self.failures: list[Callable[[TelegramMethod[Any]], Exception]] = []   # for SendMessage, in order
+        self._tick = asyncio.Event()   # set (and replaced) at every request
+
+    async def until(self, condition: Callable[[], Any], within: float) -> bool:
+        """Check `condition()` at every request the bot makes (and every 50 ms, for what changes
+        elsewhere) until it holds or `within` seconds have passed; whether it held."""
+        deadline = time.monotonic() + within
+        while not condition():
+            if time.monotonic() >= deadline:
+                return False
+            try:
+                await asyncio.wait_for(self._tick.wait(), min(0.05, max(deadline - time.monotonic(), 0)))
+            except TimeoutError:
+                pass
+        return True
 
     @property
     def messages(self) -> list[SendMessage]:
@@ -29,6 +44,8 @@ class RecordingSession(BaseSession):
         return [m.text for m in self.messages if chat_id is None or m.chat_id == chat_id]
 
     async def make_request(self, bot: Bot, method: TelegramMethod[Any], timeout: int | None = None) -> Any:  # noqa: ASYNC109
+        self._tick.set()
+        self._tick = asyncio.Event()
         if isinstance(method, SendMessage) and self.failures:
             raise self.failures.pop(0)(method)
         self.requests.append(method)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ class FakeOpenAI:
     stall_seconds: float = 30.0
     url: str = ""
     _runner: web.AppRunner | None = None
+    _tick: asyncio.Event = field(default_factory=asyncio.Event)   # set (and replaced) at every request
 
     async def start(self) -> FakeOpenAI:
         app = web.Application()
@@ -52,6 +54,21 @@ class FakeOpenAI:
 
     def _record(self, path: str, body: dict, request: web.Request) -> None:
         self.requests.append((path, body, {"authorization": request.headers.get("Authorization", "")}))
+        self._tick.set()
+        self._tick = asyncio.Event()
+
+    async def wait_requests(self, path: str, count: int = 1, within: float = 60.0) -> list[dict[str, Any]]:
+        """Wait, woken by each request, until `count` requests to `path` ("chat", "embeddings") have come;
+        their bodies."""
+        deadline = time.monotonic() + within
+        while len(bodies := [body for p, body, _ in self.requests if p == path]) < count:
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"expected {count} {path} requests within {within} s, got {len(bodies)}")
+            try:
+                await asyncio.wait_for(self._tick.wait(), deadline - time.monotonic())
+            except TimeoutError:
+                pass
+        return bodies
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body = await request.json()

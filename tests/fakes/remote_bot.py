@@ -3,6 +3,7 @@ server, a FakeOpenAI server whose replies a function of the request computes, an
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.fakes import prebuilt
 from tests.fakes.bot_process import BotProcess
 from tests.fakes.openai_server import ChatScript, FakeOpenAI
 from tests.fakes.redis_support import connect, drop_prefix, unique_prefix
@@ -32,7 +34,10 @@ class RemoteBot:
 
 @asynccontextmanager
 async def remote_bot(workdir: Path, chat_function: ChatScript, **env: str) -> AsyncIterator[RemoteBot]:
-    """Start everything; on exit stop the bot (asserting a clean exit and no key in its output) and clean up."""
+    """Start everything; on exit stop the bot (asserting a clean exit and no key in its output) and clean up.
+    `workdir` gets a copy of the demo catalog and index built once per run, unless it has a catalog."""
+    if not (workdir / "data" / "shop.db").exists():
+        await asyncio.to_thread(prebuilt.demo_data, workdir / "data")
     telegram, openai = await FakeTelegram().start(), await FakeOpenAI(chat_function=chat_function).start()
     redis, prefix = await connect(), unique_prefix()
     bot = BotProcess(telegram, workdir, prefix, OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=openai.url, **env)

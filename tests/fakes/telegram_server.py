@@ -68,6 +68,7 @@ class FakeTelegram:
     callback_answers: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
     _next_update_id: int = 1000
+    _confirmed: int = 0   # the highest getUpdates offset seen: updates below it are confirmed
     _next_message_id: int = 1
     _next_thread_id: int = 500
     _known: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)   # messages copyable by id
@@ -75,9 +76,11 @@ class FakeTelegram:
     _arrived: dict[int, asyncio.Event] = field(default_factory=dict)   # set when a chat gets a message
     _runner: web.AppRunner | None = None
     _changed: asyncio.Condition | None = None
+    _tick: asyncio.Event | None = None    # set (and replaced) whenever the bot calls the API or a test pushes
 
     async def start(self) -> FakeTelegram:
         self._changed = asyncio.Condition()
+        self._tick = asyncio.Event()
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._handle)
         self._runner, self.url = await serve(app)
@@ -89,6 +92,25 @@ class FakeTelegram:
 
     # --- scripting ---------------------------------------------------------------------------------
 
+    def _ticked(self) -> None:
+        """Something changed here: wake whoever waits in wait_for / wait_handled."""
+        if self._tick is not None:
+            self._tick.set()
+            self._tick = asyncio.Event()
+
+    async def changed(self, within: float) -> None:
+        """Return at the next change here (an API call answered, an update pushed), or after `within` s."""
+        try:
+            await asyncio.wait_for(self._tick.wait(), max(within, 0))
+        except TimeoutError:
+            pass
+
+    @property
+    def unconfirmed(self) -> list[dict[str, Any]]:
+        """Updates not yet confirmed by a getUpdates offset past them: Telegram would hand them out
+        (again). Empty once a polling bot has taken and confirmed everything pushed."""
+        return [u for u in self.updates if u["update_id"] >= self._confirmed]
+
     async def push(self, update: dict[str, Any]) -> int:
         update = {"update_id": self._next_update_id, **update}
         self._next_update_id += 1
@@ -98,6 +120,7 @@ class FakeTelegram:
         self.updates.append(update)
         async with self._changed:
             self._changed.notify_all()
+        self._ticked()
         return update["update_id"]
 
     def _new_message_id(self) -> int:
@@ -151,13 +174,15 @@ class FakeTelegram:
         return [s for s in self._by_chat.get(chat_id, ()) if s.thread_id == thread_id]
 
     async def wait_for(self, condition, within: float = 60.0, what: str = "a condition", poll: float = 0.05):
-        """Poll `condition()` until it returns something truthy; that value is returned."""
+        """Check `condition()` at every change here (each Bot API call the bot makes, each update pushed),
+        and every `poll` seconds for what changes elsewhere, until it returns something truthy; that
+        value is returned."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             value = condition()
             if value:
                 return value
-            await asyncio.sleep(poll)
+            await self.changed(min(poll, deadline - time.monotonic()))
         raise AssertionError(f"timed out waiting for {what}; sent: {[(s.chat_id, s.thread_id, s.text) for s in self.sent]}")
 
     async def wait_replies(self, chat_id: int, count: int, within: float = 60.0) -> list[str]:
@@ -201,13 +226,15 @@ class FakeTelegram:
         fields = await self._fields(request)
         self.calls.append((method, fields))
         handler = getattr(self, f"_m_{method}", None)
-        if handler is None:
-            return web.json_response({"ok": True, "result": True})
         try:
+            if handler is None:
+                return web.json_response({"ok": True, "result": True})
             return await handler(fields)
         except ApiError as exc:
             return web.json_response({"ok": False, "error_code": exc.code, "description": exc.description},
                                      status=exc.code)
+        finally:
+            self._ticked()
 
     @staticmethod
     def _ok(result: Any) -> web.Response:
@@ -246,6 +273,7 @@ class FakeTelegram:
 
     async def _m_getUpdates(self, fields) -> web.Response:
         offset = int(fields.get("offset") or 0)
+        self._confirmed = max(self._confirmed, offset)
         timeout = min(float(fields.get("timeout") or 0), 2.0)
         deadline = time.monotonic() + timeout
 
