@@ -23,8 +23,9 @@ from retrieval.search import ProductSearch
 from tests.fakes.demo import DEMO_DAY
 
 ROOT = Path(__file__).resolve().parent.parent
-# fixtures that start a real process of their own: a test using one is `slow`
-SLOW_FIXTURES = {"world", "own_redis", "browser"}
+# fixtures that start a real process of their own (by the module defining them): a test using one is
+# `slow` (test_fuzz has an in-process `world` of its own, which is not)
+SLOW_FIXTURES = {("world", __name__), ("own_redis", "tests.test_faults"), ("browser", "tests.test_browser")}
 
 
 # real-process tests in files being edited elsewhere, marked here rather than there
@@ -33,7 +34,10 @@ SLOW_TESTS = {"tests/test_audit.py::test_audit_export_and_tail_on_the_command_li
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.nodeid.split("[")[0] in SLOW_TESTS:
+        info = getattr(item, "_fixtureinfo", None)
+        used = {(name, definitions[-1].func.__module__)   # the last definition is the one the test gets
+                for name, definitions in (info.name2fixturedefs.items() if info else ()) if definitions}
+        if SLOW_FIXTURES & used or item.nodeid.split("[")[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 
