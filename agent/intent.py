@@ -231,6 +231,11 @@ class Intent:
         return not self.products and (len(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text))
 
     @property
+    def tells_need(self) -> bool:
+        """A need told (爬山下坡膝盖疼) that asks for no goods: never answered "not sold"."""
+        return self.describes_need and not asks_for_goods(self.text)
+
+    @property
     def names_nothing(self) -> bool:
         """No product, no goods, no filter: a follow-up, or a question that needs its product named."""
         return not (self.products or self.goods or self.near_miss or self.brand or self.category

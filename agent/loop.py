@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -40,7 +41,13 @@ class Toolset:
     schemas: list[dict[str, Any]] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.schemas = tool_schemas(self.tools)
+        self.schemas = _schemas(tuple(self.tools.items()))
+
+
+@lru_cache(maxsize=8)
+def _schemas(tools: tuple[tuple[str, type[BaseModel]], ...]) -> list[dict[str, Any]]:
+    """Each tool set's schemas, built once per process: a toolset is made per turn, its schemas are not."""
+    return tool_schemas(dict(tools))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from typing import Any
 from agent import answers, promotion_answers
 from agent.context import TurnContext
 from agent.intent import GENERIC, PRODUCT_ASKS, Ask, Intent, covers
-from agent.mentions import asks_for_goods
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, ThresholdPlan
@@ -160,8 +159,7 @@ class OfflineModel:
             return self._call("get_product_details", {"product_ids": focus})
         if asked.names_nothing:   # retrieval found nothing either: ask which product, never "not sold"
             return answers.CLARIFY, [], AnswerStatus.INSUFFICIENT
-        told = asked.describes_need and not asks_for_goods(asked.text)   # 爬山下坡膝盖疼: a need, not goods
-        return answers.not_sold_answer("" if told else asked.subject), [], AnswerStatus.INSUFFICIENT
+        return answers.not_sold_answer("" if asked.tells_need else asked.subject), [], AnswerStatus.INSUFFICIENT
 
     @staticmethod
     def _several(asked: Intent, findings: answers.Findings) -> list[str]:

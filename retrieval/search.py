@@ -86,6 +86,7 @@ class ProductSearch:
     def __init__(self, docs: Sequence[RetrievalDoc], embedder: Embedder | None = None,
                  index: VectorIndex | None = None, weights: FusionWeights | None = None):
         self.docs = list(docs)
+        self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         self.weights = weights or FusionWeights()
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
@@ -139,8 +140,8 @@ class ProductSearch:
         if self._cache is None or self._matrix is None:
             return {}
         vector = await self._cache.vector(query)
-        wanted = set(product_ids)
-        rows = [i for i, d in enumerate(self.docs) if d.product_id in wanted and self._has_vector[i]]
+        rows = [i for pid in dict.fromkeys(product_ids)
+                if (i := self._position.get(pid)) is not None and self._has_vector[i]]
         z = self._z(vector, self._matrix[rows], self._stats["rank"]) if rows else []
         return {self.docs[i].product_id: float(score) for i, score in zip(rows, z, strict=True)}
 
