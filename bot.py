@@ -351,27 +351,60 @@ def cmd_train_router(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
-
-    from agent.conversation import Conversation
-    from agent.memory import InProcessMemory
+    """The console chat: the same conversation as Telegram (REDIS_URL, limits, 转人工) in a terminal."""
+    from agent.conversation import Conversation, Limits
+    from db.knowledge import contact_policy
     from handlers.console import run_console
+    from handlers.voice import Voice
 
     prepare_catalog(settings)
 
     async def run() -> int:
+        redis = await connect_redis(settings)
         agent, conn, model = await build_agent(settings)
         audit = open_audit(settings)
         try:
+            sessions, _, guards = chat_stores(settings, redis, warn=False)
+            policy = await contact_policy(conn)
+            conversation = Conversation(agent, sessions, audit, limits=Limits(settings.max_message_chars),
+                                        rate=guards.rate)
             async with audit_web(settings, audit):
-                return await run_console(Conversation(agent, InProcessMemory(warn=False), audit),
+                return await run_console(conversation, Voice(contact_text=policy.content if policy else ""),
                                          show_trace=args.show_trace)
         finally:
             audit.close()
             await conn.close()
             if model is not None:
                 await model.close()
+            if redis is not None:
+                await redis.aclose()
 
     return asyncio.run(run())
+
+
+def chat_stores(settings: Settings, redis, *, inbox_mode: bool = False, warn: bool = True):
+    """The chats' sessions, handoff store and guards: in Redis with REDIS_URL, in this process otherwise."""
+    if redis is not None:
+        from agent.handoff import RedisHandoffStore
+        from agent.memory_redis import RedisMemory
+        from handlers.guards import RedisGuards
+        from handlers.sessions import RedisSessions
+
+        handoffs = RedisHandoffStore(redis, settings.redis_prefix)
+        sessions = RedisSessions(redis, RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix),
+                                 handoffs)
+        guards = RedisGuards(redis, settings.redis_prefix, settings.rate_limit_messages,
+                             settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30,
+                             rate_in_process=inbox_mode)
+        return sessions, handoffs, guards
+    from agent.handoff import LocalHandoffStore
+    from agent.memory import InProcessMemory
+    from agent.session import InProcessSessions
+    from handlers.guards import LocalGuards
+
+    handoffs = LocalHandoffStore()
+    return InProcessSessions(InProcessMemory(warn=warn), handoffs), handoffs, \
+        LocalGuards(settings.rate_limit_messages, settings.rate_limit_window_seconds)
 
 
 async def connect_redis(settings: Settings):
@@ -395,16 +428,14 @@ async def connect_redis(settings: Settings):
 async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all") -> int:
     """`all`: take updates from Telegram and answer them in this process; `work`: answer what the durable
     inbox holds (another process receives)."""
-    from agent.conversation import Conversation
-    from agent.handoff import LocalHandoffStore, RedisHandoffStore, ServiceHours
-    from agent.memory import InProcessMemory
-    from agent.memory_redis import RedisMemory
+    from agent.conversation import Conversation, Limits
+    from agent.handoff import ServiceHours
     from db.knowledge import contact_policy
     from handlers.app import make_bot, run_polling, run_webhook
-    from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
+    from handlers.guards import ChatSequencer
     from handlers.handoff import Desk
     from handlers.operators import Operators
-    from handlers.telegram import Limits, build_dispatcher
+    from handlers.telegram import build_dispatcher
 
     _webhook_settings(settings)
     redis = await connect_redis(settings)
@@ -414,22 +445,14 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
     # with Redis, even one process goes through the durable inbox (receive, then work)
     inbox_mode = role == "work" or redis is not None
     try:
-        if redis is not None:
-            memory = RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix)
-            guards = RedisGuards(redis, settings.redis_prefix, settings.rate_limit_messages,
-                                 settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30,
-                                 rate_in_process=inbox_mode)
-            handoffs = RedisHandoffStore(redis, settings.redis_prefix)
-        else:
-            memory = InProcessMemory()
-            guards = LocalGuards(settings.rate_limit_messages, settings.rate_limit_window_seconds)
-            handoffs = LocalHandoffStore()
+        sessions, handoffs, guards = chat_stores(settings, redis, inbox_mode=inbox_mode)
         options = telegram_options(settings)
         bot = make_bot(options)
         policy = await contact_policy(conn)
         hours = ServiceHours.parse(settings.service_hours) if settings.service_hours else \
             ServiceHours.from_policy(policy.content if policy else "")
-        conversation = Conversation(agent, memory, audit)
+        conversation = Conversation(agent, sessions, audit, limits=Limits(settings.max_message_chars),
+                                    rate=guards.rate, desk=settings.operator_chat_id is not None)
         desk = Desk(bot, handoffs, conversation, settings.operator_chat_id, hours,
                     settings.handoff_idle_minutes * 60, policy.content if policy else "", audit)
         if desk.enabled:
@@ -442,9 +465,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
         inbox = Inbox(redis, settings.redis_prefix, settings.inbox_partitions) if inbox_mode else None
         dispatcher = build_dispatcher(operators=Operators(frozenset(settings.operator_ids), settings.operator_chat_id),
                                       conversation=conversation, desk=desk, analyst=agent.analyst, guards=guards,
-                                      sequencer=sequencer,
-                                      audit=audit, limits=Limits(settings.max_message_chars),
-                                      inbox_mode=inbox_mode, inbox=inbox)
+                                      sequencer=sequencer, audit=audit, inbox=inbox)
         dispatcher.shutdown.register(desk.finish)
         async with audit_web(settings, audit):
             if inbox is not None:

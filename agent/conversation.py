@@ -1,16 +1,82 @@
-"""One customer conversation as a service: a channel asks for an answer, delivers it its own way,
-then has the turn remembered and audited. The Telegram handler and the console chat both use it."""
+"""One customer conversation as a service: `Conversation.handle` decides everything about one customer
+message — the chat is with a person, the customer asks for one, the message is too long or too fast, the
+turn, a person took the chat during the turn, two unhelped turns in a row — and returns a typed `Reply`
+that a channel (Telegram, the console) renders its own way. `done` then writes what the message changed,
+after delivery. Nothing here knows a channel."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from agent.memory import ChatMemory, MemoryStore, Turn
-from agent.turn import Agent, TurnResult
+from redis.exceptions import RedisError
+
+from agent.handoff import asks_for_person
+from agent.memory import Turn
+from agent.session import ChatSession, Outcome, Sessions
+from agent.trace import TurnResult
+from agent.turn import Agent
 from db.catalog import ProductFilter, find_products
 from db.facts import Order
 from db.orders import list_orders
+
+log = logging.getLogger(__name__)
+
+MISSES_BEFORE_OFFER = 2   # unhelped turns in a row before a person is offered
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_message_chars: int = 1000
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """One customer text message, as any channel sees it."""
+    chat_id: str
+    user_id: str
+    text: str
+    sent_at: float | None = None   # when the customer sent it (unix time); None: now
+    update_id: int | None = None   # the channel's id for the update that brought it, kept in the audit
+    message_id: int | None = None
+    user_name: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The turn's released answer; `offer_person`: the second unhelped turn in a row."""
+    result: TurnResult
+    offer_person: bool = False
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """The customer asked for a person: `started` (the chat is now theirs), `already` (a person has it),
+    or `no_desk` (nobody answers here: tell the customer how to reach the shop)."""
+    status: Literal["started", "already", "no_desk"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Not answered, with a reason the customer is told: too long, too fast, the turn failed."""
+    reason: Literal["too_long", "slow_down", "failed"]
+    limit: int = 0
+
+
+@dataclass(frozen=True)
+class Silent:
+    """Nothing to say: a person has the chat (the channel relays the message to them), it was sent while a
+    person had the chat, the customer is over the rate limit (told once already), or a person took the
+    chat during the turn (`result` is audited, not sent)."""
+    reason: Literal["with_person", "sent_while_with_person", "rate_limited", "taken_during_turn"]
+    result: TurnResult | None = None
+
+
+Reply = Answer | Handoff | Refusal | Silent
+RateCheck = Callable[[str], Awaitable[str]]   # user id → "ok" | "notify" | "drop"
 
 
 @dataclass(frozen=True)
@@ -21,33 +87,77 @@ class CustomerCard:
     orders: tuple[Order, ...]
 
 
+async def _always_ok(user_id: str) -> str:
+    return "ok"
+
+
 class Conversation:
-    def __init__(self, agent: Agent, memory: MemoryStore, audit: Any = None):
-        self.agent, self.memory, self.audit = agent, memory, audit
+    def __init__(self, agent: Agent, sessions: Sessions, audit: Any = None, *, limits: Limits = Limits(),
+                 rate: RateCheck | None = None, desk: bool = False, clock: Callable[[], float] = time.time):
+        """`rate`: the rate limit's verdict per user; `desk`: people answer handed-off chats here."""
+        self.agent, self.sessions, self.audit = agent, sessions, audit
+        self.limits, self.rate, self.desk, self.clock = limits, rate or _always_ok, desk, clock
 
-    async def answer(self, chat_id: str, user_id: str, text: str, memory: ChatMemory | None = None) -> TurnResult:
-        """The agent's released answer to `text`, with this chat's memory (read here unless the caller
-        read it already); nothing is saved yet."""
-        if memory is None:
-            memory = await self.memory.load(chat_id)
-        return await self.agent.answer(text, user_id=user_id, memory=memory)
+    async def handle(self, message: Incoming, session: ChatSession) -> Reply:
+        """The reply to one customer message, with the chat's session (opened by the channel, which
+        settles it with `done` after delivering the reply)."""
+        state = session.handoff
+        if state.muted:
+            return Silent("with_person")
+        if state.epoch and message.sent_at is not None and message.sent_at < int(state.since):
+            self._event("unanswered", message)   # queued up while a person had the chat
+            return Silent("sent_while_with_person")
+        text = message.text.strip()
+        if asks_for_person(text):   # before any model call
+            if not self.desk:
+                return Handoff("no_desk")
+            started = await session.hand_off(message.user_id, message.user_name or message.user_id, self.clock())
+            return Handoff("started" if started else "already")
+        if len(text) > self.limits.max_message_chars:
+            return Refusal("too_long", self.limits.max_message_chars)
+        verdict = await self.rate(message.user_id)
+        if verdict != "ok":
+            return Refusal("slow_down") if verdict == "notify" else Silent("rate_limited")
+        try:
+            result = await self.agent.answer(text, user_id=message.user_id, memory=session.memory)
+        except RedisError:
+            raise   # store trouble passes: the channel runs the message again rather than apologise
+        except Exception:
+            log.exception("turn failed for chat %s", message.chat_id)
+            return Refusal("failed")
+        now, misses = await session.recheck(result.helped)
+        if now.muted or now.epoch != state.epoch:
+            log.info("chat %s was handed to a person during the turn: the answer is not sent", message.chat_id)
+            return Silent("taken_during_turn", result)
+        return Answer(result, offer_person=misses >= MISSES_BEFORE_OFFER)
 
-    async def remember(self, chat_id: str, user_id: str, text: str, result: TurnResult, *,
-                       update_id: int | None = None, delivered: bool = True, also: Any = None) -> None:
-        """After delivery: the turn joins the memory and the audit. An undelivered turn (the chat was
-        handed to a person meanwhile) is audited only, so the model never sees it later."""
-        if delivered:
-            await self.memory.append(chat_id, Turn(text, result.answer), result.focus_product_ids, result.quantity,
-                                     also=also)
+    async def done(self, message: Incoming, session: ChatSession, reply: Reply) -> None:
+        """After delivery: a delivered answer joins the memory and the audit, an undelivered one (a person
+        took the chat) the audit only, so the model never sees it later; the session is committed."""
+        outcome = Outcome()
+        if isinstance(reply, Answer):
+            result = reply.result
+            outcome = Outcome(Turn(message.text.strip(), result.answer), list(result.focus_product_ids),
+                              result.quantity, misses_reset=reply.offer_person)
+            self._record(message, result, delivered=True)
+        elif isinstance(reply, Silent) and reply.result is not None:
+            self._record(message, reply.result, delivered=False)
+        await session.commit(outcome)
+
+    def _record(self, message: Incoming, result: TurnResult, delivered: bool) -> None:
         if self.audit is not None:
-            self.audit.record(chat_id=chat_id, user_id=user_id, message=text, result=result, update_id=update_id,
-                              delivered=delivered)
+            self.audit.record(chat_id=message.chat_id, user_id=message.user_id, message=message.text.strip(),
+                              result=result, update_id=message.update_id, delivered=delivered)
+
+    def _event(self, kind: str, message: Incoming) -> None:
+        if self.audit is not None:
+            self.audit.event(kind, message.chat_id, message_id=message.message_id, text=message.text)
 
     async def reset(self, chat_id: str) -> None:
-        await self.memory.reset(chat_id)
+        await self.sessions.reset(chat_id)
 
     async def card(self, chat_id: str, user_id: str) -> CustomerCard:
-        memory = await self.memory.load(chat_id)
+        memory = await self.sessions.memory(chat_id)
         products = await find_products(self.agent.conn, ProductFilter(), ids=list(memory.focus_product_ids))
         orders = await list_orders(self.agent.conn, user_id)
         return CustomerCard(tuple(memory.turns), tuple(p.product_name for p in products), orders.orders)

@@ -19,8 +19,6 @@ from zoneinfo import ZoneInfo
 
 from redis.asyncio import Redis
 
-from agent.piggyback import Piggyback, carry, deliver
-
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 STATE_TTL_SECONDS = 180 * 24 * 3600   # a chat's topic is remembered for half a year of silence
 
@@ -65,7 +63,7 @@ class HandoffState:
 
 
 class HandoffStore(Protocol):
-    async def get(self, chat_id: str, also=None) -> HandoffState: ...
+    async def get(self, chat_id: str) -> HandoffState: ...
     async def begin(self, chat_id: str, user_id: str, name: str, now: float) -> bool: ...
     async def claim(self, chat_id: str, operator_id: int, now: float) -> Claim: ...
     async def touch(self, chat_id: str, now: float) -> None: ...
@@ -87,8 +85,7 @@ class LocalHandoffStore:
         self._misses: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def get(self, chat_id: str, also=None) -> HandoffState:
-        """`also` (a piggyback) is carried by the Redis store only; here it is not run."""
+    async def get(self, chat_id: str) -> HandoffState:
         return self._states.get(chat_id, HandoffState())
 
     async def begin(self, chat_id, user_id, name, now) -> bool:
@@ -193,18 +190,27 @@ class RedisHandoffStore:
     def _keys(self, chat_id: str) -> list[str]:
         return [f"{self.prefix}handoff:{chat_id}", f"{self.prefix}handoff:muted"]
 
-    async def get(self, chat_id: str, also: Piggyback | None = None) -> HandoffState:
-        """The chat's state; `also` rides in the same round trip (e.g. the chat's memory)."""
-        if also is None:
-            return self._state(await self.redis.hgetall(self._keys(chat_id)[0]))
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hgetall(self._keys(chat_id)[0])
-            carried = carry(pipe, [also])
-            (fields,) = deliver(await pipe.execute(), 1, carried)
-        return self._state(fields)
+    async def get(self, chat_id: str) -> HandoffState:
+        return self.state_of(await self.redis.hgetall(self._keys(chat_id)[0]))
+
+    # --- commands for a caller's pipeline (the Redis sessions read and write a chat in few round trips) --
+
+    def queue_get(self, pipe, chat_id: str) -> None:
+        """One command; its reply is read by `state_of`."""
+        pipe.hgetall(self._keys(chat_id)[0])
+
+    def queue_misses(self, pipe, chat_id: str, helped: bool) -> int:
+        """The miss counter's update; returns how many commands it queued (the first reply is the count)."""
+        key = f"{self.prefix}misses:{chat_id}"
+        if helped:
+            pipe.delete(key)
+            return 1
+        pipe.incr(key)
+        pipe.expire(key, 24 * 3600)
+        return 2
 
     @staticmethod
-    def _state(fields: dict) -> HandoffState:
+    def state_of(fields: dict) -> HandoffState:
         raw = {_text(k): _text(v) for k, v in fields.items()}
         if not raw:
             return HandoffState()
@@ -257,16 +263,11 @@ class RedisHandoffStore:
     async def after_turn(self, chat_id, helped) -> tuple[HandoffState, int]:
         """The chat's state (did a person take it during the turn?) and the count of unhelped turns in a
         row, updated by this one: one round trip."""
-        key = f"{self.prefix}misses:{chat_id}"
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hgetall(self._keys(chat_id)[0])
-            if helped:
-                pipe.delete(key)
-            else:
-                pipe.incr(key)
-                pipe.expire(key, 24 * 3600)
+            self.queue_get(pipe, chat_id)
+            self.queue_misses(pipe, chat_id, helped)
             fields, *counted = await pipe.execute()
-        return self._state(fields), 0 if helped else int(counted[0])
+        return self.state_of(fields), 0 if helped else int(counted[0])
 
     @asynccontextmanager
     async def topic_lock(self, chat_id: str) -> AsyncIterator[None]:

@@ -30,9 +30,7 @@ class MemoryStore(Protocol):
     async def load(self, chat_id: str) -> ChatMemory: ...
 
     async def append(self, chat_id: str, turn: Turn, focus_product_ids: list[str] | None,
-                     last_quantity: int | None, also=None) -> None:
-        """`also`: a piggyback to carry in the same transaction (Redis only; elsewhere it is not run,
-        and its owner does its own write)."""
+                     last_quantity: int | None) -> None: ...
 
     async def reset(self, chat_id: str) -> None: ...
 
@@ -53,7 +51,7 @@ class InProcessMemory:
             return ChatMemory()
         return ChatMemory(list(memory.turns), list(memory.focus_product_ids), memory.last_quantity)
 
-    async def append(self, chat_id, turn, focus_product_ids, last_quantity, also=None) -> None:
+    async def append(self, chat_id, turn, focus_product_ids, last_quantity) -> None:
         async with self._lock:
             memory = self._chats.setdefault(chat_id, ChatMemory())
             memory.turns = (memory.turns + [turn])[-self._max_turns:]

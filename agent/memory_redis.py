@@ -8,7 +8,6 @@ import json
 from redis.asyncio import Redis
 
 from agent.memory import MAX_TURNS, ChatMemory, Turn
-from agent.piggyback import Piggyback, carry, deliver
 
 
 class RedisMemory:
@@ -20,50 +19,44 @@ class RedisMemory:
         base = f"{self._prefix}chat:{chat_id}"
         return f"{base}:turns", f"{base}:focus"
 
-    def loading(self, chat_id: str) -> MemoryLoad:
-        """The chat's memory as a piggyback on another store's round trip (`.memory` once carried)."""
-        return MemoryLoad(*self._keys(chat_id))
-
     async def load(self, chat_id: str) -> ChatMemory:
-        load = self.loading(chat_id)
         async with self._redis.pipeline(transaction=False) as pipe:
-            load.queue(pipe)
-            load.done(await pipe.execute())
-        return load.memory
+            self.queue_load(pipe, chat_id)
+            return self.memory_of(await pipe.execute())
 
     async def append(self, chat_id: str, turn: Turn, focus_product_ids: list[str] | None,
-                     last_quantity: int | None, also: Piggyback | None = None) -> None:
-        """Append and trim in one transaction, with the caller's commands (`also`) in it when given."""
-        turns_key, focus_key = self._keys(chat_id)
+                     last_quantity: int | None) -> None:
+        """Append and trim in one transaction."""
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.rpush(turns_key, json.dumps({"user": turn.user, "assistant": turn.assistant}, ensure_ascii=False))
-            pipe.ltrim(turns_key, -self._max_turns, -1)
-            pipe.expire(turns_key, self._ttl)
-            if focus_product_ids:
-                pipe.delete(focus_key)
-                pipe.hset(focus_key, mapping={"product_ids": ",".join(focus_product_ids),
-                                              "quantity": "" if last_quantity is None else str(last_quantity)})
-            pipe.expire(focus_key, self._ttl)
-            own = len(pipe.command_stack)
-            carried = carry(pipe, [also])
-            deliver(await pipe.execute(), own, carried)
+            self.queue_append(pipe, chat_id, turn, focus_product_ids, last_quantity)
+            await pipe.execute()
 
     async def reset(self, chat_id: str) -> None:
         await self._redis.delete(*self._keys(chat_id))
 
+    # --- commands for a caller's pipeline (the Redis sessions read and write a chat in few round trips) --
 
-class MemoryLoad:
-    """Reading one chat's turns and focus: two commands, parsed when their replies arrive."""
+    def queue_load(self, pipe, chat_id: str) -> None:
+        """Two commands; their replies are read by `memory_of`."""
+        turns_key, focus_key = self._keys(chat_id)
+        pipe.lrange(turns_key, 0, -1)
+        pipe.hgetall(focus_key)
 
-    def __init__(self, turns_key: str, focus_key: str):
-        self.turns_key, self.focus_key = turns_key, focus_key
-        self.memory: ChatMemory | None = None
+    def queue_append(self, pipe, chat_id: str, turn: Turn, focus_product_ids: list[str] | None,
+                     last_quantity: int | None) -> None:
+        turns_key, focus_key = self._keys(chat_id)
+        pipe.rpush(turns_key, json.dumps({"user": turn.user, "assistant": turn.assistant}, ensure_ascii=False))
+        pipe.ltrim(turns_key, -self._max_turns, -1)
+        pipe.expire(turns_key, self._ttl)
+        if focus_product_ids:
+            pipe.delete(focus_key)
+            pipe.hset(focus_key, mapping={"product_ids": ",".join(focus_product_ids),
+                                          "quantity": "" if last_quantity is None else str(last_quantity)})
+        pipe.expire(focus_key, self._ttl)
 
-    def queue(self, pipe) -> None:
-        pipe.lrange(self.turns_key, 0, -1)
-        pipe.hgetall(self.focus_key)
-
-    def done(self, replies: list) -> None:
+    @staticmethod
+    def memory_of(replies: list) -> ChatMemory:
+        """The memory from the replies of `queue_load`'s two commands."""
         raw_turns, focus = replies
         turns = []
         for raw in raw_turns:
@@ -75,7 +68,7 @@ class MemoryLoad:
         focus = {_text(k): _text(v) for k, v in (focus or {}).items()}
         ids = [x for x in focus.get("product_ids", "").split(",") if x]
         quantity = focus.get("quantity")
-        self.memory = ChatMemory(turns, ids, int(quantity) if quantity and quantity.isdigit() else None)
+        return ChatMemory(turns, ids, int(quantity) if quantity and quantity.isdigit() else None)
 
 
 def _text(value: bytes | str) -> str:

@@ -1,23 +1,40 @@
-"""The console chat: the same agent pipeline, with memory, in a terminal. No Telegram involved."""
+"""The console chat: a thin adapter like the Telegram one — each line goes through `Conversation.handle`
+with the chat's session and the reply is rendered by the same `Voice`, so a message sequence gets the
+same replies here as in Telegram (the human request, the length and rate limits, "offer a person")."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+import time
 from typing import TextIO
 
-from agent.conversation import Conversation
+from agent.conversation import Answer, Conversation, Incoming
+from handlers.voice import Voice
 
 BANNER = """kefu-bot 控制台客服（demo 商品库）。直接输入问题，例如：
   足球多少钱 / 有优惠吗 / 那买两个呢 / 我准备跑马拉松，需要透气并且能支撑足弓的装备
 命令：/reset 清空对话记忆 · /trace 切换显示调用轨迹 · /quit 退出"""
 
 
-async def run_console(conversation: Conversation, *, show_trace: bool = False, user_id: str = "console",
-                      chat_id: str = "console", stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    """Read questions line by line until EOF or /quit; print each validated answer."""
+async def say_in_console(conversation: Conversation, voice: Voice, text: str, *,
+                         chat_id: str = "console", user_id: str = "console") -> tuple[list[str], Answer | None]:
+    """One customer line through the conversation: the texts the customer reads, and the answer if any."""
+    said = Incoming(chat_id, user_id, text, sent_at=time.time())
+    session = await conversation.sessions.open(chat_id)
+    reply = await conversation.handle(said, session)
+    texts = [outgoing.text for outgoing in voice.render(reply)]
+    await conversation.done(said, session, reply)
+    return texts, reply if isinstance(reply, Answer) else None
+
+
+async def run_console(conversation: Conversation, voice: Voice | None = None, *,
+                      show_trace: bool = False, user_id: str = "console", chat_id: str = "console",
+                      stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Read questions line by line until EOF or /quit; print each reply."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    voice = voice or Voice()
 
     def say(text: str) -> None:
         stdout.write(text + "\n")
@@ -45,8 +62,8 @@ async def run_console(conversation: Conversation, *, show_trace: bool = False, u
             show_trace = not show_trace
             say(f"(trace {'on' if show_trace else 'off'})")
             continue
-        result = await conversation.answer(chat_id, user_id, text)
-        say(f"客服：{result.answer}")
-        await conversation.remember(chat_id, user_id, text, result)
-        if show_trace and result.trace is not None:
-            say(json.dumps(result.trace.as_dict(), ensure_ascii=False, indent=1))
+        replies, answer = await say_in_console(conversation, voice, text, chat_id=chat_id, user_id=user_id)
+        for reply in replies:
+            say(f"客服：{reply}")
+        if show_trace and answer is not None and answer.result.trace is not None:
+            say(json.dumps(answer.result.trace.as_dict(), ensure_ascii=False, indent=1))

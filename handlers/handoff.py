@@ -10,17 +10,17 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramForbiddenError
 from aiogram.types import Message, User
 
-from agent.conversation import Conversation, CustomerCard
-from agent.handoff import SHANGHAI, Claim, HandoffStore, Mode, ServiceHours
+from agent.conversation import Conversation, CustomerCard, Handoff
+from agent.handoff import Claim, HandoffStore, Mode, ServiceHours
 from handlers import buttons, texts
 from handlers.metrics import HANDOFFS
 from handlers.replies import send_answer
+from handlers.voice import Voice
 
 log = logging.getLogger(__name__)
 
@@ -84,34 +84,34 @@ class Desk:
 
     # --- the customer's side -------------------------------------------------------------------------
 
-    def no_desk_text(self) -> str:
-        return texts.NO_HANDOFF_POLICY.format(policy=self.contact_text) if self.contact_text else texts.NO_HANDOFF
+    @property
+    def voice(self) -> Voice:
+        """What the shop tells the customer, given this desk."""
+        return Voice(self.enabled, self.contact_text, self.hours, self.clock)
 
     async def start(self, chat_id: int, user: User | None, reason: str) -> None:
-        """Mute the bot for this chat, open the customer's topic with a card, tell the customer."""
-        if not self.enabled:
-            await send_answer(self.bot, chat_id, self.no_desk_text())
-            return
+        """The customer asked for a person outside a message (the 转人工 button): mute the bot for this
+        chat, open the customer's topic with a card, tell the customer."""
         user_id = str(user.id) if user else str(chat_id)
-        name = user.full_name if user else user_id
-        if not await self.store.begin(str(chat_id), user_id, name, self.clock()):
-            await send_answer(self.bot, chat_id, texts.HANDOFF_ALREADY)
-            return
-        self._audit("handoff_start", chat_id, user_id=user_id, reason=reason)
-        HANDOFFS.inc()
-        try:
-            await self._topic(chat_id, reason=reason, fresh=True)
-        except TelegramAPIError:   # the chat stays muted; the next customer message tries the topic again
-            log.exception("chat %s: could not open the operators' topic", chat_id)
-        await send_answer(self.bot, chat_id, self._wait_text())
+        if not self.enabled:
+            reply = Handoff("no_desk")
+        else:
+            started = await self.store.begin(str(chat_id), user_id, user.full_name if user else user_id, self.clock())
+            reply = Handoff("started" if started else "already")
+        await self.deliver(chat_id, user_id, reason, reply)
 
-    def _wait_text(self) -> str:
-        now = datetime.fromtimestamp(self.clock(), SHANGHAI)
-        if self.hours.is_open(now):
-            return texts.HANDOFF_WAIT
-        opening = self.hours.next_opening(now)
-        day = "今天" if opening.date() == now.date() else "明天"
-        return texts.HANDOFF_AFTER_HOURS.format(hours=self.hours, opening=f"{day}{opening:%H:%M}")
+    async def deliver(self, chat_id: int, user_id: str, reason: str, reply: Handoff) -> None:
+        """A handoff decided (here or by the conversation): a started one opens the customer's topic with a
+        card; the customer is told what happens."""
+        if reply.status == "started":
+            self._audit("handoff_start", chat_id, user_id=user_id, reason=reason)
+            HANDOFFS.inc()
+            try:
+                await self._topic(chat_id, reason=reason, fresh=True)
+            except TelegramAPIError:   # the chat stays muted; the next customer message tries the topic again
+                log.exception("chat %s: could not open the operators' topic", chat_id)
+        for outgoing in self.voice.render(reply):
+            await send_answer(self.bot, chat_id, outgoing.text)
 
     async def to_operators(self, message: Message) -> None:
         """Copy a customer's message (any kind; an album as one) into their topic."""

@@ -77,20 +77,16 @@ class Entry:
     acked: bool = False
 
 
-@dataclass
-class Finish:
-    """The done-marker and the acknowledgement of an entry as a piggyback, carried by the memory's
-    transaction after a reply: the turn's memory, its done-marker and its acknowledgement are written
-    together, in one round trip."""
-    entry: Entry
+@dataclass(frozen=True)
+class Receipt:
+    """What settles one update from the inbox once it was handled: its done-marker and its entry's
+    acknowledgement. The Redis sessions write both in the turn's own transaction."""
     done_key: str
+    entry: Entry
 
     def queue(self, pipe) -> None:
         pipe.set(self.done_key, 1, ex=DONE_SECONDS)
         pipe.xack(self.entry.stream, GROUP, self.entry.id)
-
-    def done(self, replies: list) -> None:
-        self.entry.acked = True
 
 
 def chat_of(update: Update) -> int | None:
@@ -150,20 +146,20 @@ class Inbox:
     async def mark_done(self, update_id: int) -> None:
         await self.redis.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
 
-    def finisher(self, update_id: int, entry: Entry | None) -> Finish | None:
-        """What marks the update done and acknowledges its entry, for a store to carry (None without an entry)."""
-        return Finish(entry, f"{self.prefix}done:{update_id}") if entry is not None else None
+    def receipt(self, update_id: int, entry: Entry) -> Receipt:
+        """What marks the update done and acknowledges its entry, for the chat's session to settle."""
+        return Receipt(f"{self.prefix}done:{update_id}", entry)
 
     async def finish(self, update_id: int, entry: Entry | None) -> None:
-        """Mark the update done and, with its entry, acknowledge it: one round trip (none if the turn's
-        memory write carried it already)."""
+        """Mark the update done and, with its entry, acknowledge it: one round trip (none if the chat's
+        session settled it already)."""
         if entry is None:
             await self.mark_done(update_id)
         elif not entry.acked:
             async with self.redis.pipeline(transaction=True) as pipe:
-                finish = self.finisher(update_id, entry)
-                finish.queue(pipe)
-                finish.done(await pipe.execute())
+                self.receipt(update_id, entry).queue(pipe)
+                await pipe.execute()
+            entry.acked = True
 
     async def handle_once(self, update_id: int, run: Callable[[], Awaitable[Any]], entry: Entry | None = None) -> Any:
         """Run the turn of an update that was not handled before. Transient trouble is retried here,

@@ -1,6 +1,7 @@
 """aiogram routers and the update gate. Dependencies arrive through the dispatcher's workflow data
-(`conversation`, `desk`, `guards`, `sequencer`, `audit`, `limits`, `operators`), never through module
-globals."""
+(`conversation`, `desk`, `guards`, `sequencer`, `audit`, `operators`, and `inbox` for the
+workers), never through module globals. What to say to a customer's text is `Conversation.handle`'s
+decision; this module only renders it."""
 
 from __future__ import annotations
 
@@ -8,19 +9,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from aiogram import BaseMiddleware, Bot, Dispatcher, F, Router
+from aiogram.dispatcher.flags import get_flag
 from aiogram.enums import ChatType
 from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandStart
 from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message, TelegramObject, Update
-from aiogram.utils.chat_action import ChatActionSender
-from redis.exceptions import RedisError
+from aiogram.utils.chat_action import ChatActionMiddleware
 
-from agent.conversation import Conversation
-from agent.handoff import asks_for_person
+from agent.conversation import Answer, Conversation, Handoff, Incoming, Silent
 from handlers import buttons, metrics, texts
 from handlers.guards import ChatSequencer
 from handlers.handoff import Desk
@@ -34,11 +33,6 @@ FEEDBACK_DAYS = 90
 TYPING_AFTER_SECONDS = 1.0
 
 
-@dataclass(frozen=True)
-class Limits:
-    max_message_chars: int = 1000
-
-
 def order_key(update: Update, chat_id: int) -> str:
     """What must stay in order: a chat, or one topic of a forum group (each customer's topic in the
     operators' group is its own conversation; one busy topic must not hold up the others)."""
@@ -50,8 +44,9 @@ def order_key(update: Update, chat_id: int) -> str:
 
 class UpdateGate(BaseMiddleware):
     """Outer update middleware: per-chat order first (before any other await); then, from the durable
-    inbox, the update is handled once (Inbox.handle_once: retries, done-marker, delivery marker); without
-    the inbox, duplicates are dropped (Telegram re-sends an update when a webhook answer is late)."""
+    inbox, the update is handled once (Inbox.handle_once: retries, done-marker, delivery marker) and its
+    receipt is the `delivery` a chat session settles; without the inbox, duplicates are dropped (Telegram
+    re-sends an update when a webhook answer is late)."""
 
     async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
                        event: TelegramObject, data: dict[str, Any]) -> Any:
@@ -63,12 +58,12 @@ class UpdateGate(BaseMiddleware):
         arrived = time.perf_counter()
         async with sequencer.turn(chat_id):
             metrics.STAGE.labels(stage="queue").observe(time.perf_counter() - arrived)
-            inbox = data.get("inbox") if data.get("inbox_mode") else None
-            if inbox is not None:
+            entry = data.pop("inbox_entry", None)
+            if entry is not None:
                 # from the inbox: duplicates were dropped on arrival, the partition's lease gives this chat to
                 # one worker, and only an update already handled (a re-run after a crash) is skipped
-                entry = data.get("inbox_entry")
-                data["inbox_finish"] = inbox.finisher(event.update_id, entry)
+                inbox = data["inbox"]
+                data["delivery"] = inbox.receipt(event.update_id, entry)
                 return await inbox.handle_once(event.update_id, lambda: handler(event, data), entry)
             if not await data["guards"].first_time(event.update_id):
                 metrics.DUPLICATES.inc()
@@ -79,20 +74,18 @@ class UpdateGate(BaseMiddleware):
 
 
 class HandoffGate(BaseMiddleware):
-    """Inner middleware of every customer message: while a person has the chat, the message goes to
-    them and no turn runs; a message that queued up while the chat was muted is recorded, not answered.
-    Otherwise the handler learns the chat's handoff epoch, to check again before it sends."""
+    """Inner middleware of the customers' messages that are not a conversation turn (commands, photos…):
+    while a person has the chat, the message goes to them and nothing else happens; a message that queued
+    up while the chat was muted is recorded, not answered. A text turn decides this in `Conversation.handle`
+    (handlers flagged `conversation`)."""
 
     async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
                        event: TelegramObject, data: dict[str, Any]) -> Any:
         assert isinstance(event, Message)
+        if get_flag(data, "conversation"):
+            return await handler(event, data)
         desk: Desk = data["desk"]
-        # with the inbox (Redis), a text turn reads the chat's memory in the same round trip as its state
-        memory = data["conversation"].memory
-        load = memory.loading(str(event.chat.id)) if event.text and data.get("inbox_mode") and \
-            hasattr(memory, "loading") else None
-        state = await desk.store.get(str(event.chat.id), also=load)
-        data["chat_memory"] = load.memory if load is not None else None
+        state = await desk.store.get(str(event.chat.id))
         if state.muted:
             await desk.to_operators(event)
             return None
@@ -101,12 +94,24 @@ class HandoffGate(BaseMiddleware):
                 data["audit"].event("unanswered", str(event.chat.id), message_id=event.message_id,
                                     text=event.text or event.content_type)
             return None
-        data["handoff_epoch"] = state.epoch
         return await handler(event, data)
 
 
+# "typing…" only for a turn that takes a while: a fast one costs no extra request (ChatActionMiddleware)
+TYPING = {"action": "typing", "initial_sleep": TYPING_AFTER_SECONDS}
+
+
+def incoming(message: Message, update: Update) -> Incoming:
+    """The channel-neutral form of a customer's text message."""
+    user = message.from_user
+    return Incoming(str(message.chat.id), str(user.id) if user else str(message.chat.id), message.text or "",
+                    sent_at=message.date.timestamp(), update_id=update.update_id, message_id=message.message_id,
+                    user_name=user.full_name if user else "")
+
+
 def build_router() -> Router:
-    """The customers' router (private chats only). A fresh router: one can belong to one dispatcher."""
+    """The customers' router (private chats only): commands, then the conversation's text turns, then
+    everything else. A fresh router: one can belong to one dispatcher."""
     router = Router(name="customers")
     router.message.filter(F.chat.type == ChatType.PRIVATE)
     router.callback_query.filter(F.message.chat.type == ChatType.PRIVATE)
@@ -125,54 +130,38 @@ def build_router() -> Router:
         await conversation.reset(str(message.chat.id))
         await send_answer(bot, message.chat.id, texts.RESET)
 
-    @router.message(F.text)
-    async def on_text(message: Message, bot: Bot, conversation: Conversation, desk: Desk, guards: Any,
-                      limits: Limits, event_update: Update, handoff_epoch: int, chat_memory: Any = None,
-                      inbox_finish: Any = None) -> None:
-        text = (message.text or "").strip()
-        chat_id = message.chat.id
-        user_id = str(message.from_user.id) if message.from_user else str(chat_id)
-        if asks_for_person(text):   # before any model call
-            await desk.start(chat_id, message.from_user, "asked")
-            return
-        if len(text) > limits.max_message_chars:
-            await send_answer(bot, chat_id, texts.TOO_LONG.format(limit=limits.max_message_chars))
-            return
-        verdict = await guards.rate(user_id)
-        if verdict != "ok":
-            if verdict == "notify":
-                await send_answer(bot, chat_id, texts.SLOW_DOWN)
-            return
-        try:
-            # "typing…" only for a turn that takes a while: a fast one costs no extra request
-            async with ChatActionSender.typing(bot=bot, chat_id=chat_id, initial_sleep=TYPING_AFTER_SECONDS):
-                result = await conversation.answer(str(chat_id), user_id, text, memory=chat_memory)
-        except RedisError:
-            raise   # Redis trouble passes: the inbox runs the turn again rather than apologise
-        except Exception:
-            log.exception("turn failed for chat %s", chat_id)
-            await send_answer(bot, chat_id, texts.SORRY)
-            return
-        # a person may have taken the chat during the turn; and how many turns in a row went unhelped
-        state, misses = await desk.store.after_turn(str(chat_id), helped=result.helped)
-        delivered = not state.muted and state.epoch == handoff_epoch
-        metrics.observe_turn(result, delivered)
-        if delivered:
-            sending = time.perf_counter()
-            await send_answer(bot, chat_id, result.answer, reply_markup=buttons.feedback(event_update.update_id))
-            metrics.STAGE.labels(stage="send").observe(time.perf_counter() - sending)
-            if misses >= 2:   # twice in a row without help: offer a person instead of going on
-                await desk.store.misses(str(chat_id), helped=True)
-                if desk.enabled:
-                    await send_answer(bot, chat_id, texts.HANDOFF_OFFER, reply_markup=buttons.ask_person())
-                else:
-                    await send_answer(bot, chat_id, desk.no_desk_text())
-        else:
-            log.info("chat %s was handed to a person during the turn: the answer is not sent", chat_id)
-        await conversation.remember(str(chat_id), user_id, text, result, update_id=event_update.update_id,
-                                    delivered=delivered, also=inbox_finish)   # memory, done-marker, ack: one trip
+    turns = Router(name="customer-turns")
+    turns.message.middleware(ChatActionMiddleware())
+    router.include_router(turns)
 
-    @router.message()
+    @turns.message(F.text, flags={"conversation": True, "chat_action": TYPING})
+    async def on_text(message: Message, bot: Bot, conversation: Conversation, desk: Desk,
+                      event_update: Update, delivery: Any = None) -> None:
+        """A thin adapter: the conversation decides, this renders the reply in Telegram."""
+        said = incoming(message, event_update)
+        session = await conversation.sessions.open(said.chat_id, delivery)
+        reply = await conversation.handle(said, session)
+        match reply:
+            case Silent(reason="with_person"):
+                await desk.to_operators(message)
+            case Handoff():
+                await desk.deliver(message.chat.id, said.user_id, "asked", reply)
+            case Answer(result=result) | Silent(reason="taken_during_turn", result=result) if result is not None:
+                metrics.observe_turn(result, isinstance(reply, Answer))
+        if not isinstance(reply, Handoff):
+            sending = time.perf_counter()
+            for outgoing in desk.voice.render(reply):
+                markup = buttons.feedback(event_update.update_id) if outgoing.buttons == "feedback" else \
+                    buttons.ask_person() if outgoing.buttons == "ask_person" else None
+                await send_answer(bot, message.chat.id, outgoing.text, reply_markup=markup)
+            if isinstance(reply, Answer):
+                metrics.STAGE.labels(stage="send").observe(time.perf_counter() - sending)
+        await conversation.done(said, session, reply)   # memory, audit, done-marker, ack: one write
+
+    rest = Router(name="customers-rest")
+    router.include_router(rest)
+
+    @rest.message()
     async def on_other(message: Message, bot: Bot) -> None:
         await send_answer(bot, message.chat.id, texts.ONLY_TEXT)
 
@@ -212,7 +201,7 @@ async def _replace_buttons(query: CallbackQuery, markup: InlineKeyboardMarkup | 
 
 def build_dispatcher(operators: Operators | None = None, **workflow_data: Any) -> Dispatcher:
     """The dispatcher with the gate, the operators' router, then the customers' router; `workflow_data`
-    are the handlers' dependencies (`conversation`, `desk`, `guards`, `sequencer`, `audit`, `limits`)."""
+    are the handlers' dependencies (`conversation`, `desk`, `guards`, `sequencer`, `audit`)."""
     operators = operators or Operators()
     dispatcher = Dispatcher(operators=operators, disable_fsm=True, **workflow_data)   # no FSM states: no FSM step per update
     dispatcher.update.outer_middleware(UpdateGate())

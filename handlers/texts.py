@@ -1,4 +1,4 @@
-"""Everything a Telegram customer reads that does not come from the agent (Simplified Chinese)."""
+"""Everything a customer reads that does not come from the agent (Simplified Chinese), in every channel."""
 
 START = ("您好！我是运动用品店的智能客服，所有价格、库存和优惠都来自店铺系统，经过核实后才会告诉您。\n"
          "您可以这样问我：\n"

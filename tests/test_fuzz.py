@@ -15,9 +15,10 @@ from aiogram.types import Update
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.conversation import Conversation
+from agent.conversation import Conversation, Limits
 from agent.handoff import LocalHandoffStore
 from agent.memory import InProcessMemory
+from agent.session import InProcessSessions
 from agent.turn import Agent
 from db.aggregates import Metric, OrderQuery, query_orders
 from db.facts import Product
@@ -28,7 +29,7 @@ from guardrails.validator import validate
 from handlers.guards import ChatSequencer, LocalGuards
 from handlers.handoff import Desk
 from handlers.operators import Operators
-from handlers.telegram import Limits, build_dispatcher
+from handlers.telegram import build_dispatcher
 from tests.fakes.bot_session import RecordingSession
 
 # Text a customer could send: any Unicode (incl. NUL, zero-width, RTL marks, emoji sequences), Chinese
@@ -79,11 +80,12 @@ def world(demo_db, search):
     conn = loop.run_until_complete(open_readonly(demo_db))
     session = RecordingSession()
     bot = Bot("42:TEST", session=session)
-    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
-    desk = Desk(bot, LocalHandoffStore(), conversation)
+    handoffs, guards = LocalHandoffStore(), LocalGuards(rate_limit=10**6)
+    conversation = Conversation(Agent(conn, search), InProcessSessions(InProcessMemory(warn=False), handoffs),
+                                limits=Limits(max_message_chars=1000), rate=guards.rate)
+    desk = Desk(bot, handoffs, conversation)
     dispatcher = build_dispatcher(operators=Operators(frozenset({777}), None), conversation=conversation, desk=desk,
-                                  guards=LocalGuards(rate_limit=10**6), sequencer=ChatSequencer(), audit=None,
-                                  limits=Limits(max_message_chars=1000))
+                                  guards=guards, sequencer=ChatSequencer(), audit=None)
     try:
         yield loop, dispatcher, bot, session
     finally:

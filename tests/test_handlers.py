@@ -12,15 +12,16 @@ from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
 from aiogram.methods import SendChatAction
 from aiogram.types import Update
 
-from agent.conversation import Conversation
+from agent.conversation import Conversation, Limits
 from agent.handoff import LocalHandoffStore
 from agent.memory import InProcessMemory
+from agent.session import InProcessSessions
 from agent.turn import Agent
 from handlers import texts
 from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
 from handlers.handoff import Desk
 from handlers.replies import TELEGRAM_LIMIT, send_answer, split_text
-from handlers.telegram import Limits, build_dispatcher
+from handlers.telegram import TYPING, build_dispatcher
 from tests.fakes.bot_session import RecordingSession
 
 _ids = iter(range(1, 10**9))
@@ -41,10 +42,13 @@ class Harness:
         self.session = RecordingSession()
         self.bot = Bot("42:TEST", session=self.session)
         self.memory = InProcessMemory(warn=False)
-        conversation = Conversation(agent, self.memory, audit)
-        self.desk = Desk(self.bot, LocalHandoffStore(), conversation, audit=audit)
-        self.dispatcher = build_dispatcher(conversation=conversation, desk=self.desk, guards=guards or LocalGuards(),
-                                           sequencer=ChatSequencer(), audit=audit, limits=limits or Limits())
+        guards = guards or LocalGuards()
+        handoffs = LocalHandoffStore()
+        conversation = Conversation(agent, InProcessSessions(self.memory, handoffs), audit, limits=limits or Limits(),
+                                    rate=guards.rate)
+        self.desk = Desk(self.bot, handoffs, conversation, audit=audit)
+        self.dispatcher = build_dispatcher(conversation=conversation, desk=self.desk, guards=guards,
+                                           sequencer=ChatSequencer(), audit=audit)
 
     async def feed(self, *updates: Update) -> None:
         for u in updates:
@@ -66,12 +70,12 @@ async def test_start_help_and_reset(harness):
 
 
 async def test_a_question_is_answered_with_escaped_html_and_typing_only_when_slow(harness, monkeypatch):
-    monkeypatch.setattr("handlers.telegram.TYPING_AFTER_SECONDS", 3600)   # every turn faster than that
+    monkeypatch.setitem(TYPING, "initial_sleep", 3600)   # every turn faster than that
     await harness.feed(update(7, "足球多少钱"))
     (message,) = harness.session.messages
     assert message.parse_mode == "HTML" and "120元" in message.text and message.chat_id == 7
     assert not any(isinstance(r, SendChatAction) for r in harness.session.requests)   # fast: no extra request
-    monkeypatch.setattr("handlers.telegram.TYPING_AFTER_SECONDS", 0)      # every turn slower than that
+    monkeypatch.setitem(TYPING, "initial_sleep", 0)     # every turn slower than that
     await harness.feed(update(8, "足球多少钱"))
     assert any(isinstance(r, SendChatAction) and r.action == "typing" and r.chat_id == 8
                for r in harness.session.requests)

@@ -25,13 +25,14 @@ from agent.handoff import (
     asks_for_person,
 )
 from agent.memory import InProcessMemory
+from agent.session import InProcessSessions
 from agent.stats import compute, to_csv
 from agent.turn import Agent
 from handlers import texts
 from handlers.guards import ChatSequencer, LocalGuards
 from handlers.handoff import Desk
 from handlers.operators import Operators
-from handlers.telegram import Limits, build_dispatcher
+from handlers.telegram import build_dispatcher
 from tests.fakes.bot_session import RecordingSession
 
 GROUP, OPERATOR = -100777, 777
@@ -172,12 +173,15 @@ class Desktop:
         self.session = TopicSession()
         self.bot = Bot("42:TEST", session=self.session)
         self.store = LocalHandoffStore()
-        self.conversation = Conversation(agent, InProcessMemory(warn=False), audit)
+        self.memory = InProcessMemory(warn=False)
+        guards = LocalGuards()
+        self.conversation = Conversation(agent, InProcessSessions(self.memory, self.store), audit, rate=guards.rate,
+                                         desk=True, clock=clock)
         self.desk = Desk(self.bot, self.store, self.conversation, GROUP, ServiceHours.parse("09:00-21:00"),
                          audit=audit, clock=clock)
         self.dispatcher = build_dispatcher(operators=Operators(frozenset({OPERATOR}), GROUP),
-                                           conversation=self.conversation, desk=self.desk, guards=LocalGuards(),
-                                           sequencer=ChatSequencer(), audit=audit, limits=Limits())
+                                           conversation=self.conversation, desk=self.desk, guards=guards,
+                                           sequencer=ChatSequencer(), audit=audit)
 
     async def feed(self, *updates: Update) -> None:
         for u in updates:
@@ -197,7 +201,7 @@ async def test_a_turn_in_flight_when_a_person_takes_over_is_not_sent(conn, searc
     desktop = Desktop(TakenOver(conn, search))
     await desktop.feed(customer(5, "足球多少钱"))
     assert desktop.session.texts(5) == []
-    assert (await desktop.conversation.memory.load("5")).turns == []   # the model will not see it later
+    assert (await desktop.memory.load("5")).turns == []   # the model will not see it later
 
 
 async def test_outside_service_hours_the_customer_is_told_when_people_answer(conn, search):
@@ -290,6 +294,7 @@ async def test_without_an_operators_group_the_customer_gets_the_contact_policy(c
 
     desktop = Desktop(Agent(conn, search))
     desktop.desk.operator_chat_id = None
+    desktop.conversation.desk = False   # no operators group: nobody to hand the chat to
     desktop.desk.contact_text = (await contact_policy(conn)).content
     await desktop.feed(customer(12, "转人工"))
     (told,) = desktop.session.texts(12)

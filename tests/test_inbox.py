@@ -15,13 +15,14 @@ from aiogram import Bot
 from aiogram.types import Update
 
 from agent.conversation import Conversation
-from agent.handoff import LocalHandoffStore
-from agent.memory import InProcessMemory
+from agent.handoff import RedisHandoffStore
+from agent.memory_redis import RedisMemory
 from agent.turn import Agent
 from handlers.guards import ChatSequencer, LocalGuards
 from handlers.handoff import Desk
 from handlers.inbox import GROUP, Inbox
-from handlers.telegram import Limits, build_dispatcher
+from handlers.sessions import RedisSessions
+from handlers.telegram import build_dispatcher
 from handlers.workers import Worker
 from tests.fakes.bot_process import wait_handled
 from tests.fakes.bot_session import RecordingSession
@@ -37,13 +38,16 @@ def update(chat_id: int, text: str, update_id: int | None = None) -> Update:
 
 
 def worker_parts(inbox: Inbox, conn, search) -> tuple[RecordingSession, Bot, object]:
-    """What an in-process worker needs: a recording Bot API session, the bot, the real dispatcher."""
+    """What an in-process worker needs: a recording Bot API session, the bot, the real dispatcher with the
+    chats' sessions in the inbox's Redis."""
     session = RecordingSession()
     bot = Bot("42:TEST", session=session)
-    conversation = Conversation(Agent(conn, search), InProcessMemory(warn=False))
-    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, LocalHandoffStore(), conversation),
-                                  guards=LocalGuards(), sequencer=ChatSequencer(), audit=None, limits=Limits(),
-                                  inbox_mode=True, inbox=inbox)
+    handoffs = RedisHandoffStore(inbox.redis, inbox.prefix)
+    sessions = RedisSessions(inbox.redis, RedisMemory(inbox.redis, prefix=inbox.prefix), handoffs)
+    guards = LocalGuards()
+    conversation = Conversation(Agent(conn, search), sessions, rate=guards.rate)
+    dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, handoffs, conversation),
+                                  guards=guards, sequencer=ChatSequencer(), audit=None, inbox=inbox)
     return session, bot, dispatcher
 
 
@@ -218,13 +222,12 @@ async def test_handle_once_retries_trouble_before_the_reply_and_never_sends_twic
 
 
 async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and_ack_together(redis):
-    """Piggybacks: the handoff state carries the memory read; the memory's transaction carries the
-    done-marker and the acknowledgement. Each is one round trip, with the same results as apart."""
+    """The chat's session: opening reads the handoff state and the memory in one round trip; the commit
+    writes the memory, the done-marker and the acknowledgement in one. The same results as apart."""
     from redis.asyncio import Redis
 
-    from agent.handoff import RedisHandoffStore
     from agent.memory import Turn
-    from agent.memory_redis import RedisMemory
+    from agent.session import Outcome
     from handlers.inbox import Entry
     from handlers.metrics import REDIS_ROUND_TRIPS, CountingConnection
     from tests.fakes.redis_support import REDIS_TEST_URL
@@ -232,6 +235,7 @@ async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and
     counted = Redis.from_url(REDIS_TEST_URL, connection_class=CountingConnection)
     try:
         memory, store = RedisMemory(counted, prefix=redis.test_prefix), RedisHandoffStore(counted, redis.test_prefix)
+        sessions = RedisSessions(counted, memory, store)
         inbox = Inbox(counted, redis.test_prefix, partitions=1)
         await inbox.ensure_groups()
         await inbox.append(update(61, "足球多少钱", update_id=7001))
@@ -239,21 +243,20 @@ async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and
         await memory.append("61", Turn("你好", "您好"), ["001"], 2)
         await store.begin("61", "61", "顾客", 100.0)
 
-        trips = REDIS_ROUND_TRIPS._value.get()
-        load = memory.loading("61")
-        state = await store.get("61", also=load)
-        assert REDIS_ROUND_TRIPS._value.get() - trips == 1
-        assert state == await store.get("61") and load.memory == await memory.load("61")
-        assert load.memory.focus_product_ids == ["001"] and load.memory.last_quantity == 2
-
         entry = Entry(inbox.stream(0), entry_id, first=True)
         trips = REDIS_ROUND_TRIPS._value.get()
-        await memory.append("61", Turn("足球多少钱", "120元"), None, None, also=inbox.finisher(7001, entry))
+        session = await sessions.open("61", inbox.receipt(7001, entry))
+        assert REDIS_ROUND_TRIPS._value.get() - trips == 1
+        assert session.handoff == await store.get("61") and session.memory == await memory.load("61")
+        assert session.memory.focus_product_ids == ["001"] and session.memory.last_quantity == 2
+
+        trips = REDIS_ROUND_TRIPS._value.get()
+        await session.commit(Outcome(Turn("足球多少钱", "120元")))
         assert REDIS_ROUND_TRIPS._value.get() - trips == 1 and entry.acked
         assert await inbox.is_done(7001) and (await counted.xpending(inbox.stream(0), GROUP))["pending"] == 0
         assert [t.user for t in (await memory.load("61")).turns] == ["你好", "足球多少钱"]
         trips = REDIS_ROUND_TRIPS._value.get()
-        await inbox.finish(7001, entry)                 # carried already: nothing more to write
+        await inbox.finish(7001, entry)                 # settled already: nothing more to write
         assert REDIS_ROUND_TRIPS._value.get() == trips
     finally:
         await counted.aclose()
