@@ -1,7 +1,7 @@
 """The audit log: one record per turn (a `TurnRecord`, built once from the finished turn) and per handoff,
 relay, feedback or unanswered event, each with a `kind`, written to the audit store (and, when configured,
-a rotated JSON Lines copy) off the event loop and summarized in one log line. It never holds a token or an
-API key."""
+a rotated JSON Lines copy) off the event loop and summarized in one log line; read back as `TurnRecord`s.
+It never holds a token or an API key."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.audit_record import TURN, TurnRecord, kind_of, now_iso  # noqa: F401 - TURN, kind_of: read here by channels
+from agent.audit_record import TurnRecord
 from db.audit_store import AuditFilter, AuditReader, AuditStore  # noqa: F401 - channels read the store through agent/
 
 log = logging.getLogger("kefu.audit")
@@ -57,41 +57,46 @@ class AuditLog:
         self.store = store
         self.jsonl = JsonLines(jsonl, jsonl_max_bytes, jsonl_backups) if jsonl is not None else None
 
-    def since(self, moment: datetime) -> list[dict[str, Any]]:
+    def since(self, moment: datetime) -> list[TurnRecord]:
         """Every record from `moment` on, oldest first (blocking: call it in a thread)."""
         if self.store is not None:
-            return list(self.store.iterate(AuditFilter(since=moment)))
-        return read_since(self.jsonl.path, moment) if self.jsonl is not None else []
+            rows = self.store.iterate(AuditFilter(since=moment))
+        else:
+            rows = read_since(self.jsonl.path, moment) if self.jsonl is not None else []
+        return [TurnRecord.from_row(row) for row in rows]
 
-    def of_chat(self, chat_id: str, count: int) -> list[dict[str, Any]]:
+    def of_chat(self, chat_id: str, count: int) -> list[TurnRecord]:
         """A chat's latest `count` records, oldest first (blocking: call it in a thread)."""
         if self.store is not None:
-            return self.store.query(AuditFilter(chat_id=str(chat_id)), limit=count)[::-1]
-        return tail(self.jsonl.path, count, str(chat_id)) if self.jsonl is not None else []
+            rows = self.store.query(AuditFilter(chat_id=str(chat_id)), limit=count)[::-1]
+        else:
+            rows = tail(self.jsonl.path, count, str(chat_id)) if self.jsonl is not None else []
+        return [TurnRecord.from_row(row) for row in rows]
 
     @property
     def path(self) -> Path | None:
         return self.jsonl.path if self.jsonl is not None else None
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: TurnRecord) -> None:
+        entry = record.entry()
         if self.store is not None:
-            self.store.add(record)
+            self.store.add(entry)
         if self.jsonl is not None:
-            self.jsonl.write(record)
+            self.jsonl.write(dict(entry.record))
 
     def record(self, **fields: Any) -> TurnRecord:
         """A finished turn (`TurnRecord.from_turn`'s arguments), typed once and written."""
         record = TurnRecord.from_turn(**fields)
-        self._write(record.as_row())
+        self._write(record)
         log.info("turn chat=%s status=%s calls=%s degraded=%s fallback=%s blocked=%s latency_ms=%s",
                  record.chat_id, record.status, record.model_calls, record.degraded, record.fallback,
                  record.blocked, record.latency_ms)
         return record
 
-    def event(self, kind: str, chat_id: str, **fields: Any) -> dict[str, Any]:
+    def event(self, kind: str, chat_id: str, **fields: Any) -> TurnRecord:
         """A handoff, relay or feedback event, in the same log as the turns."""
         assert kind in EVENT_KINDS, kind
-        record = {"time": now_iso(), "kind": kind, "chat_id": str(chat_id), **fields}
+        record = TurnRecord.from_event(kind, chat_id, **fields)
         self._write(record)
         log.info("%s chat=%s %s", kind, chat_id, " ".join(f"{k}={v}" for k, v in fields.items()
                                                           if k not in ("text", "message")))

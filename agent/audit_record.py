@@ -1,6 +1,7 @@
 """One audit record, typed: a turn (built once from the finished turn when it is recorded) or a handoff,
 relay, feedback or unanswered event in the same log. The store keeps records as JSON; `from_row` reads one
-back (records older than a field read with that field empty), `as_row` is the JSON that is stored."""
+back (records older than a field read with that field empty, a field of an odd type read as empty),
+`as_row` is the JSON that is stored and `entry` the row the store writes (its indexed columns typed)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from agent.trace import FALLBACK, TurnResult
+from db.audit_store import AuditEntry
 
 TURN = "turn"
 
@@ -108,13 +110,21 @@ class TurnRecord:
             verdicts=tuple(Verdict(v.ok, tuple(v.codes), v.model, v.draft, v.detail) for v in trace.verdicts))
 
     @classmethod
+    def from_event(cls, kind: str, chat_id: str, *, time: str | None = None, **fields: Any) -> TurnRecord:
+        """A handoff, relay, feedback or unanswered event with the fields it was given (a field this class
+        does not know is kept as it is, in `extra`)."""
+        return cls(time=time or now_iso(), kind=kind, chat_id=str(chat_id),
+                   **{k: v for k, v in fields.items() if k in _EVENT_FIELDS},
+                   extra={k: v for k, v in fields.items() if k not in _EVENT_FIELDS})
+
+    @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> TurnRecord:
         """A record as the store or the JSON Lines file gives it back (the store adds its row `id`)."""
-        verdicts = tuple(Verdict(bool(v.get("ok")), tuple(v.get("codes") or ()), v.get("model") or "",
-                                 v.get("draft") or "", v.get("detail") or "")
+        verdicts = tuple(Verdict(bool(v.get("ok")), tuple(map(str, _list(v.get("codes")))), str(v.get("model") or ""),
+                                 str(v.get("draft") or ""), str(v.get("detail") or ""))
                          for v in _list(row.get("verdicts")) if isinstance(v, Mapping))
         tools = tuple(ToolCall(str(t.get("name", "")), t.get("arguments"), str(t.get("status", "")),
-                               _number(t.get("duration_ms")), tuple(t.get("evidence_ids") or ()))
+                               _number(t.get("duration_ms")), tuple(map(str, _list(t.get("evidence_ids")))))
                       for t in _list(row.get("tool_calls")) if isinstance(t, Mapping))
         figures = row.get("evidence_figures")
         return cls(
@@ -153,6 +163,15 @@ class TurnRecord:
                                   "detail": v.detail} for v in self.verdicts])
             return {**row, **self.extra}
         return {"time": self.time, "kind": self.kind, "chat_id": self.chat_id, **self.event_fields()}
+
+    def entry(self) -> AuditEntry:
+        """The row the audit store writes: the columns it indexes, the blocked drafts' reason codes and this
+        record's JSON."""
+        return AuditEntry(time=self.time, kind=self.kind, chat_id=self.chat_id, record=self.as_row(),
+                          user_id=self.user_id, update_id=self.update_id, status=self.status,
+                          blocked=bool(self.blocked or self.blocked_codes), degraded=bool(self.degraded),
+                          fallback=bool(self.fallback), latency_ms=self.latency_ms, model_calls=self.model_calls,
+                          message=self.message, answer=self.answer, codes=self.blocked_codes)
 
     def event_fields(self) -> dict[str, Any]:
         """What an event says beyond its time, kind and chat: the fields it has."""

@@ -1,8 +1,13 @@
 """The audit store: a SQLite file in WAL mode, apart from the catalog, the only thing the bot writes.
 One row per turn and per handoff, relay, feedback or unanswered event, indexed by time, chat, user,
-status and reason code; the whole record kept as JSON beside the indexed columns. Records are written
-by one thread in batches from a bounded queue, so a slow disk never slows a reply; a full queue is
-counted and logged. Several bot processes on one host may share the file (WAL, busy timeout)."""
+status and reason code; the whole record kept as JSON beside the indexed columns. What is written is an
+`AuditEntry`: the indexed columns typed, and the record as an opaque JSON document (its shape is the
+agent's, `agent/audit_record.py`, which builds the entries; the store never reads inside it). Records are
+written by one thread in batches from a bounded queue, so a slow disk never slows a reply; a full queue is
+counted and logged. Several bot processes on one host may share the file (WAL, busy timeout). Reading
+gives each stored document back with its row `id`; a row whose document is not a JSON object (a damaged
+or foreign row) reads as its row id alone, and a non-numeric latency or model-call count is left out of
+the daily figures, so one odd row never breaks a page or /stats."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -57,9 +62,32 @@ BATCH = 200
 PURGE_EVERY_SECONDS = 6 * 3600
 
 
-def blocked_codes(record: dict[str, Any]) -> list[str]:
-    """The reason codes of the drafts the validator blocked in this turn."""
-    return sorted({c for v in record.get("verdicts") or [] if not v.get("ok") for c in v.get("codes") or []})
+@dataclass(frozen=True)
+class AuditEntry:
+    """One row as the store writes it: the columns it indexes and filters by, the reason codes of the drafts
+    the validator blocked (the `audit_codes` rows), and the whole record, kept as JSON and given back by
+    the queries. The record's shape belongs to the agent (`TurnRecord.entry()` builds this)."""
+    time: str                        # ISO 8601 UTC, milliseconds
+    kind: str                        # turn, handoff_start, relay, feedback, ...
+    chat_id: str
+    record: Mapping[str, Any]
+    user_id: str | None = None
+    update_id: int | None = None
+    status: str | None = None
+    blocked: bool = False            # a draft of this turn was blocked
+    degraded: bool = False
+    fallback: bool = False
+    latency_ms: float | None = None
+    model_calls: int | None = None
+    message: str | None = None       # the customer's message and the answer, for the text filter
+    answer: str | None = None
+    codes: tuple[str, ...] = ()
+
+    def columns(self) -> tuple:
+        return (self.time, self.kind, self.chat_id, self.user_id, self.update_id, self.status,
+                int(bool(self.blocked or self.codes)), int(self.degraded), int(self.fallback), self.latency_ms,
+                self.model_calls, self.message, self.answer,
+                json.dumps(dict(self.record), ensure_ascii=False, default=str))
 
 
 def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
@@ -114,12 +142,26 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
-def _row(record: dict[str, Any]) -> tuple:
-    return (str(record.get("time")), str(record.get("kind") or "turn"), str(record.get("chat_id")),
-            record.get("user_id"), record.get("update_id"), record.get("status"),
-            int(bool(record.get("blocked") or blocked_codes(record))), int(bool(record.get("degraded"))),
-            int(bool(record.get("fallback"))), record.get("latency_ms"), record.get("model_calls"),
-            record.get("message"), record.get("answer"), json.dumps(record, ensure_ascii=False, default=str))
+def _stored(row: sqlite3.Row) -> dict[str, Any]:
+    """A stored document with its row id; a document that is not a JSON object reads as the id alone."""
+    try:
+        record = json.loads(row["record"])
+    except (TypeError, ValueError):
+        record = None
+    if not isinstance(record, dict):
+        log.warning("audit row %s does not hold a JSON object; read as its id alone", row["id"])
+        record = {}
+    return {**record, "id": row["id"]}
+
+
+def _field(name: str) -> str:
+    """A field of the stored document in SQL; NULL where the document is not valid JSON."""
+    return f"json_extract(CASE WHEN json_valid(record) THEN record END, '$.{name}')"
+
+
+def _numeric(column: str) -> str:
+    """The column where it holds a number, else NULL (a row written by an older or foreign writer)."""
+    return f"CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END AS {column}"
 
 
 class AuditReader:
@@ -141,12 +183,12 @@ class AuditReader:
         with self._read_lock:
             rows = self._reader.execute(f"SELECT id, record FROM audit{sql} ORDER BY time {order}, id {order} "
                                         "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
-        return [{**json.loads(r["record"]), "id": r["id"]} for r in rows]
+        return [_stored(r) for r in rows]
 
     def get(self, record_id: int) -> dict[str, Any] | None:
         with self._read_lock:
             row = self._reader.execute("SELECT id, record FROM audit WHERE id = ?", (record_id,)).fetchone()
-        return {**json.loads(row["record"]), "id": row["id"]} if row else None
+        return _stored(row) if row else None
 
     def count(self, where: AuditFilter = AuditFilter()) -> int:  # noqa: B008
         sql, args = where.where()
@@ -160,9 +202,9 @@ class AuditReader:
             return {}
         marks = ", ".join("?" for _ in ids)
         with self._read_lock:
-            rows = self._reader.execute(f"SELECT update_id, json_extract(record, '$.value') FROM audit "
+            rows = self._reader.execute(f"SELECT update_id, {_field('value')} FROM audit "
                                         f"WHERE kind = 'feedback' AND update_id IN ({marks})", ids).fetchall()
-        return {int(r[0]): str(r[1]) for r in rows}
+        return {int(r[0]): str(r[1]) for r in rows if r[1] is not None}
 
     def daily(self, since: datetime, utc_offset_hours: int = 8) -> list[dict[str, Any]]:
         """Per local day from `since`: the counts of /stats by SQL over the indexed columns (no JSON parsed),
@@ -178,13 +220,13 @@ class AuditReader:
                 "sum(kind = 'turn' AND (fallback = 1 OR status = 'fallback')) AS fallback, "
                 "sum(kind = 'turn' AND degraded = 1) AS degraded, sum(kind = 'turn' AND blocked = 1) AS blocked, "
                 "sum(kind = 'handoff_start') AS handoffs, sum(kind = 'relay') AS relayed, "
-                "sum(kind = 'feedback' AND json_extract(record, '$.value') = 'up') AS up, "
-                "sum(kind = 'feedback' AND json_extract(record, '$.value') = 'down') AS down, "
-                "sum(kind = 'turn' AND json_extract(record, '$.delivered') = 0) AS muted "
+                f"sum(kind = 'feedback' AND {_field('value')} = 'up') AS up, "
+                f"sum(kind = 'feedback' AND {_field('value')} = 'down') AS down, "
+                f"sum(kind = 'turn' AND {_field('delivered')} = 0) AS muted "
                 f"FROM audit WHERE time >= ? GROUP BY day ORDER BY day", (start,)).fetchall()
             samples = self._reader.execute(
-                f"SELECT {day} AS day, latency_ms, model_calls FROM audit WHERE time >= ? AND kind = 'turn'",
-                (start,)).fetchall()
+                f"SELECT {day} AS day, {_numeric('latency_ms')}, {_numeric('model_calls')} "
+                "FROM audit WHERE time >= ? AND kind = 'turn'", (start,)).fetchall()
             codes = self._reader.execute(
                 f"SELECT {day} AS day, c.code, count(*) FROM audit a JOIN audit_codes c ON c.audit_id = a.id "
                 "WHERE a.time >= ? GROUP BY day, c.code ORDER BY count(*) DESC", (start,)).fetchall()
@@ -226,17 +268,17 @@ class AuditStore(AuditReader):
         self.retention_days = retention_days
         self._writer = _connect(path)
         super().__init__(path)
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[AuditEntry | None] = queue.Queue(maxsize=queue_size)
         self.dropped = 0
         self.written = 0
         self.purge()
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
         self._thread.start()
 
-    def add(self, record: dict[str, Any]) -> bool:
-        """Queue a record; False (counted and logged) when the queue is full."""
+    def add(self, entry: AuditEntry) -> bool:
+        """Queue an entry; False (counted and logged) when the queue is full."""
         try:
-            self._queue.put_nowait(record)
+            self._queue.put_nowait(entry)
             return True
         except queue.Full:
             self.dropped += 1
@@ -261,27 +303,26 @@ class AuditStore(AuditReader):
                 except queue.Empty:
                     break
             stop = None in batch
-            records = [r for r in batch if r is not None]
-            if records:
+            entries = [e for e in batch if e is not None]
+            if entries:
                 try:
-                    self._write(records)
-                except sqlite3.Error:
-                    log.exception("could not write %d audit records", len(records))
+                    self._write(entries)
+                except (sqlite3.Error, TypeError, ValueError):
+                    log.exception("could not write %d audit records", len(entries))
             for _ in batch:
                 self._queue.task_done()
 
-    def _write(self, records: list[dict[str, Any]]) -> None:
+    def _write(self, entries: list[AuditEntry]) -> None:
         with self._writer:
-            for record in records:
+            for entry in entries:
                 cursor = self._writer.execute(
                     "INSERT INTO audit (time, kind, chat_id, user_id, update_id, status, blocked, degraded, fallback, "
                     "latency_ms, model_calls, message, answer, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _row(record))
-                codes = blocked_codes(record)
-                if codes:
+                    entry.columns())
+                if entry.codes:
                     self._writer.executemany("INSERT INTO audit_codes VALUES (?, ?)",
-                                             [(cursor.lastrowid, c) for c in codes])
-        self.written += len(records)
+                                             [(cursor.lastrowid, c) for c in entry.codes])
+        self.written += len(entries)
 
     def flush(self) -> None:
         """Wait until every queued record is written (tests, shutdown)."""

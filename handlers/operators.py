@@ -16,7 +16,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
 
-from agent.audit import TURN, kind_of
+from agent.audit import TurnRecord
 from agent.handoff import SHANGHAI, Claim
 from agent.stats import Stats, compute, to_csv
 from handlers import buttons
@@ -141,23 +141,25 @@ async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> 
     if not records:
         await send_answer(bot, message.chat.id, f"No audit records for chat {chat}.", **_reply_kwargs(message))
         return
+    await send_answer(bot, message.chat.id, format_chat(chat, records), **_reply_kwargs(message))
+
+
+def format_chat(chat: str, records: list[TurnRecord]) -> str:
+    """A chat's latest records for /chat: each turn with its outcome marks, question and answer; each event."""
     lines = [f"💬 Chat {chat}: the latest {len(records)} records"]
-    for record in records:
-        when = str(record.get("time", ""))[:19].replace("T", " ")
-        if kind_of(record) == TURN:
-            codes = sorted({c for v in record.get("verdicts") or [] if not v.get("ok") for c in v.get("codes", [])})
-            flags = [f for f in ("degraded", "fallback") if record.get(f)] + \
-                ([] if record.get("delivered", True) else ["not sent"])
-            lines.append(f"\n{when} UTC · {record.get('status')}"
-                         f"{' · blocked: ' + ', '.join(codes) if codes else ''}"
+    for r in records:
+        when = r.time[:19].replace("T", " ")
+        if r.is_turn:
+            flags = [mark for mark in r.marks if mark != "blocked"]   # the blocked codes are shown instead
+            lines.append(f"\n{when} UTC · {r.status}"
+                         f"{' · blocked: ' + ', '.join(r.blocked_codes) if r.blocked_codes else ''}"
                          f"{' · ' + ', '.join(flags) if flags else ''}")
-            lines.append(f"Q: {record.get('message')}")
-            lines.append(f"A: {record.get('answer')}")
+            lines.append(f"Q: {r.message}")
+            lines.append(f"A: {r.answer}")
         else:
-            extra = record.get("direction") or record.get("value") or record.get("reason") or ""
-            lines.append(f"\n{when} UTC · {kind_of(record)} {extra}".rstrip()
-                         + (f"\n  {record['text']}" if record.get("text") else ""))
-    await send_answer(bot, message.chat.id, "\n".join(lines), **_reply_kwargs(message))
+            extra = r.direction or r.value or r.reason or ""
+            lines.append(f"\n{when} UTC · {r.kind} {extra}".rstrip() + (f"\n  {r.text}" if r.text else ""))
+    return "\n".join(lines)
 
 
 async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -> None:

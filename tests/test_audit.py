@@ -57,7 +57,7 @@ def test_the_store_keeps_turns_and_events_queryable(tmp_path):
     assert [r["chat_id"] for r in store.query(AuditFilter(blocked_only=True))] == ["2"]
     assert [r["message"] for r in store.query(AuditFilter(text="篮球"))] == ["<script>篮球</script>"]
     assert [r["kind"] for r in store.query(AuditFilter(chat_id="2"), newest_first=False)] == ["turn", "relay"]
-    assert [r["chat_id"] for r in audit.of_chat("1", 5)] == ["1"]
+    assert [r.chat_id for r in audit.of_chat("1", 5)] == ["1"]                     # typed records
     assert len(audit.since(datetime.now(UTC) - timedelta(minutes=1))) == 3
     assert store.purge(now=datetime.now(UTC) + timedelta(days=91)) == 3 and store.query() == []
     audit.close()
@@ -67,16 +67,17 @@ def test_a_full_queue_is_counted_and_nothing_else_is_lost(tmp_path, caplog):
     import sqlite3
     import time
 
+    from agent.audit_record import TurnRecord
     from db.audit_store import AuditStore
 
     store = AuditStore(tmp_path / "audit.db", queue_size=1)
     blocker = sqlite3.connect(tmp_path / "audit.db", timeout=0)
     blocker.execute("BEGIN EXCLUSIVE")                       # a disk that does not answer
-    store.add({"time": "t1", "chat_id": "1"})
+    store.add(TurnRecord(time="t1", chat_id="1").entry())
     while store._queue.qsize():                              # the writer has taken it and waits on the disk
         time.sleep(0.01)
-    assert store.add({"time": "t2", "chat_id": "1"})         # queued
-    assert not store.add({"time": "t3", "chat_id": "1"})     # full: counted and logged
+    assert store.add(TurnRecord(time="t2", chat_id="1").entry())         # queued
+    assert not store.add(TurnRecord(time="t3", chat_id="1").entry())     # full: counted and logged
     assert store.dropped == 1 and "1 record(s) dropped so far" in caplog.text
     blocker.rollback()
     blocker.close()
@@ -120,11 +121,13 @@ def test_audit_export_and_tail_on_the_command_line(tmp_path):
 
 def test_two_writers_share_one_store(tmp_path):
     """Two bot processes on one host: two stores (two connections, two writer threads) on one WAL file."""
+    from agent.audit_record import TurnRecord
     from db.audit_store import AuditStore
 
     first, second = AuditStore(tmp_path / "audit.db"), AuditStore(tmp_path / "audit.db")
     for n in range(300):
-        (first if n % 2 else second).add({"time": f"2026-11-29T00:00:{n:05d}", "kind": "turn", "chat_id": str(n)})
+        (first if n % 2 else second).add(TurnRecord(time=f"2026-11-29T00:00:{n:05d}", kind="turn",
+                                                    chat_id=str(n)).entry())
     first.flush()
     second.flush()
     assert sorted(int(r["chat_id"]) for r in first.iterate()) == list(range(300))
@@ -290,3 +293,116 @@ def test_the_percentile_is_the_inclusive_quantile():
         assert percentile(values, 95) == pytest.approx(p95, rel=1e-12)
         assert percentile(values, 50) == pytest.approx(statistics.median(values), rel=1e-12)
     assert percentile([100.0, 100.0, 100.0, 200.0, 300.0], 95) == 280.0 and percentile([], 50) is None
+
+
+# --- the readers of the typed record: the store's entry, /chat, odd rows -----------------------------------
+
+def test_the_store_writes_the_entry_the_record_gives():
+    from agent.audit_record import TurnRecord
+
+    turn = result(blocked=True)
+    turn.trace.latency_ms, turn.trace.fallback = 30.0, True
+    record = TurnRecord.from_turn(chat_id="4", user_id="u4", message="足球多少钱", result=turn, update_id=6)
+    entry = record.entry()
+    assert (entry.time, entry.kind, entry.chat_id, entry.user_id, entry.update_id, entry.status) == \
+        (record.time, "turn", "4", "u4", 6, "grounded")
+    assert (entry.blocked, entry.degraded, entry.fallback, entry.latency_ms, entry.model_calls) == \
+        (True, False, True, 30.0, 2)
+    assert entry.codes == ("UNVERIFIED_AMOUNT",) and entry.record == record.as_row()
+    assert (entry.message, entry.answer) == ("足球多少钱", "足球售价120元")
+    event = TurnRecord.from_event("relay", 2, direction="to_customer", operator_id=7, delivered=False, text="您好",
+                                  shift="night")
+    assert event.kind == "relay" and event.chat_id == "2" and event.extra == {"shift": "night"}
+    assert event.entry().record == {"time": event.time, "kind": "relay", "chat_id": "2", "operator_id": 7,
+                                    "direction": "to_customer", "delivered": False, "text": "您好", "shift": "night"}
+    assert not event.entry().blocked and event.entry().status is None and event.entry().codes == ()
+
+
+def test_events_are_typed_when_written_and_read_back_alike(tmp_path):
+    from db.audit_store import AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store, jsonl=tmp_path / "audit.jsonl")
+    written = audit.event("feedback", "3", update_id=9, value="down", user_id="u3")
+    store.flush()
+    audit.close()
+    (line,) = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    (row,) = AuditLog(jsonl=tmp_path / "audit.jsonl").of_chat("3", 5)
+    assert line == written.as_row() and row == written and (row.kind, row.value, row.update_id) == ("feedback", "down", 9)
+
+
+def test_chat_renders_typed_records():
+    from agent.audit_record import TurnRecord, Verdict
+    from handlers.operators import format_chat
+
+    records = [
+        TurnRecord(time="2026-11-30T02:03:04.567+00:00", chat_id="51", message="足球多少钱", answer="足球售价120元",
+                   status="grounded", degraded=True, delivered=False, blocked=True,
+                   verdicts=(Verdict(False, ("WRONG_ROLE", "UNVERIFIED_AMOUNT")), Verdict(True))),
+        TurnRecord.from_row({"time": "2026-11-30T02:05:00+00:00", "chat_id": "51", "status": "fallback",
+                             "fallback": True, "message": "在吗", "answer": "抱歉"}),    # an old row: no kind
+        TurnRecord.from_event("feedback", "51", time="2026-11-30T02:06:00.000+00:00", update_id=3, value="up"),
+        TurnRecord.from_event("relay", "51", time="2026-11-30T02:07:00.000+00:00", direction="to_operators",
+                              text="这个颜色有吗"),
+        TurnRecord.from_event("handoff_start", "51", time="2026-11-30T02:08:00.000+00:00", user_id="51"),
+    ]
+    assert format_chat("51", records) == "\n".join([
+        "💬 Chat 51: the latest 5 records",
+        "\n2026-11-30 02:03:04 UTC · grounded · blocked: UNVERIFIED_AMOUNT, WRONG_ROLE · degraded, not sent",
+        "Q: 足球多少钱", "A: 足球售价120元",
+        "\n2026-11-30 02:05:00 UTC · fallback · fallback", "Q: 在吗", "A: 抱歉",
+        "\n2026-11-30 02:06:00 UTC · feedback up",
+        "\n2026-11-30 02:07:00 UTC · relay to_operators\n  这个颜色有吗",
+        "\n2026-11-30 02:08:00 UTC · handoff_start"])
+
+
+def test_odd_rows_are_read_by_the_store_and_every_reader_without_crashing(tmp_path):
+    """Rows a damaged file, an older writer or another tool left: a field of the wrong type, a verdict that
+    is not an object, a document that is not a JSON object."""
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    from agent.stats import compute, from_counts, to_csv
+    from db.audit_store import AuditFilter, AuditReader, AuditStore
+    from handlers.operators import format_chat
+
+    now = datetime.now(UTC)
+    at = [(now - timedelta(minutes=5 - n)).isoformat(timespec="milliseconds") for n in range(4)]
+    odd = {"time": at[0], "kind": "turn", "chat_id": 8, "status": 5, "latency_ms": "slow", "model_calls": "two",
+           "update_id": "x", "delivered": None, "verdicts": ["WRONG_ROLE", {"ok": False, "codes": 5},
+                                                            {"ok": False, "codes": ["MISSING_CONDITION", {"a": 1}]}],
+           "tool_calls": [{"name": "get_promotions", "evidence_ids": "promotion:P001"}, "search"],
+           "evidence_figures": ["price 120"], "citations": "product:001", "message": None}
+    AuditStore(tmp_path / "audit.db").close()
+    with sqlite3.connect(tmp_path / "audit.db") as conn:
+        insert = ("INSERT INTO audit (time, kind, chat_id, status, latency_ms, model_calls, record) "
+                  "VALUES (?, 'turn', '8', ?, ?, ?, ?)")
+        conn.execute(insert, (at[0], "5", "slow", "two", json.dumps(odd, ensure_ascii=False)))
+        conn.execute(insert, (at[1], "grounded", 40.0, 2, json.dumps({"time": at[1], "chat_id": "8",
+                                                                      "status": "grounded", "latency_ms": 40.0})))
+        conn.execute(insert, (at[2], "grounded", None, None, "[1, 2]"))                  # not an object
+        conn.execute(insert, (at[3], "grounded", None, None, "{not json"))               # not JSON
+    reader = AuditReader(tmp_path / "audit.db")
+    rows = reader.query(AuditFilter(chat_id="8"), newest_first=False)
+    assert [r["id"] for r in rows] == [1, 2, 3, 4] and rows[2] == {"id": 3} and rows[3] == {"id": 4}
+    assert reader.get(4) == {"id": 4} and len(list(reader.iterate())) == 4
+    (day,) = reader.daily(now - timedelta(days=1))
+    assert day["turns"] == 4 and day["latencies"] == [40.0] and day["model_calls"] == [2]
+    reader.close()
+
+    first = TurnRecord_of(rows[0])
+    assert (first.chat_id, first.status, first.latency_ms, first.model_calls, first.update_id) == \
+        ("8", "5", None, None, None)
+    assert first.blocked_codes == ("MISSING_CONDITION", "{'a': 1}") and first.citations == ()
+    assert first.tool_calls[0].evidence_ids == () and first.evidence_figures == {} and not first.muted
+    stats = compute(rows)
+    assert stats.turns == 4 and stats.latency_p50_ms == 40.0 and from_counts(day).latency_p50_ms == 40.0
+    assert to_csv(rows).decode("utf-8-sig").count("\r\n") == 5
+    assert "5 · blocked: MISSING_CONDITION" in format_chat("8", [TurnRecord_of(r) for r in rows])
+    assert all(summary_line(r) for r in rows)
+
+
+def TurnRecord_of(row):  # noqa: N802 - read as the type it builds
+    from agent.audit_record import TurnRecord
+
+    return TurnRecord.from_row(row)
