@@ -22,6 +22,7 @@ from agent.turn import Agent
 from db.catalog import ProductFilter, find_products
 from db.facts import Order
 from db.orders import list_orders
+from db.overview import CatalogOverview, catalog_overview
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,13 @@ class Conversation:
         """`rate`: the rate limit's verdict per user; `desk`: people answer handed-off chats here."""
         self.agent, self.sessions, self.audit = agent, sessions, audit
         self.limits, self.rate, self.desk, self.clock = limits, rate or _always_ok, desk, clock
+        self._overview: CatalogOverview | None = None
+
+    async def overview(self) -> CatalogOverview:
+        """The catalog served, and example questions from its own products (for greetings), read once."""
+        if self._overview is None:
+            self._overview = await catalog_overview(self.agent.conn)
+        return self._overview
 
     async def handle(self, message: Incoming, session: ChatSession) -> Reply:
         """The reply to one customer message, with the chat's session (opened by the channel, which

@@ -13,9 +13,16 @@ from typing import TextIO
 from agent.conversation import Answer, Conversation, Incoming
 from handlers.voice import Voice
 
-BANNER = """kefu-bot 控制台客服（demo 商品库）。直接输入问题，例如：
-  足球多少钱 / 有优惠吗 / 那买两个呢 / 我准备跑马拉松，需要透气并且能支撑足弓的装备
+BANNER = """kefu-bot 控制台客服（{catalog}：{path}，{products} 件商品）。直接输入问题，例如：
+  {examples}
 命令：/reset 清空对话记忆 · /trace 切换显示调用轨迹 · /quit 退出"""
+
+
+async def banner(conversation: Conversation) -> str:
+    """Which catalog this console serves (demo or not, its file, its size) and questions to try on it."""
+    overview = await conversation.overview()
+    return BANNER.format(catalog="演示商品库" if overview.demo else "商品库", path=overview.path,
+                         products=overview.products, examples=" / ".join(e.rstrip("？") for e in overview.examples))
 
 
 async def say_in_console(conversation: Conversation, voice: Voice, text: str, *,
@@ -40,7 +47,7 @@ async def run_console(conversation: Conversation, voice: Voice | None = None, *,
         stdout.write(text + "\n")
         stdout.flush()
 
-    say(BANNER)
+    say(await banner(conversation))
     while True:
         stdout.write("\n您：")
         stdout.flush()

@@ -25,6 +25,7 @@ from handlers.guards import ChatSequencer
 from handlers.handoff import Desk
 from handlers.operators import Operators, build_operator_router
 from handlers.replies import send_answer
+from handlers.voice import Voice
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +119,8 @@ def build_router() -> Router:
     router.message.middleware(HandoffGate())
 
     @router.message(CommandStart())
-    async def on_start(message: Message, bot: Bot) -> None:
-        await send_answer(bot, message.chat.id, texts.START)
+    async def on_start(message: Message, bot: Bot, conversation: Conversation) -> None:
+        await send_answer(bot, message.chat.id, Voice.greeting((await conversation.overview()).examples))
 
     @router.message(Command("help"))
     async def on_help(message: Message, bot: Bot) -> None:

@@ -40,6 +40,11 @@ class Voice:
         day = "今天" if opening.date() == now.date() else "明天"
         return texts.HANDOFF_AFTER_HOURS.format(hours=self.hours, opening=f"{day}{opening:%H:%M}")
 
+    @staticmethod
+    def greeting(examples: tuple[str, ...]) -> str:
+        """The first message: who answers, and questions this shop's customers could ask."""
+        return texts.START.format(examples="\n".join(f"• {example}" for example in examples))
+
     def render(self, reply: Reply) -> list[Outgoing]:
         match reply:
             case Answer(result=result, offer_person=offer):

@@ -168,3 +168,37 @@ async def test_a_failing_turn_is_a_polite_refusal_and_the_sessions_refuse_a_fore
     assert Voice().render(Refusal("failed"))[0].text == texts.SORRY
     with pytest.raises(ValueError):
         await sessions.open("1", delivery=object())   # in-process sessions cannot acknowledge an inbox entry
+
+
+async def test_another_shops_catalog_is_greeted_with_its_own_products_not_the_demos(tmp_path):
+    """The console banner and Telegram's /start name the catalog served and suggest questions about its
+    own products; the demo shop's examples appear only for the demo catalog."""
+    from db.build import write_catalog
+    from db.connection import open_readonly
+    from db.overview import DEMO_EXAMPLES
+    from db.records import read_catalog_csv
+    from handlers.console import banner
+
+    products = tmp_path / "p.csv"
+    products.write_text("product_id,product_name,brand,price,stock_quantity,description,specifications,usage,category\n"
+                        "B1,碳素羽毛球拍,李宁,399,12,,,,羽毛球拍\nB2,羽毛球训练筒,威克多,89,80,,,,羽毛球\n"
+                        "B3,比赛用羽毛球,尤尼克斯,129,40,,,,羽毛球\n", encoding="utf-8")
+    promotions = tmp_path / "x.csv"
+    promotions.write_text("promotion_id,product_id,promotion_text,discount_type,discount_value,minimum_quantity,"
+                          "minimum_spend,extra_condition\nX1,B1,9折,percentage,0.9,,,\n", encoding="utf-8")
+    write_catalog(tmp_path / "shop.db", read_catalog_csv(products, promotions), source="import:p.csv")
+    conn = await open_readonly(tmp_path / "shop.db")
+    try:
+        conversation = Conversation(Agent(conn, None, prepare=False), InProcessSessions(InProcessMemory(warn=False),
+                                                                                        LocalHandoffStore()))
+        overview = await conversation.overview()
+        assert overview.products == 3 and not overview.demo and overview.path.endswith("shop.db")
+        assert overview.examples == ("羽毛球训练筒多少钱？", "碳素羽毛球拍有优惠吗？", "你们有哪些羽毛球？")
+        shown = await banner(conversation)
+        greeting = Voice.greeting(overview.examples)
+        for text in (shown, greeting):
+            assert not any(example.rstrip("？") in text for example in DEMO_EXAMPLES)
+        assert "商品库：" in shown and "3 件商品" in shown and "演示" not in shown and "碳素羽毛球拍有优惠吗" in shown
+        assert "• 你们有哪些羽毛球？" in greeting
+    finally:
+        await conn.close()
