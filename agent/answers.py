@@ -49,6 +49,8 @@ APOLOGY = "非常抱歉给您带来了不好的体验。如需人工客服为您
 NO_BARGAIN = "抱歉，商品价格以店铺系统为准，客服无法议价或单独改价。"
 NO_BARGAIN_WHICH = "抱歉，商品价格以店铺系统为准，客服无法议价。告诉我您想买哪款商品，我帮您看看它当前有哪些优惠活动。"
 GREETING_PREFIX = "您好！"
+# A product whose record has no price: said as a fact of the record (the validator checks it), never left out.
+NO_PRICE = "价格暂未提供"
 
 
 def yuan(amount: Decimal) -> str:
@@ -110,7 +112,7 @@ class Findings:
                 self.plans.append(result)
             case QuoteRefusal(status=Status.NO_THRESHOLD | Status.UNREACHABLE):
                 self.plans.append(result)
-            case QuoteRefusal(status=Status.INSUFFICIENT_STOCK):
+            case QuoteRefusal(status=Status.INSUFFICIENT_STOCK | Status.PRICE_UNAVAILABLE):
                 self.calculation = result
             case PolicyDocuments(documents=documents):
                 self.searched_knowledge = True
@@ -133,6 +135,8 @@ def _promotion_sentence(product: Product, promos: list[Promotion]) -> tuple[str,
 
 def _calculation_sentence(product: Product, calc: Quote | QuoteRefusal) -> tuple[str, list[str]]:
     name = product.product_name
+    if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE:
+        return f"因为{name}{NO_PRICE}，暂时无法为您计算总价，可以联系人工客服确认。", [product.evidence_id]
     if isinstance(calc, QuoteRefusal):
         unit = measure_word(name)
         return (f"抱歉，{name}当前库存{calc.available_stock}{unit}，不够您需要的数量，"
@@ -168,8 +172,7 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
     pid, unit = main.product_id, measure_word(main.product_name)
     cites = [main.evidence_id]
     facts = []
-    if main.price is not None:
-        facts.append(f"售价{yuan(main.price)}")
+    facts.append(f"售价{yuan(main.price)}" if main.price is not None else NO_PRICE)
     if main.stock_quantity is not None:
         facts.append(f"库存{main.stock_quantity}{unit}" if main.stock_quantity > 0 else "目前缺货")
     parts = []
@@ -177,16 +180,18 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
         parts.append("以店铺系统核实的数据为准：")
     if main.description and wants_alternatives:
         parts.append(f"推荐您看看{_label(main)}：{main.description}。")
-        if facts:
-            parts.append(f"{main.product_name}{'，'.join(facts)}。")
+        parts.append(f"{main.product_name}{'，'.join(facts)}。")
     else:
-        parts.append(f"{_label(main)}{'，'.join(facts)}。" if facts else f"{_label(main)}。")
+        parts.append(f"{_label(main)}{'，'.join(facts)}。")
     sentence, promo_cites = _promotion_sentence(main, findings.promotions.get(pid, []))
     parts.append(sentence)
     cites += promo_cites
     calc = findings.calculation
+    refused = isinstance(calc, QuoteRefusal)
+    if refused and calc.status == Status.PRICE_UNAVAILABLE and calc.quantity == 1:
+        calc = None   # the price itself was asked: 价格暂未提供 above says it all
     if calc is not None and calc.product_id == pid and (
-            wants_price or isinstance(calc, QuoteRefusal) or calc.applied_promotion is not None):
+            wants_price or refused or calc.applied_promotion is not None):
         sentence, calc_cites = _calculation_sentence(main, calc)
         parts.append(sentence)
         cites += calc_cites
@@ -195,7 +200,7 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
         if others:
             lines = []
             for other in others:
-                price = f"，售价{yuan(other.price)}" if other.price is not None else ""
+                price = f"，售价{yuan(other.price)}" if other.price is not None else f"，{NO_PRICE}"
                 lines.append(f"{_label(other)}{price}")
                 cites.append(other.evidence_id)
             parts.append("\n也可以看看：" + "；".join(lines) + "。")
@@ -213,7 +218,8 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
         return NO_LISTING, []
     what = ("符合您预算的" if asked.max_price is not None or asked.min_price is not None else "") \
         + (asked.brand or "") + (asked.category or "") + "商品"
-    lines = [f"{_label(p)}，售价{yuan(p.price)}" if p.price is not None else _label(p) for p in products]
+    lines = [f"{_label(p)}，售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}，{NO_PRICE}"
+             for p in products]
     return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", [p.evidence_id for p in products]
 
 
@@ -230,9 +236,13 @@ def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[st
                 return "，" + "，".join(dict.fromkeys(found))
         return (f"，{p.description}" if differ and p.description else "") \
             + (f"，适用：{p.usage}" if differ and p.usage else "")
-    lines = [f"{_label(p)}售价{yuan(p.price)}" + about(p) for p in products if p.price is not None]
+    lines = [(f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}") + about(p)
+             for p in products]
     text = "；".join(lines) + "。"
     priced = [p for p in products if p.price is not None]
+    if len(priced) < len(products) and not differ:
+        unpriced = "、".join(p.product_name for p in products if p.price is None)
+        text += f"因为{unpriced}{NO_PRICE}，暂时无法比较价格。"
     if len(priced) >= 2:
         cheap, dear = min(priced, key=lambda p: p.price), max(priced, key=lambda p: p.price)
         if cheap.price == dear.price:
@@ -242,6 +252,15 @@ def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[st
         else:
             text += f"{cheap.product_name}更便宜。"
     return text, [p.evidence_id for p in products]
+
+
+def unpriced_basket_answer(products: list[Product], refusal: QuoteRefusal) -> tuple[str, list[str]]:
+    """Several products asked about together (a sum, a difference) when one has no price: each one's
+    price or 价格暂未提供, and no amount computed."""
+    lines = [f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}" for p in products]
+    name = next((p.product_name for p in products if p.product_id == refusal.product_id), "其中有商品")
+    return ("；".join(lines) + f"。因为{name}{NO_PRICE}，暂时无法为您计算金额，可以联系人工客服确认。",
+            [p.evidence_id for p in products])
 
 
 def basket_answer(basket: Basket) -> tuple[str, list[str]]:
@@ -301,12 +320,13 @@ def spec_answer(product: Product, question: str = "", with_price: bool = True) -
     if not lead:
         lead = f"{_label(product)}：{product.description}。" if product.description else f"{_label(product)}。"
     body = "；".join(record) + "。" if record else ""
-    price = f"{product.product_name}售价{yuan(product.price)}。" if product.price is not None and with_price else ""
+    price = "" if not with_price else f"{product.product_name}售价{yuan(product.price)}。" \
+        if product.price is not None else f"{product.product_name}{NO_PRICE}。"
     return lead + body + price, [product.evidence_id]
 
 
 def brand_answer(product: Product) -> tuple[str, list[str]]:
-    price = f"，售价{yuan(product.price)}" if product.price is not None else ""
+    price = f"，售价{yuan(product.price)}" if product.price is not None else f"，{NO_PRICE}"
     return f"{product.product_name}是{product.brand or '店铺自有'}品牌的{price}。", [product.evidence_id]
 
 

@@ -15,7 +15,7 @@ from agent.context import TurnContext
 from agent.intent import GENERIC, PRODUCT_ASKS, Ask, Intent, covers
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
-from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, ThresholdPlan
+from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions
 from guardrails.validator import AnswerStatus
@@ -144,6 +144,10 @@ class OfflineModel:
                     return (*promotion_answers.difference_answer(diff), AnswerStatus.GROUNDED)
             if Ask.COMPARE in asked.asks:
                 return (*answers.compare_answer([findings.products[p] for p in several], asked),
+                        AnswerStatus.GROUNDED)
+            calc = findings.calculation
+            if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE and calc.product_id in several:
+                return (*answers.unpriced_basket_answer([findings.products[p] for p in several], calc),
                         AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from db.records import CatalogError, KnowledgeRecord
+from db.records import KnowledgeRecord
+from db.sheets import CatalogError, decode_text
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _TABLE = re.compile(r"^\s*\|")
@@ -66,9 +67,9 @@ def read_policies(folder: Path) -> list[KnowledgeRecord]:
             problems.append(f"{file.name}: name policy files with letters, digits, '-' or '_' (it becomes the id)")
             continue
         try:
-            text = file.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(f"{file.name}: cannot be read as UTF-8 ({exc})")
+            text, _ = decode_text(file)
+        except CatalogError as exc:
+            problems.extend(exc.problems)
             continue
         found = chunk_markdown(file.stem, text)
         if not found:

@@ -6,9 +6,9 @@ are collected before anything is written, so a bad import never half-happens.
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Callable, Iterable, Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -20,18 +20,16 @@ from zoneinfo import ZoneInfo
 
 from db.facts import Product, Promotion
 from db.schema import DISCOUNT_TYPES, EXTRA_CONDITIONS, ORDER_STATUSES, REGIONS
+from db.sheets import KNOWLEDGE, ORDERS, PRODUCTS, PROMOTIONS, CatalogError, Columns, Table, read_table
+
+__all__ = ["Catalog", "CatalogError", "KnowledgeRecord", "OrderRecord", "demo_catalog", "read_catalog_csv",
+           "read_catalog_json"]
+
+log = logging.getLogger(__name__)
 
 MAX_MONEY = Decimal("100000000")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 MAX_STOCK = 10_000_000
-
-
-class CatalogError(Exception):
-    """A catalog source has problems; `problems` lists each one with its location."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__(f"{len(problems)} problem(s) in the catalog:\n" + "\n".join(problems))
 
 
 @dataclass(frozen=True)
@@ -210,39 +208,13 @@ def parse_order(row: Mapping[str, object], where: str) -> tuple[OrderRecord | No
 
 # --- whole-source readers ------------------------------------------------------------------------------
 
-PRODUCT_COLUMNS = ("product_id", "product_name")
 _PRODUCT_ID = attrgetter("product_id")
-PROMOTION_COLUMNS = ("promotion_id", "product_id", "promotion_text", "discount_type")
-ORDER_COLUMNS = ("order_id", "user_id", "product_id", "quantity", "total", "status", "region", "created_at")
 
 
-def _csv_rows(path: Path, required: Iterable[str]) -> Iterable[tuple[str, dict[str, str]]]:
-    """Yield (location, row) for each data line; header problems raise CatalogError."""
-    try:
-        handle = path.open(newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise CatalogError([f"{path}: cannot be read ({exc.strerror})"]) from None
-    with handle:
-        reader = csv.DictReader(handle)
-        try:
-            header = reader.fieldnames or []
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise CatalogError([f"{path}: not a UTF-8 CSV file ({exc})"]) from None
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise CatalogError([f"{path} line 1: missing column(s): {', '.join(missing)}"])
-        try:
-            for row in reader:
-                if not any(_text(v) for v in row.values()):
-                    continue  # blank line
-                # csv puts surplus fields under the key None: report the line instead of parsing it
-                yield f"{path.name} line {reader.line_num}", (None if None in row else row)
-        except (UnicodeDecodeError, csv.Error) as exc:
-            raise CatalogError([f"{path} line {reader.line_num}: unreadable ({exc})"]) from None
-
-
-def _collect(rows, parse, identity: Callable[[Any], object], what: str, problems: list[str]) -> list:
-    """Parse every row, collecting problems; `identity` names a record for the duplicate check."""
+def _collect(rows, parse, identity: Callable[[Any], object], what: str, problems: list[str],
+             check: Callable[[Mapping[str, str], str], list[str]] | None = None) -> list:
+    """Parse every row, collecting problems; `identity` names a record for the duplicate check, `check`
+    adds the row's cross-file problems (an unknown product) in the same pass, at the same line."""
     records, seen = [], {}
     for where, row in rows:
         if row is None:
@@ -250,6 +222,8 @@ def _collect(rows, parse, identity: Callable[[Any], object], what: str, problems
             continue
         record, errs = parse(row, where)
         problems.extend(errs)
+        if check is not None:
+            problems.extend(check(row, where))
         if record is None:
             continue
         ident = identity(record)
@@ -261,14 +235,21 @@ def _collect(rows, parse, identity: Callable[[Any], object], what: str, problems
     return records
 
 
-def _check_references(catalog: Catalog, problems: list[str]) -> None:
-    known = {p.product_id for p in catalog.products}
-    for promo in catalog.promotions:
-        if promo.product_id not in known:
-            problems.append(f"promotion {promo.promotion_id}: unknown product_id {promo.product_id!r}")
-    for order in catalog.orders:
-        if order.product_id not in known:
-            problems.append(f"order {order.order_id}: unknown product_id {order.product_id!r}")
+def _references(products: Table | None, what: str, key: str) -> Callable[[Mapping[str, str], str], list[str]] | None:
+    """A check that a row's product_id is one the products file names (on any of its lines, even a bad one:
+    that line's own problem is reported there). None when the products file could not be read."""
+    if products is None or not any(row and "product_id" in row for _, row in products.rows):
+        return None
+    known = {_text(row.get("product_id")) for _, row in products.rows if row is not None}
+    source = products.path.name
+
+    def check(row: Mapping[str, str], where: str) -> list[str]:
+        product_id = _text(row.get("product_id"))
+        if not product_id or product_id in known:
+            return []
+        name = _text(row.get(key))
+        return [f"{where}: {what} {name}: unknown product_id {product_id!r} (no product with this id in {source})"]
+    return check
 
 
 def _policies(folder: Path, problems: list[str]) -> list[KnowledgeRecord]:
@@ -283,31 +264,36 @@ def _policies(folder: Path, problems: list[str]) -> list[KnowledgeRecord]:
 
 def read_catalog_csv(products: Path, promotions: Path | None = None, knowledge: Path | None = None,
                      orders: Path | None = None) -> Catalog:
-    """Read and validate a shop's spreadsheets; raise CatalogError listing every bad line."""
+    """Read and validate a shop's spreadsheets; raise CatalogError listing every problem — headers, bad
+    lines, and lines naming a product the products file does not have — in one pass, file by file."""
     problems: list[str] = []
 
-    def section(path, required, parse, identity, what):
-        if path is None:
-            return []
-        try:
-            return _collect(_csv_rows(path, required), parse, identity, what, problems)
-        except CatalogError as exc:
-            problems.extend(exc.problems)
-            return []
+    def table(path: Path | None, columns: Columns) -> Table | None:
+        return None if path is None else read_table(path, columns, problems)
 
-    catalog = Catalog(
-        products=section(products, PRODUCT_COLUMNS, parse_product, _PRODUCT_ID, "product_id"),
-        promotions=section(promotions, PROMOTION_COLUMNS, parse_promotion, attrgetter("promotion_id"), "promotion_id"),
-        knowledge=_policies(knowledge, problems) if knowledge is not None and knowledge.is_dir() else
-        section(knowledge, ("doc_id", "title", "content"), parse_knowledge, attrgetter("doc_id"), "doc_id"),
-        orders=section(orders, ORDER_COLUMNS, parse_order, attrgetter("order_id"), "order_id"),
-    )
-    if not catalog.products and not problems:
+    def section(rows: Table | None, parse, identity, what, check=None) -> list:
+        if rows is None or not rows.parsable:
+            return []
+        return _collect(rows.rows, parse, identity, what, problems, check)
+
+    product_rows = table(products, PRODUCTS)
+    catalog = Catalog(products=section(product_rows, parse_product, _PRODUCT_ID, "product_id"))
+    catalog.promotions = section(table(promotions, PROMOTIONS), parse_promotion, attrgetter("promotion_id"),
+                                 "promotion_id", _references(product_rows, "promotion", "promotion_id"))
+    if knowledge is not None and knowledge.is_dir():
+        catalog.knowledge = _policies(knowledge, problems)
+    else:
+        catalog.knowledge = section(table(knowledge, KNOWLEDGE), parse_knowledge, attrgetter("doc_id"), "doc_id")
+    catalog.orders = section(table(orders, ORDERS), parse_order, attrgetter("order_id"), "order_id",
+                             _references(product_rows, "order", "order_id"))
+    if product_rows is not None and product_rows.parsable and not product_rows.rows:
         problems.append(f"{products}: contains no products")
-    if not problems:
-        _check_references(catalog, problems)
     if problems:
         raise CatalogError(problems)
+    unpriced = [p.product_id for p in catalog.products if p.price is None]
+    if unpriced:
+        log.warning("%s: %d product(s) with an empty price (%s%s): the bot will say their price is not available",
+                    products.name, len(unpriced), ", ".join(unpriced[:10]), ", …" if len(unpriced) > 10 else "")
     return catalog
 
 

@@ -1,4 +1,4 @@
-"""Facts without numbers: brand, gift, free shipping, stock status and store-policy terms.
+"""Facts without numbers: brand, gift, free shipping, stock status, a price not given and store-policy terms.
 
 Each check reads one clause of an answer and returns (reason code, detail) pairs; the validator turns
 them into Problems. A word in a negation (不是阿迪达斯的, 不包邮, 暂不支持) states nothing and is skipped."""
@@ -26,6 +26,7 @@ UNVERIFIED_BRAND = "UNVERIFIED_BRAND"
 UNVERIFIED_GIFT = "UNVERIFIED_GIFT"
 UNVERIFIED_SHIPPING = "UNVERIFIED_SHIPPING"
 STOCK_STATUS_CONTRADICTS = "STOCK_STATUS_CONTRADICTS"
+PRICE_STATUS_CONTRADICTS = "PRICE_STATUS_CONTRADICTS"
 POLICY_CONTRADICTS = "POLICY_CONTRADICTS"
 
 Finding = tuple[str, str]
@@ -35,6 +36,8 @@ _GIFT = re.compile(r"(?:赠送|附赠|赠品(?:是|为|:)?|免费送|加送|(?<!
 _QUANTITY_HEAD = re.compile(f"^\\s*{NUM}\\s*{MEASURE}?")
 _SHIPPING = re.compile(r"包邮|免运费|免邮|免费配送|免配送费|免费送货")
 _OUT_OF_STOCK = re.compile(r"售罄|缺货|没货|无货|没有货|断货|卖完|售完|没有库存|无库存|没有现货|暂无现货")
+_NO_PRICE = re.compile(r"价格暂未提供|价格未提供|暂未提供价格|暂无价格|暂无标价|没有标价|未标价|暂未定价|价格待定|"
+                       r"没有价格(?!优惠|差|区别|变化)")
 _IN_STOCK = re.compile(r"有货|现货|有库存|库存充足|货源充足")
 _POLICY_WORDS = re.compile(r"无理由退货|退货|退款|换货|退换|发货|送达|到货|配送|质保|保修|人工客服|客服|服务时间|营业|发票|开票")
 _DOC_NEGATION = re.compile(r"暂不支持|不支持|不能|无法|不可以|不提供|不适用|不在")
@@ -183,6 +186,22 @@ def stock_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLed
             if len(wrong) == len(stocks):
                 facts = "; ".join(f"{ledger.name_of(p)} has {stocks[p]} in stock" for p in sorted(wrong))
                 out.append((STOCK_STATUS_CONTRADICTS, f"'{m.group(0)}' contradicts the stock figure ({facts})"))
+    return out
+
+
+def price_status_findings(clause: Clause, pool: Sequence[Evidence], ledger: EvidenceLedger) -> list[Finding]:
+    """价格暂未提供 only for a product whose verified record has no price (an empty price in the catalog)."""
+    out: list[Finding] = []
+    products = [pid for pid in _subject_products(clause, pool) if pid in ledger.products]
+    for m in _NO_PRICE.finditer(clause.stated):
+        if _in_name(clause, m.start(), m.end()):
+            continue
+        if not products:
+            out.append((PRICE_STATUS_CONTRADICTS, f"'{m.group(0)}': no verified product details for the product "
+                                                  "named here; call get_product_details and cite it"))
+        elif all(ledger.products[pid].price is not None for pid in products):
+            facts = "; ".join(f"{ledger.name_of(p)} is {ledger.products[p].price:f}元" for p in sorted(products))
+            out.append((PRICE_STATUS_CONTRADICTS, f"'{m.group(0)}' contradicts the verified price ({facts})"))
     return out
 
 

@@ -1,6 +1,7 @@
 """The answer validator: an answer reaches a customer only if every claim in it is in the ledger —
 each figure with the role the answer gives it (price, total, threshold, rate…) and the conditions it
-holds under, and the facts without numbers (brand, gift, shipping, stock status, policy terms).
+holds under, and the facts without numbers (brand, gift, shipping, stock status, a price not given,
+policy terms).
 
 `validate` returns a Verdict with machine-readable reason codes and an English message that the turn
 loop sends back to the model so it can correct itself."""
@@ -41,6 +42,7 @@ UNVERIFIED_BRAND = statements.UNVERIFIED_BRAND
 UNVERIFIED_GIFT = statements.UNVERIFIED_GIFT
 UNVERIFIED_SHIPPING = statements.UNVERIFIED_SHIPPING
 STOCK_STATUS_CONTRADICTS = statements.STOCK_STATUS_CONTRADICTS
+PRICE_STATUS_CONTRADICTS = statements.PRICE_STATUS_CONTRADICTS
 POLICY_CONTRADICTS = statements.POLICY_CONTRADICTS
 NEEDS_PRODUCT_EVIDENCE = "NEEDS_PRODUCT_EVIDENCE"
 FACTS_WITHOUT_EVIDENCE = "FACTS_WITHOUT_EVIDENCE"
@@ -299,7 +301,8 @@ def validate(question: str, answer: str, citation_ids: Iterable[str], ledger: Ev
             findings = (statements.brand_findings(clause, pool, ledger) + statements.gift_findings(clause, pool, ledger)
                         + statements.shipping_findings(clause, pool, ledger,
                                                        lambda c, pid, s=sentence: check.meets(s, c, pid))
-                        + statements.stock_findings(clause, pool, ledger) + statements.policy_findings(clause, pool))
+                        + statements.stock_findings(clause, pool, ledger)
+                        + statements.price_status_findings(clause, pool, ledger) + statements.policy_findings(clause, pool))
             problems += [Problem(code, detail) for code, detail in findings]
 
     unverified_claims = [m for m in find_mentions(question or "")
