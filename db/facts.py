@@ -66,6 +66,11 @@ class Product:
     def evidence_id(self) -> str:
         return product_evidence_id(self.product_id)
 
+    @property
+    def price_status(self) -> str:
+        """Said to the model beside the price: a product imported with an empty price cell has none."""
+        return "listed" if self.price is not None else "not_provided: 价格暂未提供，请如实告知顾客，不要给出任何价格"
+
 
 @dataclass(frozen=True)
 class Promotion:

@@ -310,6 +310,8 @@ async def test_a_model_stating_a_price_the_database_did_not_give_is_blocked(pric
     result = await Agent(*priceless, model).answer("羽毛球多少钱", user_id="u")
     assert result.answer == "羽毛球价格暂未提供。"
     assert [v.ok for v in result.trace.verdicts] == [False, False, True]
+    seen = json.loads(model.calls[1][0][-1]["content"])["prepared_evidence"]["product_details"]["products"]
+    assert [(p["price"], p["price_status"][:12]) for p in seen if p["product_id"] == "B1"] == [(None, "not_provided")]
 
 
 async def test_the_validator_holds_a_missing_price_as_a_fact_of_the_record(priceless, conn):
