@@ -4,8 +4,8 @@ a file of that kind takes, before any row is parsed.
 Encoding: UTF-8 (with or without the BOM Excel writes for "CSV UTF-8") is tried first, strictly. A file
 that is not UTF-8 is read as GB18030 — a superset of GBK, what Excel's plain "CSV" writes on a Chinese
 Windows — and a warning names the file, so the operator can check the names read. A file that is mostly
-UTF-8 with a damaged byte, UTF-16 ("Unicode text"), or text that is neither is refused with its line and
-the hint to save it as "CSV UTF-8"."""
+UTF-8 with a damaged byte, UTF-16 ("Unicode text"), text that is neither, or a file that reads as both
+(no Chinese in UTF-8, no BOM) is refused with its line and the hint to save it as "CSV UTF-8"."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import csv
 import difflib
 import io
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,8 +59,30 @@ def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
+def _first_non_ascii(data: bytes) -> tuple[int, bytes]:
+    """The offset and the bytes of the first run of non-ASCII bytes."""
+    start = next(i for i, b in enumerate(data) if b > 127)
+    end = next((i for i in range(start, len(data)) if data[i] < 128), len(data))
+    return start, data[start:end]
+
+
+# What the non-ASCII characters of Chinese text are: CJK ideographs and punctuation, fullwidth forms,
+# general punctuation and symbols (“” … — ① ×), never Latin, Greek, Cyrillic or Arabic letters.
+_CHINESE_TEXT = re.compile("[\u2000-\u2bff\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+_IDEOGRAPH = re.compile("[\u4e00-\u9fff]")   # three UTF-8 bytes each: GBK bytes rarely form them
+
+
+def _reads_as_chinese(text: str) -> bool:
+    return all(ch < "\x80" or _CHINESE_TEXT.match(ch) for ch in text)
+
+
 def decode_text(path: Path) -> tuple[str, str]:
-    """The text of `path` and the encoding it was read in ("UTF-8" or "GB18030"); CatalogError otherwise."""
+    """The text of `path` and the encoding it was read in ("UTF-8" or "GB18030"); CatalogError otherwise.
+
+    Valid UTF-8 is taken as UTF-8 when it has Excel's BOM or reads as Chinese text; a file whose bytes read
+    as Chinese only in GB18030 (沙滩 in GBK is also valid UTF-8: 'ɳ̲'; Café in UTF-8 is Caf茅 in GBK) is
+    refused rather than guessed. A file that is not UTF-8 is read as GB18030 unless it is mostly UTF-8 (a
+    damaged file)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -71,8 +94,8 @@ def decode_text(path: Path) -> tuple[str, str]:
     except UnicodeDecodeError as exc:
         loose = data.decode("utf-8", "replace")
         damaged = loose.count("\ufffd")
-        valid = sum(1 for ch in loose if ord(ch) > 127 and ch != "\ufffd")
-        if valid >= 4 * damaged:   # mostly UTF-8: a damaged file, not another encoding
+        valid = sum(1 for ch in loose if ord(ch) >= 0x800 and ch != "\ufffd")   # 3-byte UTF-8: rare by chance
+        if data.startswith(codecs.BOM_UTF8) or valid >= 4 * damaged:   # a damaged UTF-8 file, not GBK
             raise CatalogError([f"{path.name} line {_line_of(data, exc.start)}: a byte that is not UTF-8 in a "
                                 f"UTF-8 file; fix that line, or {SAVE_AS_UTF8}"]) from None
         try:
@@ -82,6 +105,17 @@ def decode_text(path: Path) -> tuple[str, str]:
                                 f"GBK/GB18030 text; {SAVE_AS_UTF8}"]) from None
         log.warning("%s is not UTF-8: read it as GBK/GB18030 (Excel's Chinese \"CSV\"); if names look garbled, "
                     "%s", path.name, SAVE_AS_UTF8)
+    else:
+        if not data.startswith(codecs.BOM_UTF8) and not _IDEOGRAPH.search(text) and not _reads_as_chinese(text):
+            try:
+                other = data.decode("gb18030")
+            except UnicodeDecodeError:
+                other = ""   # not GBK: UTF-8 it is
+            if _reads_as_chinese(other) and any(ord(ch) > 127 for ch in other):
+                start, run = _first_non_ascii(data)
+                raise CatalogError([f"{path.name} line {_line_of(data, start)}: cannot tell whether the file is "
+                                    f"UTF-8 or GBK ({run.decode('utf-8', 'replace')!r} or "
+                                    f"{run.decode('gb18030', 'replace')!r}); {SAVE_AS_UTF8}"])
     if "\x00" in text:
         raise CatalogError([f"{path.name} line {text.count(chr(10), 0, text.index(chr(0))) + 1}: contains NUL "
                             f"characters, so it is not a text CSV file; {SAVE_AS_UTF8}"])

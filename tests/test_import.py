@@ -245,7 +245,10 @@ def test_cli_reads_an_excel_chinese_csv_in_gbk(tmp_path):
     ("product_id,product_name,price\nA1,好球,1\n".encode("utf-16"), "p.csv: is UTF-16 text"),
     (("product_id,product_name,price\n" + "".join(f"A{i},好球{i},1\n" for i in range(8))).encode()
      + b"A9,\xe5\xa5,1\n", "p.csv line 10: a byte that is not UTF-8 in a UTF-8 file"),
-], ids=["latin-1", "utf-16", "damaged-utf-8"])
+    ("product_id,product_name,price\nA1,沙滩,1\n".encode("gbk"),   # also valid UTF-8: 'ɳ̲'
+     "p.csv line 2: cannot tell whether the file is UTF-8 or GBK ('ɳ̲' or '沙滩')"),
+    ("product_id,product_name,price\nA1,Café,1\n".encode(), "p.csv line 2: cannot tell whether the file is UTF-8 or GBK"),
+], ids=["latin-1", "utf-16", "damaged-utf-8", "gbk-or-utf-8", "utf-8-or-gbk"])
 def test_a_file_in_another_encoding_is_refused_with_the_hint(tmp_path, data, said):
     (tmp_path / "p.csv").write_bytes(data)
     with pytest.raises(CatalogError) as info:
@@ -254,9 +257,11 @@ def test_a_file_in_another_encoding_is_refused_with_the_hint(tmp_path, data, sai
     assert said in problem and 'save it from Excel as "CSV UTF-8' in problem
 
 
-def test_a_utf8_file_with_the_excel_bom_is_utf8(tmp_path):
-    (tmp_path / "p.csv").write_bytes("\ufeffproduct_id,product_name,price\nA1,好球,1\n".encode())
-    assert read_catalog_csv(tmp_path / "p.csv").products[0].product_name == "好球"
+@pytest.mark.parametrize("text", ["\ufeffproduct_id,product_name,price\nA1,Café,1\n",   # Excel's BOM
+                                  "product_id,product_name,price\nA1,“好球”Café·5号,1\n"])   # Chinese in UTF-8
+def test_utf8_is_utf8(tmp_path, text):
+    (tmp_path / "p.csv").write_bytes(text.encode())
+    assert read_catalog_csv(tmp_path / "p.csv").products[0].product_name == text.split(",")[-2]
 
 
 # --- a product without a price: every answer about its price says it is not available -----------------
