@@ -649,7 +649,7 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(reader, args: argparse.Namespace) -> int:
-    from agent.stats import to_csv
+    from agent.analytics.stats import to_csv
     from db.audit_store import AuditFilter
 
     where = AuditFilter(since=_moment(args.since, "--since"), until=_moment(args.until, "--until"))

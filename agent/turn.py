@@ -15,7 +15,7 @@ from datetime import date
 import aiosqlite
 
 from agent import answers, intent
-from agent.analyst import Analyst
+from agent.analytics.analyst import Analyst
 from agent.context import TurnContext
 from agent.handoff import now_shanghai
 from agent.loop import GiveUp, Released, ToolLoop, Toolset

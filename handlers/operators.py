@@ -16,9 +16,9 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
 
+from agent.analytics.stats import Stats, compute, to_csv
 from agent.audit import TurnRecord
 from agent.handoff import SHANGHAI, Claim
-from agent.stats import Stats, compute, to_csv
 from handlers import buttons
 from handlers.handoff import Desk
 from handlers.replies import send_answer

@@ -20,9 +20,9 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
+from agent.analytics.stats import combine, from_counts
 from agent.audit import AuditFilter, TurnRecord
 from agent.handoff import SHANGHAI
-from agent.stats import combine, from_counts
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE, CSRF_COOKIE = "kefu_session", "kefu_login_csrf"

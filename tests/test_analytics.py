@@ -11,9 +11,9 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from agent.analyst import SHOP_DATA_REFUSAL, Analyst, read_question
-from agent.charts import ChartError, ChartKind, draw_chart
-from agent.periods import resolve
+from agent.analytics.analyst import SHOP_DATA_REFUSAL, Analyst, read_question
+from agent.analytics.charts import ChartError, ChartKind, draw_chart
+from agent.analytics.periods import resolve
 from agent.turn import Agent
 from db.aggregates import (
     PAID,

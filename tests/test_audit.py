@@ -139,7 +139,7 @@ def test_two_writers_share_one_store(tmp_path):
 def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(tmp_path):
     from datetime import UTC, datetime, timedelta
 
-    from agent.stats import combine, compute, from_counts
+    from agent.analytics.stats import combine, compute, from_counts
     from db.audit_store import AuditFilter, AuditStore
 
     store = AuditStore(tmp_path / "audit.db")
@@ -207,8 +207,8 @@ def test_a_turn_record_round_trips_row_record_csv(tmp_path):
     import csv
     import io
 
+    from agent.analytics.stats import CSV_COLUMNS, to_csv
     from agent.audit_record import TurnRecord
-    from agent.stats import CSV_COLUMNS, to_csv
     from agent.trace import ToolTrace
     from db.audit_store import AuditStore
 
@@ -242,8 +242,8 @@ def test_a_record_from_an_old_row_reads_with_the_missing_fields_empty(tmp_path):
     """Rows written before kinds, delivery, drafts and evidence figures existed (an existing audit file)."""
     import sqlite3
 
+    from agent.analytics.stats import compute, to_csv
     from agent.audit_record import TurnRecord
-    from agent.stats import compute, to_csv
     from db.audit_store import AuditReader, AuditStore
 
     old = {"time": "2026-01-02T03:04:05.000+00:00", "chat_id": "9", "status": "fallback", "fallback": True,
@@ -284,7 +284,7 @@ def test_the_percentile_is_the_inclusive_quantile():
     import random
     import statistics
 
-    from agent.stats import percentile
+    from agent.analytics.stats import percentile
 
     rng = random.Random(5)
     for n in (1, 2, 3, 5, 20, 101):

@@ -13,6 +13,7 @@ from aiogram import Bot
 from aiogram.methods import CloseForumTopic, CopyMessage, CreateForumTopic, SendMessage
 from aiogram.types import Update
 
+from agent.analytics.stats import compute, to_csv
 from agent.audit import read_since
 from agent.conversation import Conversation
 from agent.handoff import (
@@ -26,7 +27,6 @@ from agent.handoff import (
 )
 from agent.memory import InProcessMemory
 from agent.session import InProcessSessions
-from agent.stats import compute, to_csv
 from agent.turn import Agent
 from handlers import texts
 from handlers.guards import ChatSequencer, LocalGuards

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.charts import ChartKind
+from agent.analytics.charts import ChartKind
 from agent.tools import SubmitAnswer
 from db.aggregates import Dimension, Metric
 from db.schema import ORDER_STATUSES, REGIONS

@@ -15,11 +15,11 @@ from datetime import date
 
 from pydantic import BaseModel
 
-from agent.charts import ChartKind, draw_chart
+from agent.analytics.charts import ChartKind, draw_chart
+from agent.analytics.operator_tools import OPERATOR_TOOLS, ChartDrawn, MakeChart, QueryOrders, operator_prompt
+from agent.analytics.periods import Period, resolve
 from agent.loop import GiveUp, ToolLoop, Toolset
 from agent.models import ChatModel, ModelError
-from agent.operator_tools import OPERATOR_TOOLS, ChartDrawn, MakeChart, QueryOrders, operator_prompt
-from agent.periods import Period, resolve
 from agent.tools import SubmitAnswer, ToolError
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
