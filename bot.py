@@ -501,7 +501,7 @@ async def audit_web(settings: Settings, audit):
         raise StartupError("AUDIT_WEB_PORT needs AUDIT_WEB_TOKEN (at least 12 characters) for the login")
     from aiohttp import web
 
-    from handlers.web import build_web_app
+    from handlers.web.app import build_web_app
 
     runner = web.AppRunner(build_web_app(audit.store, settings.audit_web_token.get_secret_value()))
     await runner.setup()

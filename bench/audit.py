@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from agent.audit import AuditLog  # noqa: E402
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace  # noqa: E402
 from db.audit_store import AuditStore  # noqa: E402
-from handlers.web import build_web_app  # noqa: E402
+from handlers.web.app import build_web_app  # noqa: E402
 from tests.fakes.local_http import serve  # noqa: E402
 
 TOKEN = "bench-token-123456"

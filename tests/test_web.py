@@ -13,7 +13,7 @@ import pytest
 from agent.audit import AuditFilter, AuditLog
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.audit_store import AuditStore
-from handlers.web import build_web_app
+from handlers.web.app import build_web_app
 from tests.fakes.local_http import serve
 
 TOKEN = "console-token-1234"
@@ -178,7 +178,7 @@ async def test_a_real_turn_shows_the_figures_its_evidence_holds(tmp_path, conn, 
 
 def test_a_feed_row_of_an_old_record_and_of_an_event():
     from agent.audit_record import TurnRecord
-    from handlers.web import row_of
+    from handlers.web.app import row_of
 
     old = row_of(TurnRecord.from_row({"time": "2026-11-29T06:20:05+00:00", "chat_id": "3", "status": "grounded",
                                       "message": "足球多少钱", "verdicts": [{"ok": False, "codes": ["WRONG_ROLE"]}]}))
