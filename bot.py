@@ -75,9 +75,9 @@ class Settings(BaseSettings):
     @property
     def today(self) -> date:
         """KEFU_TODAY when set (demos and tests are then deterministic), else today in Asia/Shanghai."""
-        from agent.handoff import now_shanghai
+        from agent.clock import today_shanghai
 
-        return self.kefu_today or now_shanghai().date()
+        return self.kefu_today or today_shanghai()
 
     @field_validator("operator_ids", mode="before")
     @classmethod
@@ -594,7 +594,7 @@ def _moment(text: str | None, name: str):
     """A --since/--until value: YYYY-MM-DD (midnight Asia/Shanghai) or a full ISO 8601 time."""
     from datetime import datetime
 
-    from agent.handoff import SHANGHAI
+    from agent.clock import SHANGHAI
 
     if not text:
         return None

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from datetime import time as clock_time
 from enum import StrEnum
 from typing import Protocol
-from zoneinfo import ZoneInfo
 
 from redis.asyncio import Redis
 
-SHANGHAI = ZoneInfo("Asia/Shanghai")
+from agent.clock import SHANGHAI
+
 STATE_TTL_SECONDS = 180 * 24 * 3600   # a chat's topic is remembered for half a year of silence
 
 PERSON_WORDS = ("转人工", "人工客服", "人工服务", "找人工", "要人工", "接人工", "真人", "投诉", "/human")
@@ -325,7 +324,3 @@ class ServiceHours:
             return local
         today = local.replace(hour=self.opens.hour, minute=self.opens.minute, second=0, microsecond=0)
         return today if local < today else today + timedelta(days=1)
-
-
-def now_shanghai(clock: Callable[[], float] = time.time) -> datetime:
-    return datetime.fromtimestamp(clock(), SHANGHAI)

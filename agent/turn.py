@@ -16,8 +16,8 @@ import aiosqlite
 
 from agent import answers, intent
 from agent.analytics.analyst import Analyst
+from agent.clock import today_shanghai
 from agent.context import TurnContext
-from agent.handoff import now_shanghai
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
 from agent.models import ChatModel, ModelError
@@ -60,7 +60,7 @@ class Agent:
                  passages: PassageSearch | None = None, router: Router | None = None):
         self.conn, self.search = conn, search
         self._passages = passages
-        self.analyst = Analyst(OrderAnalytics(conn), today or (lambda: now_shanghai().date()), model,
+        self.analyst = Analyst(OrderAnalytics(conn), today or today_shanghai, model,
                                budget_seconds=turn_budget_seconds)
         self.offline = OfflineModel()
         self.model = model or self.offline

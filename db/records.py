@@ -28,7 +28,7 @@ __all__ = ["Catalog", "CatalogError", "KnowledgeRecord", "OrderRecord", "demo_ca
 log = logging.getLogger(__name__)
 
 MAX_MONEY = Decimal("100000000")
-SHANGHAI = ZoneInfo("Asia/Shanghai")
+SHANGHAI = ZoneInfo("Asia/Shanghai")   # the shop's zone, as agent/clock.py names it for the layers above db/
 MAX_STOCK = 10_000_000
 
 

@@ -18,7 +18,8 @@ from aiogram.utils.chat_action import ChatActionSender
 
 from agent.analytics.stats import Stats, compute, to_csv
 from agent.audit import TurnRecord
-from agent.handoff import SHANGHAI, Claim
+from agent.clock import SHANGHAI
+from agent.handoff import Claim
 from handlers import buttons
 from handlers.handoff import Desk
 from handlers.replies import send_answer

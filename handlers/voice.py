@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Literal
 
+from agent.clock import now_shanghai
 from agent.conversation import Answer, Handoff, Refusal, Reply, Silent
-from agent.handoff import SHANGHAI, ServiceHours
+from agent.handoff import ServiceHours
 from handlers import texts
 
 
@@ -33,7 +33,7 @@ class Voice:
         return texts.NO_HANDOFF_POLICY.format(policy=self.contact_text) if self.contact_text else texts.NO_HANDOFF
 
     def wait(self) -> str:
-        now = datetime.fromtimestamp(self.clock(), SHANGHAI)
+        now = now_shanghai(self.clock)
         if self.hours.is_open(now):
             return texts.HANDOFF_WAIT
         opening = self.hours.next_opening(now)

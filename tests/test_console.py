@@ -31,7 +31,7 @@ def test_plain_run_opens_the_console_with_memory(tmp_path):
 def built_catalog(tmp_path):
     """The demo catalog and index as a first start builds them (test_plain_run_... covers that start),
     copied from the run's one build."""
-    from agent.handoff import now_shanghai
+    from agent.clock import now_shanghai
     from tests.fakes import prebuilt
 
     prebuilt.demo_data(tmp_path / "data", now_shanghai().date().isoformat())

@@ -15,9 +15,9 @@ from aiogram.types import Update
 
 from agent.analytics.stats import compute, to_csv
 from agent.audit import read_since
+from agent.clock import SHANGHAI
 from agent.conversation import Conversation
 from agent.handoff import (
-    SHANGHAI,
     Claim,
     LocalHandoffStore,
     Mode,

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from agent.analytics.stats import combine, from_counts
 from agent.audit import AuditFilter, TurnRecord
-from agent.handoff import SHANGHAI
+from agent.clock import SHANGHAI, now_shanghai, start_of_day
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE, CSRF_COOKIE = "kefu_session", "kefu_login_csrf"
@@ -217,7 +217,7 @@ async def summary(request: web.Request) -> web.Response:
         days = min(max(int(request.query.get("days", "14")), 1), 90)
     except ValueError:
         days = 14
-    today = datetime.now(SHANGHAI).replace(hour=0, minute=0, second=0, microsecond=0)
+    today = start_of_day(now_shanghai())
     start = today - timedelta(days=days - 1)
     counted = {d["day"]: d for d in await _read(request, "daily", start)}
     rows = []
