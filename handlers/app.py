@@ -20,6 +20,7 @@ from aiogram.types import Update
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
+from agent.settings import Settings
 from handlers.guards import ChatSequencer
 from handlers.inbox import DeliveryMarker
 from handlers.metrics import metrics_endpoint
@@ -39,6 +40,14 @@ class TelegramOptions:
     webhook_secret: str | None = None
     port: int = 8080
     request_timeout: float = 30.0
+
+    @classmethod
+    def of(cls, settings: Settings) -> TelegramOptions:
+        return cls(token=settings.bot_token.get_secret_value(),
+                   api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
+                   mode=settings.bot_mode, webhook_url=str(settings.webhook_url) if settings.webhook_url else None,
+                   webhook_secret=settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
+                   port=settings.webhook_port)
 
 
 class KeepResponseTypes(BaseRequestMiddleware):

@@ -362,7 +362,7 @@ def test_odd_rows_are_read_by_the_store_and_every_reader_without_crashing(tmp_pa
     import sqlite3
     from datetime import UTC, datetime, timedelta
 
-    from agent.stats import compute, from_counts, to_csv
+    from agent.analytics.stats import compute, from_counts, to_csv
     from db.audit_store import AuditFilter, AuditReader, AuditStore
     from handlers.operators import format_chat
 

@@ -144,13 +144,14 @@ async def test_server_sent_events_bring_a_new_turn_within_a_second(console):
 
 async def test_the_console_is_served_only_with_a_token(tmp_path, monkeypatch):
     import bot
+    from handlers.web.app import audit_console
 
     monkeypatch.setenv("AUDIT_WEB_PORT", "18099")
     monkeypatch.delenv("AUDIT_WEB_TOKEN", raising=False)
     settings = bot.Settings()
     store = AuditLog(AuditStore(tmp_path / "a.db"))
     with pytest.raises(bot.StartupError, match="AUDIT_WEB_TOKEN"):
-        async with bot.audit_web(settings, store):
+        async with audit_console(settings, store):
             pass
     store.close()
 

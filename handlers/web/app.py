@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,10 +23,12 @@ import jinja2
 from aiohttp import web
 
 from agent.analytics.stats import combine, from_counts
-from agent.audit import AuditFilter, TurnRecord
+from agent.audit import AuditFilter, AuditLog, TurnRecord
 from agent.clock import SHANGHAI, now_shanghai, start_of_day
+from agent.settings import Settings, StartupError
 
 HERE = Path(__file__).resolve().parent
+log = logging.getLogger(__name__)
 SESSION_COOKIE, CSRF_COOKIE = "kefu_session", "kefu_login_csrf"
 SESSION_SECONDS = 12 * 3600
 PAGE_SIZE = 50
@@ -296,3 +300,26 @@ def build_web_app(reader: Any, token: str) -> web.Application:
     app.router.add_get("/events", events)
     app.router.add_static("/static/", HERE / "static")
     return app
+
+
+@asynccontextmanager
+async def audit_console(settings: Settings, audit: AuditLog) -> AsyncIterator[None]:
+    """The web audit console on AUDIT_WEB_PORT while the bot runs (nothing when the port is unset)."""
+    if settings.audit_web_port is None:
+        yield
+        return
+    if settings.audit_web_token is None or len(settings.audit_web_token.get_secret_value()) < 12:
+        raise StartupError("AUDIT_WEB_PORT needs AUDIT_WEB_TOKEN (at least 12 characters) for the login")
+    runner = web.AppRunner(build_web_app(audit.store, settings.audit_web_token.get_secret_value()))
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, settings.audit_web_host, settings.audit_web_port).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise StartupError(f"AUDIT_WEB_PORT: cannot listen on {settings.audit_web_host}:{settings.audit_web_port} "
+                           f"({exc.strerror})") from None
+    log.info("audit console on http://%s:%d/", settings.audit_web_host, settings.audit_web_port)
+    try:
+        yield
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,295 @@
+"""The maintenance commands of `python bot.py`: build or import the catalog, build the search index,
+evaluate retrieval, dialogues and the router, retrain the router, read the audit store. None of them
+talks to Telegram, so they live here, where the catalog, the index and the agent are all in reach.
+
+Each command imports what it runs when it runs: `--help`, `init-db` or `audit tail` do not load the
+embedding model, the chat model's SDK or the turn."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+from agent.clock import SHANGHAI
+from agent.settings import Settings, StartupError
+
+
+def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.startup import write_catalog_or_stop
+    from db.records import demo_catalog
+
+    path = Path(args.path) if args.path else settings.database_path
+    if path.exists() and not args.force:
+        print(f"A catalog already exists at {path}; add --force to rebuild it from the demo data.")
+        return 1
+    catalog = demo_catalog(settings.today)
+    write_catalog_or_stop(path, catalog, "demo")
+    print(f"Demo catalog written to {path}: {len(catalog.products)} products, "
+          f"{len(catalog.promotions)} promotions, {len(catalog.knowledge)} policy documents.")
+    return 0
+
+
+def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.startup import write_catalog_or_stop
+    from db.records import CatalogError, read_catalog_csv
+
+    path = Path(args.path) if args.path else settings.database_path
+    opt = lambda p: Path(p) if p else None  # noqa: E731
+    try:
+        catalog = read_catalog_csv(Path(args.products), opt(args.promotions), opt(args.knowledge), opt(args.orders))
+    except CatalogError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"Import refused: {len(exc.problems)} problem(s); nothing was written, {path} is unchanged.",
+              file=sys.stderr)
+        return 1
+    write_catalog_or_stop(path, catalog, f"import:{Path(args.products).name}")
+    print(f"Catalog written to {path}: {len(catalog.products)} products, {len(catalog.promotions)} promotions, "
+          f"{len(catalog.knowledge)} policy documents, {len(catalog.orders)} order lines.")
+    print("Run `python bot.py build-index` to update the search index for the new catalog.")
+    return 0
+
+
+def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.startup import build_search_index
+
+    try:
+        report = asyncio.run(build_search_index(settings, rebuild=args.rebuild, progress=not args.quiet))
+    except KeyboardInterrupt:
+        print("Interrupted: finished work is saved; run the same command again to resume.", file=sys.stderr)
+        return 130
+    print(f"Search index {settings.resolved_index_path}: embedded {report.embedded}, kept {report.kept}, "
+          f"removed {report.removed} ({report.seconds:.1f} s).")
+    return 0
+
+
+def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.startup import embedder_from
+    from db.build import write_catalog
+    from db.connection import open_readonly
+    from db.records import CatalogError, demo_catalog, read_catalog_json
+    from retrieval.embedders import EmbeddingError
+    from retrieval.evaluation import QueriesError, evaluate, format_report, load_queries
+    from retrieval.index import build_index
+    from retrieval.service import catalog_docs, load_passages, load_search
+
+    try:
+        catalog = read_catalog_json(Path(args.catalog)) if args.catalog else demo_catalog(settings.today)
+        default = "policy_queries.jsonl" if args.policies else "demo_queries.jsonl"
+        queries = load_queries(Path(args.queries) if args.queries else
+                               Path(__file__).resolve().parent.parent / "retrieval" / "evalsets" / default)
+    except (CatalogError, QueriesError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+    async def run() -> dict:
+        with tempfile.TemporaryDirectory(prefix="kefu-eval-") as tmp:
+            db_path, index_path = Path(tmp) / "catalog.db", Path(tmp) / "catalog.index"
+            write_catalog(db_path, catalog, source="eval")
+            embedder = embedder_from(settings)
+            conn = await open_readonly(db_path)
+            try:
+                if args.policies:   # store-policy chunks: BM25 alone, or fused with the embedder
+                    passages = await load_passages(conn, None if args.lexical_only else embedder)
+
+                    async def retrieve_chunks(query: str) -> list[str]:
+                        return [pid for pid, _ in await passages.search(query, top_k=10)]
+
+                    return await evaluate(retrieve_chunks, queries)
+                if not args.lexical_only:
+                    await build_index(index_path, await catalog_docs(conn), embedder, progress=not args.json)
+                search = await load_search(conn, index_path, embedder)
+
+                async def retrieve(query: str) -> list[str]:
+                    return [c.product_id for c in await search.search(query, top_k=10)]
+
+                return await evaluate(retrieve, queries)
+            finally:
+                await conn.close()
+
+    try:
+        report = asyncio.run(run())
+    except EmbeddingError as exc:
+        raise StartupError(str(exc)) from None
+    if args.json:
+        print(json.dumps({k: report[k] for k in ("overall", "by_kind", "empty")}, ensure_ascii=False))
+    else:
+        what = "store-policy chunks" if args.policies else "products"
+        print(format_report(report, f"kefu-bot {'lexical' if args.lexical_only else 'hybrid'} retrieval of {what}"))
+        if args.show_misses:
+            for miss in report["misses"]:
+                print("  miss:", json.dumps(miss, ensure_ascii=False))
+    return 0
+
+
+def cmd_eval_dialogues(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the dialogue evaluation through the real turn loop (the configured model) and print pass rates."""
+    from agent.evaluation import load_dialogues, report, run_dialogues
+    from agent.startup import open_agent
+
+    try:
+        dialogues = load_dialogues(Path(args.dialogues) if args.dialogues else None)
+    except (OSError, ValueError) as exc:
+        raise StartupError(f"--dialogues: {exc}") from None
+
+    async def run() -> int:
+        async with open_agent(settings) as agent:
+            outcomes = await run_dialogues(agent, dialogues)
+        print(report(outcomes, show_failures=args.show_failures))
+        return 0
+
+    return asyncio.run(run())
+
+
+def cmd_eval_routing(args: argparse.Namespace, settings: Settings) -> int:
+    """Score the message router on its training split (cross-validated) and its frozen test split."""
+    from agent.routing_train import cmd_eval
+
+    return cmd_eval(args)
+
+
+def cmd_train_router(args: argparse.Namespace, settings: Settings) -> int:
+    """Retrain the message router from agent/evalsets/routing-train.jsonl (deterministic)."""
+    from agent.routing_train import cmd_train
+
+    return cmd_train(args)
+
+
+def _moment(text: str | None, name: str) -> datetime | None:
+    """A --since/--until value: YYYY-MM-DD (midnight Asia/Shanghai) or a full ISO 8601 time."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise StartupError(f"{name}: expected YYYY-MM-DD or an ISO 8601 time, got {text!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=SHANGHAI)
+
+
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.audit import summary_line
+    from db.audit_store import AuditFilter, AuditReader
+
+    path = Path(args.db) if args.db else settings.audit_db
+    if not path.exists():
+        print(f"No audit store at {path} (the bot creates it on its first turn; AUDIT_DB chooses where).")
+        return 0 if args.audit_command == "tail" else 1
+    reader = AuditReader(path)
+    try:
+        if args.audit_command == "export":
+            return _export(reader, args)
+        where = AuditFilter(chat_id=args.chat, blocked_only=args.blocked)
+        records = reader.query(where, limit=args.n)[::-1]
+        if not records and not args.follow:
+            print(f"No matching audit records in {reader.path}.")
+        show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else summary_line
+        for record in records:
+            print(show(record))
+        if args.follow:
+            last = max((r["id"] for r in records), default=0) or \
+                max((r["id"] for r in reader.query(AuditFilter(), limit=1)), default=0)
+            try:
+                while True:
+                    for record in reader.query(where, limit=500, newest_first=False, after_id=last):
+                        print(show(record), flush=True)
+                        last = record["id"]
+                    time.sleep(0.5)
+            except KeyboardInterrupt:
+                return 0
+        return 0
+    finally:
+        reader.close()
+
+
+def _export(reader, args: argparse.Namespace) -> int:
+    from agent.analytics.stats import to_csv
+    from db.audit_store import AuditFilter
+
+    where = AuditFilter(since=_moment(args.since, "--since"), until=_moment(args.until, "--until"))
+    records = list(reader.iterate(where))
+    out = sys.stdout.buffer
+    if args.output:
+        out = open(args.output, "wb")  # noqa: SIM115 - closed below
+    try:
+        if args.format == "csv":
+            out.write(to_csv(records))
+        else:
+            for record in records:
+                out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+    finally:
+        if args.output:
+            out.close()
+    print(f"{len(records)} audit records exported{' to ' + args.output if args.output else ''}.", file=sys.stderr)
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """The maintenance commands' arguments, added to `python bot.py`'s parser after its run modes."""
+    init = sub.add_parser("init-db", help="build the demo catalog")
+    init.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    init.add_argument("--force", action="store_true", help="replace an existing catalog")
+    init.set_defaults(func=cmd_init_db)
+
+    imp = sub.add_parser("import-catalog", help="build the catalog from the shop's CSV files")
+    imp.add_argument("products", help="products CSV: product_id,product_name,brand,price,stock_quantity,...")
+    imp.add_argument("promotions", nargs="?", help="promotions CSV (optional)")
+    imp.add_argument("--knowledge", help="store policies: a folder of Markdown files (chunked by heading, paragraph and table), or a CSV doc_id,title,content")
+    imp.add_argument("--orders", help="orders CSV, one product per row: order_id,user_id,product_id,quantity,total,status,region,created_at")
+    imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    imp.set_defaults(func=cmd_import_catalog)
+
+    idx = sub.add_parser("build-index", help="embed new or changed products into the search index (resumable)")
+    idx.add_argument("--rebuild", action="store_true", help="start from scratch (another model, or a corrupt index)")
+    idx.add_argument("--quiet", action="store_true", help="no progress bar")
+    idx.set_defaults(func=cmd_build_index)
+
+    ev = sub.add_parser("eval-retrieval", help="measure retrieval on a catalog and a query set")
+    ev.add_argument("--catalog", help="catalog JSON (a list of product records); default: the demo catalog")
+    ev.add_argument("--queries", help="queries JSON Lines; default: the shipped demo evaluation set")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.add_argument("--lexical-only", action="store_true", help="measure without the vector index")
+    ev.add_argument("--show-misses", action="store_true", help="list the queries missed at rank 3")
+    ev.add_argument("--policies", action="store_true",
+                    help="measure the search over store-policy chunks (default set: retrieval/evalsets/policy_queries.jsonl)")
+    ev.set_defaults(func=cmd_eval_retrieval)
+
+    dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")
+    dia.add_argument("--dialogues", help="dialogues JSON Lines; default: every shipped set (train and frozen test)")
+    dia.add_argument("--show-failures", action="store_true", help="print each failed dialogue with its answers")
+    dia.set_defaults(func=cmd_eval_dialogues)
+
+    routing = sub.add_parser("eval-routing", help="score the message router: train split cross-validated, test split")
+    routing.add_argument("--weights", help="weights file (default: the shipped agent/models/router.npz)")
+    routing.add_argument("--test", help="test split file (default: agent/evalsets/routing-test.jsonl)")
+    routing.add_argument("--no-cv", action="store_true", help="skip the cross-validation of the training split")
+    routing.add_argument("--show-misses", action="store_true", help="list the misrouted test messages")
+    routing.set_defaults(func=cmd_eval_routing)
+    router = sub.add_parser("train-router", help="retrain the message router from its corpus (agent/models/router.npz)")
+    router.add_argument("--corpus", help="training corpus (default: agent/evalsets/routing-train.jsonl)")
+    router.add_argument("--out", help="weights file to write (default: agent/models/router.npz)")
+    router.add_argument("--cache", help="a .npz file caching the embeddings between runs (optional)")
+    router.set_defaults(func=cmd_train_router)
+
+    audit = sub.add_parser("audit", help="read the audit store")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    audit_tail = audit_sub.add_parser("tail", help="the latest turns (and, with -f, new ones as they come)")
+    audit_tail.add_argument("-f", "--follow", action="store_true", help="keep printing new records")
+    audit_tail.add_argument("-n", type=int, default=20, help="how many records (default 20)")
+    audit_tail.add_argument("--chat", help="only this chat id")
+    audit_tail.add_argument("--blocked", action="store_true", help="only turns with a blocked draft, degraded or fallback")
+    audit_tail.add_argument("--json", action="store_true", help="print the raw JSON records")
+    audit_tail.add_argument("--db", help="audit store (default: AUDIT_DB)")
+    audit_tail.set_defaults(func=cmd_audit)
+    audit_export = audit_sub.add_parser("export", help="the audit records of a period as CSV (UTF-8 with BOM) or JSON Lines")
+    audit_export.add_argument("--since", help="YYYY-MM-DD (Asia/Shanghai) or an ISO 8601 time; default: the beginning")
+    audit_export.add_argument("--until", help="YYYY-MM-DD (Asia/Shanghai) or an ISO 8601 time, exclusive; default: now")
+    audit_export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    audit_export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    audit_export.add_argument("--db", help="audit store (default: AUDIT_DB)")
+    audit_export.set_defaults(func=cmd_audit)

@@ -1,0 +1,108 @@
+"""The configuration: every knob of DESIGN.md's configuration table, read once from the environment and
+`.env` by the composition root (bot.py), and the one-line error that stops start-up. The Telegram,
+Redis and web settings are plain values here; only handlers/ and bot.py act on them."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AnyHttpUrl, Field, RedisDsn, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from agent.clock import today_shanghai
+from agent.handoff import ServiceHours
+
+
+class Settings(BaseSettings):
+    """Every knob of DESIGN.md's configuration table; read from the environment and `.env`."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore",
+                                      env_ignore_empty=True)
+
+    bot_token: SecretStr | None = None
+    telegram_api_base: AnyHttpUrl | None = None
+    bot_mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: AnyHttpUrl | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_port: int = Field(8080, ge=1, le=65535)
+    redis_url: RedisDsn | None = None
+    database_path: Path = Path("data/shop.db")
+    index_path: Path | None = None
+    openai_api_key: SecretStr | None = None
+    openai_base_url: AnyHttpUrl | None = None
+    llm_model: str = "qwen-plus"
+    llm_timeout_seconds: float = Field(20.0, gt=0, le=300)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    turn_budget_seconds: float = Field(40.0, gt=0, le=600)
+    embedding_model: str | None = None
+    embedding_base_url: AnyHttpUrl | None = None
+    embedding_dimensions: int | None = Field(None, ge=1, le=8192)
+    operator_ids: Annotated[list[int], NoDecode] = Field(default_factory=list)
+    operator_chat_id: int | None = None
+    handoff_idle_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
+    service_hours: str | None = None
+    memory_ttl_seconds: int = Field(7 * 24 * 3600, ge=60)
+    redis_prefix: str = "kefu:"
+    rate_limit_messages: int = Field(20, ge=1, le=10_000)
+    rate_limit_window_seconds: int = Field(60, ge=1, le=86_400)
+    max_message_chars: int = Field(1000, ge=10, le=4096)
+    audit_db: Path = Path("data/audit.db")
+    audit_retention_days: int = Field(90, ge=1, le=3650)
+    audit_path: Path | None = None   # an optional JSON Lines copy, for log shippers
+    audit_web_port: int | None = Field(None, ge=1, le=65535)
+    audit_web_token: SecretStr | None = None
+    audit_web_host: str = "127.0.0.1"
+    kefu_today: date | None = None
+    inbox_partitions: int = Field(4, ge=1, le=256)
+    inbox_lease_ms: int = Field(15_000, ge=500, le=600_000)
+    inbox_concurrency: int = Field(32, ge=1, le=10_000)
+
+    @property
+    def today(self) -> date:
+        """KEFU_TODAY when set (demos and tests are then deterministic), else today in Asia/Shanghai."""
+        return self.kefu_today or today_shanghai()
+
+    @field_validator("operator_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("service_hours")
+    @classmethod
+    def _check_hours(cls, value: str | None) -> str | None:
+        if value is not None:
+            ServiceHours.parse(value)
+        return value
+
+    @property
+    def resolved_index_path(self) -> Path:
+        return self.index_path or self.database_path.with_suffix(".index")
+
+    def check_webhook(self) -> None:
+        if self.bot_mode == "webhook" and (self.webhook_url is None or self.webhook_secret is None):
+            raise StartupError("BOT_MODE=webhook needs WEBHOOK_URL and WEBHOOK_SECRET")
+
+    def check_inbox(self, role: str) -> None:
+        """`bot.py receive` and `bot.py work` run the durable inbox's roles apart: Telegram and Redis."""
+        if self.bot_token is None:
+            raise StartupError(f"`bot.py {role}` needs BOT_TOKEN")
+        if self.redis_url is None:
+            raise StartupError(f"`bot.py {role}` needs REDIS_URL: the inbox lives in Redis Streams")
+
+
+class StartupError(Exception):
+    """A problem that stops start-up; its message is one clear line for the operator."""
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]).upper() if first["loc"] else "configuration"
+        # The input value is deliberately not echoed: it may be a secret.
+        raise StartupError(f"invalid {name}: {first['msg']}") from None
