@@ -67,8 +67,8 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
     from agent.conversation import Conversation, Limits
     from agent.handoff import ServiceHours
     from db.knowledge import contact_policy
-    from handlers.app import TelegramOptions, make_bot, run_polling, run_webhook
-    from handlers.guards import ChatSequencer
+    from handlers.delivery.guards import ChatSequencer
+    from handlers.delivery.runners import TelegramOptions, make_bot, run_polling, run_webhook
     from handlers.handoff import Desk
     from handlers.operators import Operators
     from handlers.stores import chat_stores
@@ -94,7 +94,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
         elif settings.operator_ids:
             log.info("OPERATOR_CHAT_ID is not set: no handoff; operator commands work in a private chat")
         sequencer = ChatSequencer()
-        from handlers.inbox import Inbox
+        from handlers.delivery.inbox import Inbox
 
         inbox = Inbox(redis, settings.redis_prefix, settings.inbox_partitions) if inbox_mode else None
         dispatcher = build_dispatcher(operators=Operators(frozenset(settings.operator_ids), settings.operator_chat_id),
@@ -102,7 +102,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
                                       sequencer=sequencer, audit=audit, inbox=inbox)
         dispatcher.shutdown.register(desk.finish)
         if inbox is not None:
-            from handlers.app import run_worker
+            from handlers.delivery.runners import run_worker
 
             await run_worker(dispatcher, bot, sequencer, inbox, f"{socket.gethostname()}-{os.getpid()}", options,
                              settings.inbox_lease_ms, guards, receiving=role == "all",
@@ -140,9 +140,9 @@ def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
     replicas, and append every update to the durable inbox."""
     settings.check_inbox("receive")
     settings.check_webhook()
-    from handlers.app import TelegramOptions, make_bot, run_receiver
-    from handlers.guards import RedisGuards
-    from handlers.inbox import Inbox
+    from handlers.delivery.guards import RedisGuards
+    from handlers.delivery.inbox import Inbox
+    from handlers.delivery.runners import TelegramOptions, make_bot, run_receiver
     from handlers.stores import redis_client
 
     async def run() -> int:

@@ -18,7 +18,7 @@ from aiogram.types import Message, User
 from agent.conversation import Conversation, CustomerCard, Handoff
 from agent.handoff import Claim, HandoffStore, Mode, ServiceHours
 from handlers import buttons, texts
-from handlers.metrics import HANDOFFS
+from handlers.delivery.metrics import HANDOFFS
 from handlers.replies import send_answer
 from handlers.voice import Voice
 

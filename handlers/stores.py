@@ -14,8 +14,8 @@ from agent.memory import InProcessMemory
 from agent.memory_redis import RedisMemory
 from agent.session import InProcessSessions, Sessions
 from agent.settings import Settings, StartupError
-from handlers.guards import LocalGuards, RedisGuards
-from handlers.metrics import CountingConnection
+from handlers.delivery.guards import LocalGuards, RedisGuards
+from handlers.delivery.metrics import CountingConnection
 from handlers.sessions import RedisSessions
 
 

@@ -20,8 +20,9 @@ from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message, Telegram
 from aiogram.utils.chat_action import ChatActionMiddleware
 
 from agent.conversation import Answer, Conversation, Handoff, Incoming, Silent
-from handlers import buttons, metrics, texts
-from handlers.guards import ChatSequencer
+from handlers import buttons, texts
+from handlers.delivery import metrics
+from handlers.delivery.guards import ChatSequencer
 from handlers.handoff import Desk
 from handlers.operators import Operators, build_operator_router
 from handlers.replies import send_answer

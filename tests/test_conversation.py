@@ -23,7 +23,7 @@ from agent.turn import Agent
 from db.knowledge import contact_policy
 from handlers import texts
 from handlers.console import run_console
-from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
+from handlers.delivery.guards import ChatSequencer, LocalGuards, RedisGuards
 from handlers.handoff import Desk
 from handlers.sessions import RedisSessions
 from handlers.telegram import build_dispatcher

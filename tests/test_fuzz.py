@@ -26,7 +26,7 @@ from guardrails.figures import find_mentions
 from guardrails.ledger import EvidenceLedger
 from guardrails.reports import check_report
 from guardrails.validator import validate
-from handlers.guards import ChatSequencer, LocalGuards
+from handlers.delivery.guards import ChatSequencer, LocalGuards
 from handlers.handoff import Desk
 from handlers.operators import Operators
 from handlers.telegram import build_dispatcher

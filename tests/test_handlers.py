@@ -18,7 +18,7 @@ from agent.memory import InProcessMemory
 from agent.session import InProcessSessions
 from agent.turn import Agent
 from handlers import texts
-from handlers.guards import ChatSequencer, LocalGuards, RedisGuards
+from handlers.delivery.guards import ChatSequencer, LocalGuards, RedisGuards
 from handlers.handoff import Desk
 from handlers.replies import TELEGRAM_LIMIT, send_answer, split_text
 from handlers.telegram import TYPING, build_dispatcher

@@ -29,7 +29,7 @@ from agent.memory import InProcessMemory
 from agent.session import InProcessSessions
 from agent.turn import Agent
 from handlers import texts
-from handlers.guards import ChatSequencer, LocalGuards
+from handlers.delivery.guards import ChatSequencer, LocalGuards
 from handlers.handoff import Desk
 from handlers.operators import Operators
 from handlers.telegram import build_dispatcher

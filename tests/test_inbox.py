@@ -18,12 +18,12 @@ from agent.conversation import Conversation
 from agent.handoff import RedisHandoffStore
 from agent.memory_redis import RedisMemory
 from agent.turn import Agent
-from handlers.guards import ChatSequencer, LocalGuards
+from handlers.delivery.guards import ChatSequencer, LocalGuards
+from handlers.delivery.inbox import GROUP, Inbox
+from handlers.delivery.workers import Worker
 from handlers.handoff import Desk
-from handlers.inbox import GROUP, Inbox
 from handlers.sessions import RedisSessions
 from handlers.telegram import build_dispatcher
-from handlers.workers import Worker
 from tests.fakes.bot_process import wait_handled
 from tests.fakes.bot_session import RecordingSession
 from tests.fakes.openai_server import FakeOpenAI, tool_call
@@ -186,8 +186,8 @@ async def test_handle_once_retries_trouble_before_the_reply_and_never_sends_twic
     from aiogram.methods import SendChatAction, SendMessage
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    from handlers import inbox as inbox_module
-    from handlers.inbox import DeliveryMarker
+    from handlers.delivery import inbox as inbox_module
+    from handlers.delivery.inbox import DeliveryMarker
 
     monkeypatch.setattr(inbox_module, "TURN_RETRY_WAITS", (0.01, 0.01))
     inbox = Inbox(redis, redis.test_prefix, partitions=1)
@@ -228,8 +228,8 @@ async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and
 
     from agent.memory import Turn
     from agent.session import Outcome
-    from handlers.inbox import Entry
-    from handlers.metrics import REDIS_ROUND_TRIPS, CountingConnection
+    from handlers.delivery.inbox import Entry
+    from handlers.delivery.metrics import REDIS_ROUND_TRIPS, CountingConnection
     from tests.fakes.redis_support import REDIS_TEST_URL
 
     counted = Redis.from_url(REDIS_TEST_URL, connection_class=CountingConnection)

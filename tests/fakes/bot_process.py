@@ -99,7 +99,7 @@ async def wait_handled(fake: FakeTelegram, process: BotProcess, within: float = 
     the reply was sent and the memory written). Checked at each Bot API call, and every 50 ms."""
     from redis.asyncio import Redis
 
-    from handlers.inbox import GROUP
+    from handlers.delivery.inbox import GROUP
 
     prefix = process.env["REDIS_PREFIX"]
     redis = Redis.from_url(process.env["REDIS_URL"], socket_timeout=5, socket_connect_timeout=5)

@@ -21,9 +21,9 @@ from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_applicati
 from aiohttp import web
 
 from agent.settings import Settings
-from handlers.guards import ChatSequencer
-from handlers.inbox import DeliveryMarker
-from handlers.metrics import metrics_endpoint
+from handlers.delivery.guards import ChatSequencer
+from handlers.delivery.inbox import DeliveryMarker
+from handlers.delivery.metrics import metrics_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def _stop_on_signals() -> asyncio.Event:
 def add_webhook_intake(app: web.Application, inbox, secret: str) -> None:
     """Telegram's POSTs go to the durable inbox: the secret token is checked, the update appended (once
     per update id), and only then answered 200; Redis trouble answers 503, so Telegram sends it again."""
-    from handlers.inbox import TRANSIENT
+    from handlers.delivery.inbox import TRANSIENT
 
     async def intake(request: web.Request) -> web.Response:
         if not hmac.compare_digest(request.headers.get("X-Telegram-Bot-Api-Secret-Token", ""), secret):
@@ -193,7 +193,7 @@ async def _start_receiving(bot: Bot, inbox, guards, options: TelegramOptions, st
                            ) -> asyncio.Task | None:
     """Webhook: register it (one replica does); the intake route is on the app. Polling: the long-poll
     task that appends to the inbox."""
-    from handlers.inbox import receive
+    from handlers.delivery.inbox import receive
 
     await inbox.ensure_groups()
     if options.mode == "webhook":
@@ -235,7 +235,7 @@ async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer,
     """`bot.py work`: answer what the inbox holds for the partitions this worker leases; with `receiving`
     (plain `bot.py` with Redis) this process also takes the updates from Telegram into the inbox, by
     polling or as a webhook replica."""
-    from handlers.workers import Worker
+    from handlers.delivery.workers import Worker
 
     _register_shutdown(dispatcher, sequencer)
     app = _app_with_health(dispatcher, sequencer)

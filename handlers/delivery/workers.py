@@ -15,8 +15,8 @@ from aiogram import Bot, Dispatcher
 from aiogram.types import Update
 from redis.exceptions import RedisError
 
-from handlers import metrics
-from handlers.inbox import GROUP, RETRY_SECONDS, TRANSIENT, Entry, Inbox
+from handlers.delivery import metrics
+from handlers.delivery.inbox import GROUP, RETRY_SECONDS, TRANSIENT, Entry, Inbox
 
 log = logging.getLogger(__name__)
 
