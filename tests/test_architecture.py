@@ -99,3 +99,10 @@ def test_the_shops_time_zone_is_named_once_per_side_of_db():
               if 'ZoneInfo("Asia/Shanghai")' in path.read_text(encoding="utf-8")}
     naming |= {"bot.py"} if 'ZoneInfo(' in (ROOT / "bot.py").read_text(encoding="utf-8") else set()
     assert naming == {"agent/clock.py", "db/records.py"}
+
+
+def test_delivery_knows_neither_the_channels_nor_the_web_console():
+    """handlers/delivery/ takes updates in and hands them to a dispatcher; the channels plug into it,
+    never the other way round."""
+    assert not imports_under("handlers/delivery", ("handlers.web", "handlers.telegram", "handlers.operators",
+                                                   "handlers.handoff", "handlers.console"))

@@ -2,7 +2,7 @@
 chosen by its chat (duplicates dropped in the same Lua step) and only then asks Telegram for the next
 ones (which confirms these). Workers read with a consumer group; each partition is held by one worker
 at a time through an expiring lease, so a chat's messages stay in order; a worker taking a partition
-over first re-runs what its predecessor left pending (XAUTOCLAIM; the workers are in handlers/workers.py).
+over first re-runs what its predecessor left pending (XAUTOCLAIM; the workers are in workers.py beside it).
 An entry is acknowledged after the update was handled (reply sent, memory saved, audit queued); a
 done-marker per update id and a delivery marker keep a re-run or a retry from answering twice."""
 
