@@ -17,6 +17,7 @@ import os
 import queue
 import socket
 import sys
+import traceback
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from agent.commands import add_commands
 from agent.settings import Settings, StartupError, load_settings
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
+    from aiogram import Bot
     from redis.asyncio import Redis
 
     from agent.audit import AuditLog
@@ -41,24 +43,28 @@ class App:
     agent: Agent
     audit: AuditLog
     redis: Redis | None
+    bot: Bot | None
     closing: AsyncExitStack
 
 
 @asynccontextmanager
-async def open_app(settings: Settings, *, redis: bool = False) -> AsyncIterator[App]:
-    """Redis (when asked for and configured), the agent over the catalog, the audit log and its web
-    console: opened in that order, closed in the reverse one by one exit stack, whatever happens."""
+async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = False) -> AsyncIterator[App]:
+    """Redis (when asked for and configured), the Telegram bot (its token checked), the agent over the
+    catalog, the audit log and its web console: opened in that order — the quick checks first, so a bad
+    setting is told before the catalog loads — and closed in the reverse one by one exit stack."""
     from agent.startup import open_agent, open_audit
+    from handlers.delivery.runners import TelegramOptions, open_bot
     from handlers.stores import redis_client
     from handlers.web.app import audit_console
 
     async with AsyncExitStack() as closing:
         client = await closing.enter_async_context(redis_client(settings)) if redis else None
+        bot = await closing.enter_async_context(await open_bot(TelegramOptions.of(settings))) if telegram else None
         agent = await closing.enter_async_context(open_agent(settings))
         audit = open_audit(settings)
         closing.callback(audit.close)
         await closing.enter_async_context(audit_console(settings, audit))
-        yield App(agent, audit, client, closing)
+        yield App(agent, audit, client, bot, closing)
 
 
 async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all") -> int:
@@ -68,20 +74,19 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
     from agent.handoff import ServiceHours
     from db.knowledge import contact_policy
     from handlers.delivery.guards import ChatSequencer
-    from handlers.delivery.runners import TelegramOptions, make_bot, run_polling, run_webhook
+    from handlers.delivery.runners import TelegramOptions, run_polling, run_webhook
     from handlers.handoff import Desk
     from handlers.operators import Operators
     from handlers.stores import chat_stores
     from handlers.telegram import build_dispatcher
 
     settings.check_webhook()
-    async with open_app(settings, redis=True) as app:
-        agent, conn, audit, redis = app.agent, app.agent.conn, app.audit, app.redis
+    async with open_app(settings, redis=True, telegram=True) as app:
+        agent, conn, audit, redis, bot = app.agent, app.agent.conn, app.audit, app.redis, app.bot
+        options = TelegramOptions.of(settings)
         # with Redis, even one process goes through the durable inbox (receive, then work)
         inbox_mode = role == "work" or redis is not None
         sessions, handoffs, guards = chat_stores(settings, redis, inbox_mode=inbox_mode)
-        options = TelegramOptions.of(settings)
-        bot = make_bot(options)
         policy = await contact_policy(conn)
         hours = ServiceHours.parse(settings.service_hours) if settings.service_hours else \
             ServiceHours.from_policy(policy.content if policy else "")
@@ -142,13 +147,13 @@ def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
     settings.check_webhook()
     from handlers.delivery.guards import RedisGuards
     from handlers.delivery.inbox import Inbox
-    from handlers.delivery.runners import TelegramOptions, make_bot, run_receiver
+    from handlers.delivery.runners import TelegramOptions, open_bot, run_receiver
     from handlers.stores import redis_client
 
     async def run() -> int:
         async with redis_client(settings) as redis:
             options = TelegramOptions.of(settings)
-            await run_receiver(make_bot(options), Inbox(redis, settings.redis_prefix, settings.inbox_partitions), options,
+            await run_receiver(await open_bot(options), Inbox(redis, settings.redis_prefix, settings.inbox_partitions), options,
                                RedisGuards(redis, settings.redis_prefix))
             return 0
 
@@ -169,6 +174,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python bot.py", description="kefu-bot: a grounded shop assistant.")
+    parser.add_argument("--debug", action="store_true", help="log everything, and a start-up error's traceback")
     sub = parser.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="run the bot (Telegram with BOT_TOKEN, else the console chat); the default")
@@ -188,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def log_off_the_loop() -> logging.handlers.QueueListener:
+def log_off_the_loop(level: int) -> logging.handlers.QueueListener:
     """Log lines are queued and written to stderr by a thread of their own: a slow reader of the log
     (a full pipe, a busy log driver) never stalls the event loop. aiogram's line per update is left out
     (the audit log has one per turn)."""
@@ -196,28 +202,46 @@ def log_off_the_loop() -> logging.handlers.QueueListener:
     writer = logging.StreamHandler()
     writer.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    root.setLevel(logging.INFO)
+    root.setLevel(level)
     root.addHandler(logging.handlers.QueueHandler(lines))
-    logging.getLogger("aiogram.event").setLevel(logging.WARNING)
+    logging.getLogger("aiogram.event").setLevel(max(level, logging.WARNING))
     listener = logging.handlers.QueueListener(lines, writer)
     listener.start()
     return listener
 
 
+def log_level(args: argparse.Namespace, settings: Settings) -> int:
+    """--debug or LOG_LEVEL first; the console chat shows warnings only (its terminal is the conversation:
+    no audit line or web request between the turns); every other mode logs INFO."""
+    if args.debug:
+        return logging.DEBUG
+    if settings.log_level:
+        return logging.getLevelName(settings.log_level)
+    chatting = args.command == "console" or (args.command == "run" and settings.bot_token is None)
+    return logging.WARNING if chatting else logging.INFO
+
+
 def main(argv: list[str] | None = None) -> int:
-    listener = log_off_the_loop()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
-        args = build_parser().parse_args(["run"])
+        args = parser.parse_args([*(["--debug"] if args.debug else []), "run"])
+    listener, debug = None, args.debug
     try:
-        return args.func(args, load_settings())
+        settings = load_settings()
+        debug = debug or settings.log_level == "DEBUG"
+        listener = log_off_the_loop(log_level(args, settings))
+        return args.func(args, settings)
     except StartupError as exc:
         print(f"kefu-bot: {exc}", file=sys.stderr)
+        if debug:   # what went wrong underneath (the line above says what to fix)
+            traceback.print_exception(exc.__context__ or exc)
         return 2
     except KeyboardInterrupt:
         return 130
     finally:
-        listener.stop()
+        if listener is not None:
+            listener.stop()
 
 
 if __name__ == "__main__":

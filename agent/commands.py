@@ -32,7 +32,17 @@ def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
     write_catalog_or_stop(path, catalog, "demo")
     print(f"Demo catalog written to {path}: {len(catalog.products)} products, "
           f"{len(catalog.promotions)} promotions, {len(catalog.knowledge)} policy documents.")
-    return 0
+    return _index_catalog(settings, path, args)
+
+
+def _index_catalog(settings: Settings, path: Path, args: argparse.Namespace) -> int:
+    """After a catalog is written: its search index, updated now (only new or changed products are
+    embedded), so the bot searches it as it would after any other start. --no-index leaves it."""
+    if getattr(args, "no_index", False) or settings.search_mode == "lexical":
+        print("Search index not updated: the bot builds what is missing when it starts.")
+        return 0
+    args.path, args.rebuild = str(path), False
+    return cmd_build_index(args, settings)
 
 
 def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
@@ -52,19 +62,20 @@ def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
     write_catalog_or_stop(path, catalog, f"import:{Path(args.products).name}")
     print(f"Catalog written to {path}: {len(catalog.products)} products, {len(catalog.promotions)} promotions, "
           f"{len(catalog.knowledge)} policy documents, {len(catalog.orders)} order lines.")
-    print("Run `python bot.py build-index` to update the search index for the new catalog.")
-    return 0
+    return _index_catalog(settings, path, args)
 
 
 def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.startup import build_search_index
+    from agent.startup import build_search_index, index_path_for
 
+    catalog = Path(args.path) if getattr(args, "path", None) else settings.database_path
     try:
-        report = asyncio.run(build_search_index(settings, rebuild=args.rebuild, progress=not args.quiet))
+        report = asyncio.run(build_search_index(settings, rebuild=args.rebuild, progress=not args.quiet,
+                                                catalog=catalog))
     except KeyboardInterrupt:
         print("Interrupted: finished work is saved; run the same command again to resume.", file=sys.stderr)
         return 130
-    print(f"Search index {settings.resolved_index_path}: embedded {report.embedded}, kept {report.kept}, "
+    print(f"Search index {index_path_for(settings, catalog)}: embedded {report.embedded}, kept {report.kept}, "
           f"removed {report.removed} ({report.seconds:.1f} s).")
     return 0
 
@@ -234,6 +245,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     init = sub.add_parser("init-db", help="build the demo catalog")
     init.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
     init.add_argument("--force", action="store_true", help="replace an existing catalog")
+    init.add_argument("--quiet", action="store_true", help="no progress bar while the search index is built")
+    init.add_argument("--no-index", action="store_true", help="do not build the search index now")
     init.set_defaults(func=cmd_init_db)
 
     imp = sub.add_parser("import-catalog", help="build the catalog from the shop's CSV files")
@@ -242,11 +255,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--knowledge", help="store policies: a folder of Markdown files (chunked by heading, paragraph and table), or a CSV doc_id,title,content")
     imp.add_argument("--orders", help="orders CSV, one product per row: order_id,user_id,product_id,quantity,total,status,region,created_at")
     imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    imp.add_argument("--quiet", action="store_true", help="no progress bar while the search index is updated")
+    imp.add_argument("--no-index", action="store_true", help="do not update the search index now")
     imp.set_defaults(func=cmd_import_catalog)
 
     idx = sub.add_parser("build-index", help="embed new or changed products into the search index (resumable)")
     idx.add_argument("--rebuild", action="store_true", help="start from scratch (another model, or a corrupt index)")
     idx.add_argument("--quiet", action="store_true", help="no progress bar")
+    idx.add_argument("--path", help="the catalog to index (default: DATABASE_PATH); its index goes beside it "
+                                    "unless INDEX_PATH is set")
     idx.set_defaults(func=cmd_build_index)
 
     ev = sub.add_parser("eval-retrieval", help="measure retrieval on a catalog and a query set")

@@ -58,6 +58,13 @@ class Settings(BaseSettings):
     inbox_partitions: int = Field(4, ge=1, le=256)
     inbox_lease_ms: int = Field(15_000, ge=500, le=600_000)
     inbox_concurrency: int = Field(32, ge=1, le=10_000)
+    search_mode: Literal["hybrid", "lexical"] = "hybrid"   # lexical: no embeddings at all, only on purpose
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
+
+    def explicit(self, name: str, default: Path) -> bool:
+        """The setting names a path of its own: set, and not the default location (relative to here)."""
+        value = getattr(self, name)
+        return name in self.model_fields_set and value is not None and Path(value).resolve() != default.resolve()
 
     @property
     def today(self) -> date:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from datetime import date
 from pathlib import Path
 
 from agent.audit import AuditLog
@@ -34,13 +34,30 @@ def write_catalog_or_stop(path: Path, catalog: Catalog, source: str) -> None:
         raise StartupError(f"DATABASE_PATH: cannot write the catalog at {path} ({exc.strerror})") from None
 
 
-def ensure_catalog(path: Path, today: date) -> bool:
-    """Create the demo catalog at `path` if there is no file there yet; True when it was created."""
+DEFAULT_CATALOG = Path("data/shop.db")
+
+
+def ensure_catalog(settings: Settings, path: Path | None = None) -> bool:
+    """Create the demo catalog at the default location if there is no file there yet (True when it was
+    created). A catalog path of one's own that does not exist is refused: a typo must never serve the
+    demo shop's prices to a real shop's customers."""
+    path = path or settings.database_path
     if path.exists():
         return False
-    write_catalog_or_stop(path, demo_catalog(today), "demo")
+    own = settings.explicit("database_path", DEFAULT_CATALOG) if path == settings.database_path else \
+        path.resolve() != DEFAULT_CATALOG.resolve()
+    if own:
+        raise StartupError(f"DATABASE_PATH: no catalog at {path} — check the path, or create it with "
+                           f"`python bot.py import-catalog PRODUCTS.csv --path {path}` (or `init-db --path` for "
+                           "the demo data); leave DATABASE_PATH unset for the demo catalog in data/shop.db")
+    write_catalog_or_stop(path, demo_catalog(settings.today), "demo")
     log.warning("no catalog at %s: created the demo catalog", path)
     return True
+
+
+def index_path_for(settings: Settings, catalog: Path) -> Path:
+    """INDEX_PATH, else the index beside the catalog."""
+    return settings.index_path or catalog.with_suffix(".index")
 
 
 def embedder_from(settings: Settings) -> Embedder:
@@ -59,26 +76,36 @@ def chat_model_from(settings: Settings) -> OpenAIChatModel | None:
                                          settings.llm_model, settings.llm_timeout_seconds, settings.llm_max_retries)
 
 
-async def build_search_index(settings: Settings, *, rebuild: bool, progress: bool) -> BuildReport:
-    """Embed the catalog's new or changed products into INDEX_PATH (the demo catalog first, if none)."""
-    ensure_catalog(settings.database_path, settings.today)
+async def build_search_index(settings: Settings, *, rebuild: bool, progress: bool,
+                             catalog: Path | None = None) -> BuildReport:
+    """Embed the catalog's new or changed products into its index (the demo catalog first, at the default
+    location only, if there is none)."""
+    catalog = catalog or settings.database_path
+    ensure_catalog(settings, catalog)
     try:
-        conn = await open_readonly(settings.database_path)
+        conn = await open_readonly(catalog)
         try:
             docs = await catalog_docs(conn)
         finally:
             await conn.close()
-        return await build_index(settings.resolved_index_path, docs, embedder_from(settings), rebuild=rebuild,
+        return await build_index(index_path_for(settings, catalog), docs, embedder_from(settings), rebuild=rebuild,
                                  progress=progress)
     except (CatalogUnavailable, IndexProblem, EmbeddingError) as exc:
         raise StartupError(str(exc)) from None
 
 
 async def prepare_catalog(settings: Settings) -> None:
-    """First run: create the demo catalog and its search index (55 products, a few seconds).
-    An existing catalog's index is never built at start-up: `python bot.py build-index` does that."""
-    if ensure_catalog(settings.database_path, settings.today) and not settings.resolved_index_path.exists():
-        await build_search_index(settings, rebuild=False, progress=False)
+    """Before the bot answers: the catalog (the demo one at the default location on a first run) and,
+    for hybrid search, its index — built now when missing (with a progress bar on a terminal), so a
+    first start and a start after an import search alike. An INDEX_PATH of one's own must exist."""
+    ensure_catalog(settings)
+    if settings.search_mode == "lexical" or settings.resolved_index_path.exists():
+        return
+    if settings.explicit("index_path", settings.database_path.with_suffix(".index")):
+        raise StartupError(f"INDEX_PATH: no search index at {settings.resolved_index_path} — build it there with "
+                           "`python bot.py build-index`, or leave INDEX_PATH unset (the index beside the catalog)")
+    log.warning("no search index at %s: building it now", settings.resolved_index_path)
+    await build_search_index(settings, rebuild=False, progress=sys.stderr.isatty())
 
 
 @asynccontextmanager
@@ -93,7 +120,8 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
     async with AsyncExitStack() as stack:
         stack.push_async_callback(conn.close)
         try:
-            search = await load_search(conn, settings.resolved_index_path, embedder_from(settings))
+            search = await load_search(conn, settings.resolved_index_path, embedder_from(settings),
+                                       lexical=settings.search_mode == "lexical")
         except IndexProblem as exc:
             raise StartupError(f"INDEX_PATH: {exc}") from None
         passages = await load_passages(conn, search.embedder)
@@ -105,7 +133,11 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
 
 
 def open_audit(settings: Settings) -> AuditLog:
-    """The audit log: the SQLite store (AUDIT_DB) and, when AUDIT_PATH is set, a JSON Lines copy."""
+    """The audit log: the SQLite store (AUDIT_DB) and, when AUDIT_PATH is set, a JSON Lines copy. An
+    AUDIT_DB of one's own must be in a folder that exists (a typo must not start a second audit trail)."""
+    if settings.explicit("audit_db", Path("data/audit.db")) and not settings.audit_db.parent.is_dir():
+        raise StartupError(f"AUDIT_DB: the folder {settings.audit_db.parent} does not exist — check the path, "
+                           "or create the folder first")
     try:
         store = AuditStore(settings.audit_db, settings.audit_retention_days)
     except (OSError, sqlite3.Error) as exc:

@@ -40,13 +40,18 @@ async def catalog_docs(conn: aiosqlite.Connection) -> list[RetrievalDoc]:
     return [doc_from_product(row) for row in await products_for_retrieval(conn)]
 
 
-async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Embedder) -> ProductSearch:
-    """The search over the catalog: hybrid with the index, lexical only (with a warning) without it.
+async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Embedder, *,
+                      lexical: bool = False) -> ProductSearch:
+    """The search over the catalog: hybrid with the index; lexical only when asked for (`lexical`), or
+    (with a warning) without an index.
 
     A corrupt index or one built with another model raises IndexProblem with the command that fixes it.
     """
     docs = await catalog_docs(conn)
     index = None
+    if lexical:
+        log.info("SEARCH_MODE=lexical: lexical search only, no embeddings")
+        return await asyncio.to_thread(ProductSearch, docs, None, None)
     try:
         index = await asyncio.to_thread(VectorIndex.load, index_path, embedder.name, embedder.dimensions or None)
     except FileNotFoundError:

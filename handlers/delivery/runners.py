@@ -15,12 +15,19 @@ from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware
 from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import (
+    TelegramAPIError,
+    TelegramNetworkError,
+    TelegramServerError,
+    TelegramUnauthorizedError,
+)
 from aiogram.methods.base import Response
 from aiogram.types import Update
+from aiogram.utils.token import TokenValidationError
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
-from agent.settings import Settings
+from agent.settings import Settings, StartupError
 from handlers.delivery.guards import ChatSequencer
 from handlers.delivery.inbox import DeliveryMarker
 from handlers.delivery.metrics import metrics_endpoint
@@ -75,6 +82,36 @@ def make_bot(options: TelegramOptions) -> Bot:
     return Bot(options.token, session=session)
 
 
+CHECK_SECONDS = 15.0   # how long start-up waits for the Bot API to say who the bot is
+
+
+async def open_bot(options: TelegramOptions) -> Bot:
+    """A bot whose token the Bot API accepts, checked before anything else starts: a bad token, a refused
+    one or an unreachable Bot API is one `StartupError` line naming the setting and the fix."""
+    try:
+        bot = make_bot(options)
+    except TokenValidationError:
+        raise StartupError("BOT_TOKEN: this is not a Telegram bot token (one looks like 123456789:AAE…, "
+                           "from @BotFather)") from None
+    try:
+        await bot.get_me(request_timeout=int(CHECK_SECONDS))
+        return bot
+    except (TelegramAPIError, OSError, TimeoutError) as exc:
+        problem = _bot_problem(exc, options.api_base or "https://api.telegram.org")
+    await bot.session.close()   # no "Unclosed client session" after the line
+    raise StartupError(problem)
+
+
+def _bot_problem(exc: BaseException, where: str) -> str:
+    if isinstance(exc, TelegramUnauthorizedError):
+        return "BOT_TOKEN: Telegram refused this token (mistyped or revoked); copy the current one from @BotFather"
+    if isinstance(exc, TelegramNetworkError | TelegramServerError | OSError | TimeoutError):
+        reason = getattr(exc, "message", "") or type(exc).__name__
+        return (f"TELEGRAM_API_BASE: cannot reach the Bot API at {where} ({reason}); check the network or firewall, "
+                "or set TELEGRAM_API_BASE to a Bot API server this machine can reach")
+    return f"BOT_TOKEN: the Bot API at {where} refused the bot ({getattr(exc, 'message', exc)})"
+
+
 async def _health(request: web.Request) -> web.Response:
     """Alive; `ready` once the dispatcher has started (signal handlers installed, updates taken)."""
     return web.json_response({"status": "ok", "ready": request.app["ready"].is_set(),
@@ -103,7 +140,12 @@ def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Ap
 async def _serve(app: web.Application, port: int) -> web.AppRunner:
     runner = web.AppRunner(app)
     await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", port).start()   # noqa: S104 - health checks and Telegram reach it
+    try:
+        await web.TCPSite(runner, "0.0.0.0", port).start()   # noqa: S104 - health checks and Telegram reach it
+    except OSError as exc:
+        await runner.cleanup()
+        raise StartupError(f"WEBHOOK_PORT: cannot listen on port {port} ({exc.strerror}); another process may use "
+                           "it — stop that one or choose another WEBHOOK_PORT") from None
     return runner
 
 

@@ -55,7 +55,7 @@ def built(today: str) -> Path:
             building.mkdir(parents=True)
             env = {k: v for k, v in os.environ.items() if k not in _NOT_PASSED}
             env.update({"DATABASE_PATH": str(building / "shop.db"), "KEFU_TODAY": today})
-            result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "build-index", "--quiet"], cwd=building,
+            result = subprocess.run([sys.executable, str(ROOT / "bot.py"), "init-db", "--quiet"], cwd=building,
                                     env=env, capture_output=True, text=True, timeout=600)
             if result.returncode != 0 or not all((building / name).exists() for name in FILES):
                 raise RuntimeError(f"building the demo catalog failed:\n{result.stdout}\n{result.stderr}")
