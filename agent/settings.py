@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     llm_model: str = "qwen-plus"
     llm_timeout_seconds: float = Field(20.0, gt=0, le=300)
     llm_max_retries: int = Field(2, ge=0, le=10)
+    llm_connect_timeout_seconds: float = Field(3.0, gt=0, le=300)
+    llm_breaker_failures: int = Field(3, ge=1, le=1000)
+    llm_breaker_cooldown_seconds: float = Field(60.0, gt=0, le=3600)
     turn_budget_seconds: float = Field(40.0, gt=0, le=600)
     embedding_model: str | None = None
     embedding_base_url: AnyHttpUrl | None = None

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from agent.audit import AuditLog
+from agent.breaker import Breaker
 from agent.openai_model import OpenAIChatModel
 from agent.settings import Settings, StartupError
 from agent.turn import Agent
@@ -64,7 +65,8 @@ def embedder_from(settings: Settings) -> Embedder:
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return make_embedder(settings.embedding_model, str(settings.embedding_base_url or settings.openai_base_url or "")
                          or None, key, settings.embedding_dimensions, settings.llm_timeout_seconds,
-                         settings.llm_max_retries)
+                         settings.llm_max_retries, settings.llm_connect_timeout_seconds,
+                         Breaker("embeddings", settings.llm_breaker_failures, settings.llm_breaker_cooldown_seconds))
 
 
 def chat_model_from(settings: Settings) -> OpenAIChatModel | None:
@@ -73,7 +75,10 @@ def chat_model_from(settings: Settings) -> OpenAIChatModel | None:
         return None
     return OpenAIChatModel.from_settings(settings.openai_api_key.get_secret_value(),
                                          str(settings.openai_base_url) if settings.openai_base_url else None,
-                                         settings.llm_model, settings.llm_timeout_seconds, settings.llm_max_retries)
+                                         settings.llm_model, settings.llm_timeout_seconds, settings.llm_max_retries,
+                                         settings.llm_connect_timeout_seconds,
+                                         Breaker("chat", settings.llm_breaker_failures,
+                                                 settings.llm_breaker_cooldown_seconds))
 
 
 async def build_search_index(settings: Settings, *, rebuild: bool, progress: bool,

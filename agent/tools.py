@@ -8,7 +8,7 @@ import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Literal
@@ -312,10 +312,15 @@ class SearchResult:
     prepared_evidence: Prepared | None = None
     is_verified_fact: bool = False
     warning: str = WARNING
+    lexical_only: InitVar[str] = ""   # why the search ranked by words alone (the embedder failed): in the status
+
+    def __post_init__(self, lexical_only: str) -> None:
+        object.__setattr__(self, "_lexical_only", lexical_only)
 
     @property
     def status(self) -> str:
-        return "candidates" if self.candidates else "no_match"
+        found = "candidates" if self.candidates else "no_match"
+        return f"{found} (lexical only: {self._lexical_only})" if self._lexical_only else found
 
 
 @dataclass(frozen=True)
@@ -398,9 +403,11 @@ class ToolRunner:
         where = args.filter()
         candidates: tuple[Candidate, ...] = ()
         wide = bool(where) or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
+        lexical_only = ""
         if args.query.strip():
-            found = await self.search.search(args.query, 10 if where else args.top_k,
-                                             within=FILTERED_WITHIN if wide else None)
+            search = await self.search.find(args.query, 10 if where else args.top_k,
+                                            within=FILTERED_WITHIN if wide else None)
+            found, lexical_only = search.candidates, search.lexical_only
             if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
                 by_id = {c.product_id: c for c in found}
                 kept = await find_products(self.conn, where, list(by_id), args.sort)
@@ -410,7 +417,8 @@ class ToolRunner:
             listed = await find_products(self.conn, where, None, args.sort, args.top_k)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
         ids = [c.product_id for c in candidates][:10 if wide else 3]
-        return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None)
+        return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None,
+                            lexical_only=lexical_only)
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
         """Retrieval proposes policy chunks; their text is read from the catalog by id."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
+import openai
 
 
 class EmbeddingError(Exception):
@@ -76,18 +78,50 @@ class LocalE5Embedder:
         return await self._run(texts, False)
 
 
+class Circuit(Protocol):
+    """A circuit breaker in front of a remote endpoint (agent/breaker.py's Breaker is one)."""
+
+    @property
+    def probing(self) -> bool: ...
+
+    def allow(self) -> bool: ...
+
+    def why_skipped(self) -> str: ...
+
+    def watch(self, unreachable: tuple[type[BaseException], ...]) -> AbstractContextManager[None]: ...
+
+
+# Not reached: a timeout, a refused or dropped connection, a caller that stopped waiting.
+UNREACHABLE = (openai.APIConnectionError, asyncio.CancelledError)
+
+
 class OpenAIEmbedder:
     """Any OpenAI-compatible embeddings endpoint (DashScope text-embedding-v3, OpenAI, Ollama, vLLM).
 
-    The AsyncOpenAI client carries the timeout and the bounded retries.
+    The AsyncOpenAI client carries the timeouts and the bounded retries; the circuit (when given) skips the
+    endpoint after it stopped answering: the call fails at once with an EmbeddingError saying
+    "circuit open", and a search then ranks that query by its lexical side alone.
     """
 
-    def __init__(self, client, model: str, dimensions: int | None = None, batch_size: int = 10):
+    def __init__(self, client, model: str, dimensions: int | None = None, batch_size: int = 10,
+                 circuit: Circuit | None = None):
         self._client = client
         self._model = model
         self.dimensions = dimensions or 0
         self._batch_size = batch_size
         self.name = f"openai:{model}"
+        self.circuit = circuit
+
+    async def _create(self, batch: list[str], kwargs: dict):
+        if self.circuit is None:
+            return await self._client.embeddings.create(model=self._model, input=batch, encoding_format="float",
+                                                        **kwargs)
+        if not self.circuit.allow():
+            raise EmbeddingError(self.circuit.why_skipped())
+        # the probe after a cooling period is one attempt: a still-hung endpoint costs one timeout
+        client = self._client.with_options(max_retries=0) if self.circuit.probing else self._client
+        with self.circuit.watch(UNREACHABLE):
+            return await client.embeddings.create(model=self._model, input=batch, encoding_format="float", **kwargs)
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         rows: list[list[float]] = []
@@ -95,8 +129,9 @@ class OpenAIEmbedder:
             batch = texts[start:start + self._batch_size]
             kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
             try:
-                response = await self._client.embeddings.create(model=self._model, input=batch,
-                                                                 encoding_format="float", **kwargs)
+                response = await self._create(batch, kwargs)
+            except EmbeddingError:
+                raise
             except Exception as exc:  # the SDK's own errors; the message never holds the key
                 raise EmbeddingError(f"embeddings request failed: {type(exc).__name__}") from exc
             data = sorted(response.data, key=lambda d: d.index)

@@ -5,6 +5,7 @@ chunk ids; the chunks themselves are read from the catalog by id."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 from collections import Counter
@@ -13,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from retrieval.embedders import Embedder, QueryVectorCache
+from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.text import plain_words
+
+log = logging.getLogger(__name__)
 
 K1, B = 1.2, 0.75
 RRF_K = 10
@@ -92,8 +95,13 @@ class PassageSearch:
         for rank, i in enumerate(np.argsort(-lexical)):
             if lexical[i] > 0:
                 fused[i] += 1 / (RRF_K + rank + 1)
+        q = None
         if self.vectors is not None:
-            q = await self._queries.vector(query)
+            try:
+                q = await self._queries.vector(query)
+            except EmbeddingError as exc:   # a remote embedder down (its circuit open): BM25 alone
+                log.warning("policy search by words only for this query (%s)", exc)
+        if q is not None:
             cosine = self.vectors @ q
             for rank, i in enumerate(np.argsort(-cosine)):
                 fused[i] += 1 / (RRF_K + rank + 1)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval.documents import RetrievalDoc
-from retrieval.embedders import Embedder, QueryVectorCache
+from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
 from retrieval.lexical import LexicalIndex
 
@@ -49,6 +49,7 @@ class Signals:
     words: int                 # content words in the query: a short noun phrase or a described need
     dense_z: np.ndarray | None = None   # ranking: mean of the product's views
     best_document_z: float | None = None  # the confidence rule: best document-view z among the top ranked
+    lexical_only: str = ""     # why a dense search ranked this query by its lexical side alone (the embedder failed)
 
 
 CONFIDENCE_POOL = 64
@@ -78,6 +79,14 @@ class Candidate:
     def as_tool_result(self) -> dict:
         return {"product_id": self.product_id, "product_name": self.product_name,
                 "retrieval_score": round(self.retrieval_score, 4), "is_verified_fact": False}
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's candidates, and why it was lexical only when it should have been hybrid."""
+
+    candidates: list[Candidate]
+    lexical_only: str = ""
 
 
 class ProductSearch:
@@ -136,10 +145,15 @@ class ProductSearch:
 
     async def closeness(self, query: str, product_ids: Sequence[str]) -> dict[str, float]:
         """How close each of `product_ids` is to `query` by meaning (z-scores against the whole catalog);
-        empty when the search is lexical only. Used to choose among a few products the reader names."""
+        empty when the search is lexical only or the embedder fails. Used to choose among a few products
+        the reader names."""
         if self._cache is None or self._matrix is None:
             return {}
-        vector = await self._cache.vector(query)
+        try:
+            vector = await self._cache.vector(query)
+        except EmbeddingError as exc:
+            log.warning("no closeness by meaning (%s)", exc)
+            return {}
         rows = [i for pid in dict.fromkeys(product_ids)
                 if (i := self._position.get(pid)) is not None and self._has_vector[i]]
         z = self._z(vector, self._matrix[rows], self._stats["rank"]) if rows else []
@@ -153,9 +167,19 @@ class ProductSearch:
         """Every per-product signal for `query` (used by search and by the evaluation).
 
         The query is embedded on the embedder's thread; the scoring (jieba, pinyin, a pass over every
-        product) runs in a worker thread too, so the event loop is never held for milliseconds."""
-        vector = await self._cache.vector(query) if self._cache is not None else None
-        return await asyncio.to_thread(self._signals, query, vector)
+        product) runs in a worker thread too, so the event loop is never held for milliseconds. When the
+        embedder fails (a remote endpoint down, its circuit open) the query is ranked lexically, and the
+        signals say why."""
+        vector, skipped = None, ""
+        if self._cache is not None:
+            try:
+                vector = await self._cache.vector(query)
+            except EmbeddingError as exc:
+                skipped = str(exc)
+                log.warning("lexical search only for this query (%s)", exc)
+        signals = await asyncio.to_thread(self._signals, query, vector)
+        signals.lexical_only = skipped
+        return signals
 
     def _signals(self, query: str, vector: np.ndarray | None) -> Signals:
         q = self.lexical.analyze(query)
@@ -193,13 +217,19 @@ class ProductSearch:
     async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
         """The best candidates for `query`; `within` widens the band below the best one that is kept
         (a filtered search keeps more of the relevant products, then lets SQL choose among them)."""
+        return (await self.find(query, top_k, within)).candidates
+
+    async def find(self, query: str, top_k: int = 5, within: float | None = None) -> Found:
+        """`search`, saying when the query was ranked lexically because the embedder failed."""
         top_k = max(1, min(int(top_k), 10))
         if not self.docs or not (query or "").strip():
-            return []
-        fused, confident = self.fuse(await self.signals(query))
+            return Found([])
+        signals = await self.signals(query)
+        fused, confident = self.fuse(signals)
         if not confident:
-            return []
+            return Found([], signals.lexical_only)
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
-        return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
-                for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)]
+        return Found([Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
+                      for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)],
+                     signals.lexical_only)

@@ -11,7 +11,7 @@ import aiosqlite
 from db.catalog import products_for_retrieval
 from db.knowledge import all_documents
 from retrieval.documents import RetrievalDoc, doc_from_product
-from retrieval.embedders import Embedder, LocalE5Embedder, OpenAIEmbedder
+from retrieval.embedders import Circuit, Embedder, LocalE5Embedder, OpenAIEmbedder
 from retrieval.index import VectorIndex
 from retrieval.passages import Passage, PassageSearch
 from retrieval.search import ProductSearch
@@ -20,14 +20,17 @@ log = logging.getLogger(__name__)
 
 
 def make_embedder(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                  dimensions: int | None = None, timeout: float = 20.0, max_retries: int = 2) -> Embedder:
-    """The remote embedder when a model is configured, else the bundled local one."""
+                  dimensions: int | None = None, timeout: float = 20.0, max_retries: int = 2,
+                  connect_timeout: float = 3.0, circuit: Circuit | None = None) -> Embedder:
+    """The remote embedder when a model is configured (behind `circuit`, when given), else the bundled
+    local one."""
     if not model:
         return LocalE5Embedder()
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, Timeout
 
-    client = AsyncOpenAI(api_key=api_key or "unused", base_url=base_url, timeout=timeout, max_retries=max_retries)
-    return OpenAIEmbedder(client, model, dimensions)
+    client = AsyncOpenAI(api_key=api_key or "unused", base_url=base_url, max_retries=max_retries,
+                         timeout=Timeout(timeout, connect=min(connect_timeout, timeout)))
+    return OpenAIEmbedder(client, model, dimensions, circuit=circuit)
 
 
 async def load_passages(conn: aiosqlite.Connection, embedder: Embedder | None) -> PassageSearch:

@@ -6,8 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 from redis.asyncio.connection import Connection
+
+from agent.breaker import circuits
 
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40)
 
@@ -30,6 +34,26 @@ STAGE = Histogram("kefu_stage_seconds", "Time per stage of a customer message", 
 # stages: inbox (appended → taken by a worker), queue (waiting for the chat's earlier messages), retrieval
 # (the tools: search and SQL, summed), model (waiting for the model, summed), validation (summed), turn
 # (the whole turn), send (the reply to Telegram)
+
+
+class CircuitCollector(Collector):
+    """The remote endpoints' circuit breakers (agent/breaker.py), read at each scrape."""
+
+    def collect(self):
+        state = GaugeMetricFamily("kefu_circuit_state", "Circuit breaker of a remote endpoint: 0 closed, "
+                                  "1 half-open (one probe call), 2 open (calls skipped)", labels=["endpoint"])
+        opened = CounterMetricFamily("kefu_circuit_opened", "Times the circuit opened (a failed probe re-opens it)",
+                                     labels=["endpoint"])
+        skipped = CounterMetricFamily("kefu_circuit_skipped_calls", "Calls skipped while the circuit was open",
+                                      labels=["endpoint"])
+        for circuit in circuits():
+            state.add_metric([circuit.endpoint], int(circuit.state))
+            opened.add_metric([circuit.endpoint], circuit.opened_total)
+            skipped.add_metric([circuit.endpoint], circuit.skipped_total)
+        yield from (state, opened, skipped)
+
+
+REGISTRY.register(CircuitCollector())
 
 
 class CountingConnection(Connection):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class FakeOpenAI:
     requests: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
     stall_seconds: float = 30.0
     url: str = ""
+    port: int = 0                                                # 0: a free port
     _runner: web.AppRunner | None = None
     _tick: asyncio.Event = field(default_factory=asyncio.Event)   # set (and replaced) at every request
 
@@ -44,7 +46,7 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/chat/completions", self._chat)
-        self._runner, base = await serve(app)
+        self._runner, base = await serve(app, self.port)
         self.url = f"{base}/v1"
         return self
 
@@ -113,3 +115,44 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str = "call_1
     """One OpenAI tool call; `arguments` may be a raw string to script malformed JSON."""
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
+
+
+class HungEndpoint:
+    """A listener on 127.0.0.1 that accepts connections and never answers (nor reads): an endpoint that
+    hangs. Counts the connections, so a test can tell that none came while a circuit was open."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._held: list[asyncio.StreamWriter] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def start(self) -> HungEndpoint:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self._held.append(writer)   # held open, never written to
+
+    async def stop(self) -> None:
+        """Stop listening and drop the held connections (the port can then serve a FakeOpenAI)."""
+        if self._server is not None:
+            self._server.close()
+            for writer in self._held:
+                writer.close()
+            self._held.clear()
+            await self._server.wait_closed()
+
+
+def refused_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens: every connection is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
