@@ -74,7 +74,7 @@ class Breaker:
         """The reason given for a skipped call (the turn's degraded reason, the search's note)."""
         if self.state is State.HALF_OPEN:
             return f"circuit open: the {self.endpoint} endpoint is being probed by another call"
-        return (f"circuit open: the {self.endpoint} endpoint did not answer {self.consecutive} calls in a row; "
+        return (f"circuit open: the {self.endpoint} endpoint did not answer {_calls(self.consecutive)} in a row; "
                 f"skipped for {self.retry_in():.0f} s more")
 
     def reached(self) -> None:
@@ -89,8 +89,8 @@ class Breaker:
         if self.state is State.HALF_OPEN or (self.state is State.CLOSED and self.consecutive >= self.failures):
             self.state, self.opened_at = State.OPEN, self._clock()
             self.opened_total += 1
-            log.warning("circuit open: the %s endpoint did not answer %d calls in a row; skipping it for %.0f s",
-                        self.endpoint, self.consecutive, self.cooldown_seconds)
+            log.warning("circuit open: the %s endpoint did not answer %s in a row; skipping it for %.0f s",
+                        self.endpoint, _calls(self.consecutive), self.cooldown_seconds)
 
     @contextmanager
     def watch(self, unreachable: tuple[type[BaseException], ...]) -> Iterator[None]:
@@ -106,6 +106,10 @@ class Breaker:
             self.reached()
             raise
         self.reached()
+
+
+def _calls(n: int) -> str:
+    return f"{n} call" if n == 1 else f"{n} calls"
 
 
 _LIVE: weakref.WeakSet[Breaker] = weakref.WeakSet()
