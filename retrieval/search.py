@@ -49,7 +49,6 @@ class Signals:
     words: int                 # content words in the query: a short noun phrase or a described need
     dense_z: np.ndarray | None = None   # ranking: mean of the product's views
     best_document_z: float | None = None  # the confidence rule: best document-view z among the top ranked
-    lexical_only: str = ""     # why a dense search ranked this query by its lexical side alone (the embedder failed)
 
 
 CONFIDENCE_POOL = 64
@@ -167,19 +166,9 @@ class ProductSearch:
         """Every per-product signal for `query` (used by search and by the evaluation).
 
         The query is embedded on the embedder's thread; the scoring (jieba, pinyin, a pass over every
-        product) runs in a worker thread too, so the event loop is never held for milliseconds. When the
-        embedder fails (a remote endpoint down, its circuit open) the query is ranked lexically, and the
-        signals say why."""
-        vector, skipped = None, ""
-        if self._cache is not None:
-            try:
-                vector = await self._cache.vector(query)
-            except EmbeddingError as exc:
-                skipped = str(exc)
-                log.warning("lexical search only for this query (%s)", exc)
-        signals = await asyncio.to_thread(self._signals, query, vector)
-        signals.lexical_only = skipped
-        return signals
+        product) runs in a worker thread too, so the event loop is never held for milliseconds."""
+        vector = await self._cache.vector(query) if self._cache is not None else None
+        return await asyncio.to_thread(self._signals, query, vector)
 
     def _signals(self, query: str, vector: np.ndarray | None) -> Signals:
         q = self.lexical.analyze(query)
@@ -216,20 +205,30 @@ class ProductSearch:
 
     async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
         """The best candidates for `query`; `within` widens the band below the best one that is kept
-        (a filtered search keeps more of the relevant products, then lets SQL choose among them)."""
-        return (await self.find(query, top_k, within)).candidates
+        (a filtered search keeps more of the relevant products, then lets SQL choose among them).
+        An embedder failure is raised (the evaluation must not score a lexical search as hybrid)."""
+        if not self.docs or not (query or "").strip():
+            return []
+        return await self._rank(query, top_k, within, await self.query_vector(query))
 
     async def find(self, query: str, top_k: int = 5, within: float | None = None) -> Found:
-        """`search`, saying when the query was ranked lexically because the embedder failed."""
-        top_k = max(1, min(int(top_k), 10))
+        """`search` for a customer's turn: when the embedder fails (a remote endpoint down, its circuit
+        open) the query is ranked by its lexical side alone, and the result says why."""
         if not self.docs or not (query or "").strip():
             return Found([])
-        signals = await self.signals(query)
-        fused, confident = self.fuse(signals)
+        try:
+            vector = await self.query_vector(query)
+        except EmbeddingError as exc:
+            log.warning("lexical search only for this query (%s)", exc)
+            return Found(await self._rank(query, top_k, within, None), str(exc))
+        return Found(await self._rank(query, top_k, within, vector))
+
+    async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None) -> list[Candidate]:
+        top_k = max(1, min(int(top_k), 10))
+        fused, confident = self.fuse(await asyncio.to_thread(self._signals, query, vector))
         if not confident:
-            return Found([], signals.lexical_only)
+            return []
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
-        return Found([Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
-                      for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)],
-                     signals.lexical_only)
+        return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
+                for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)]
