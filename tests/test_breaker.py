@@ -292,3 +292,19 @@ async def test_a_hung_embeddings_endpoint_leaves_search_lexical_and_says_so(conn
     finally:
         await client.close()
         await hung.stop()
+
+
+async def test_policy_search_falls_back_to_words_when_the_embedder_fails():
+    import numpy as np
+
+    from retrieval.passages import Passage, PassageSearch
+
+    class SkippedEmbedder:
+        name, dimensions = "test:skipped", 4
+
+        async def embed_queries(self, texts):
+            raise EmbeddingError("circuit open: the embeddings endpoint did not answer 3 calls in a row")
+
+    passages = [Passage("returns#1", "退货", "七天无理由退货，商品完好即可。"), Passage("shipping#1", "发货", "下单后48小时内发货。")]
+    search = PassageSearch(passages, SkippedEmbedder(), np.eye(2, 4, dtype=np.float32))
+    assert [pid for pid, _ in await search.search("怎么退货")] == ["returns#1"]
