@@ -103,9 +103,52 @@ def _is_amount(word: str) -> bool:
     return bool(re.fullmatch(r"[\d.一二两三四五六七八九十百千万几多]+[个件双支盒块元钱斤公斤米号码岁人天]?", word))
 
 
+# The thing asked for in a question about having, selling or a price (有X吗, 有没有X, 卖X吗, X多少钱): the
+# whole object, where jieba's tags split a compound (瑜伽/垫, 登山/杖) or glue the verb to it (有泳/镜).
+_FRAMED = re.compile(
+    f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{_MEASURE}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
+    f"的?(?:吗|么|嘛|呢|卖吗|没有|不|[？?。，,！!]|$)"
+    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|怎么卖|什么价|几块钱|价格)")
+
+
+def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of the things asked for in `text` (folded), outside the catalog spans `covered`; leading words
+    that are not the thing (请问, 你们, 这个, asking verbs) are left out; a span must hold a noun."""
+    spans = []
+    for match in _FRAMED.finditer(text):
+        group = "object" if match.group("object") else "priced"
+        start, end = match.span(group)
+        if any(s < end and start < e for s, e in covered):
+            continue
+        tokens, position = [], start
+        for token in jieba.posseg.lcut(text[start:end]):
+            tokens.append((position, position + len(token.word), token.word, token.flag))
+            position += len(token.word)
+        while tokens and (tokens[0][3] in {"r", "d", "p", "c", "u", "y", "m", "q"} or tokens[0][2] in _ASKING_VERBS
+                          or tokens[0][2] in _NOT_GOODS or tokens[0][2] in _HELPING or tokens[0][2] in ("请问", "问下")):
+            tokens.pop(0)
+        if "的" in (words := [t[2] for t in tokens]) and len("".join(words[len(words) - words[::-1].index("的"):])) >= 2:
+            tokens = tokens[len(words) - words[::-1].index("的"):]   # 适合跑步的耳机: the thing is 耳机
+        if tokens and tokens[-1][1] - tokens[0][0] >= 2 and any(t[3] in _NOUN_TAGS or t[3] == "ns" for t in tokens) \
+                and not any(t[2] in _NOT_GOODS for t in tokens):
+            spans.append((tokens[0][0], tokens[-1][1]))
+    return spans
+
+
 def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     """Noun phrases of `text` (folded) outside the catalog spans `covered` that may name goods, in order:
-    runs of nouns, with a modifier verb kept when a noun follows it (拳击手套)."""
+    runs of nouns, with a modifier verb kept when a noun follows it (拳击手套); the whole thing asked for
+    in a question about having, selling or a price, where the tags split it (瑜伽垫, 登山杖)."""
+    framed = framed_objects(text, covered)
+    phrases = [text[s:e] for s, e in framed]
+    for phrase in _tagged_phrases(text, covered):
+        if not any(phrase in whole or whole in phrase for whole in phrases):
+            phrases.append(phrase)
+    order = {phrase: text.find(phrase) for phrase in phrases}
+    return sorted(phrases, key=order.__getitem__)
+
+
+def _tagged_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     phrases, run, pending = [], [], ""
     position = 0
     for token in jieba.posseg.lcut(text):

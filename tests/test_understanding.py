@@ -206,3 +206,20 @@ async def test_a_need_told_in_a_few_words_is_never_not_sold(agent):
         assert "没有销售" not in answer and product in answer, (need, answer)
     asked, = await converse(agent, ["有没有潜水服"])
     assert "没有销售“潜水服”" in asked
+
+
+@pytest.mark.parametrize(("message", "thing"), [
+    ("有瑜伽垫吗", "瑜伽垫"),                 # the tagger splits the compound: 瑜伽 / 垫
+    ("有没有登山杖", "登山杖"),               # 登山 / 杖: a place word and a one-character noun
+    ("有泳镜吗", "泳镜"),                     # the verb glued to the thing: 有泳 / 镜
+    ("请问冰爪多少钱", "冰爪"),               # asking words before the thing are not part of it
+    ("你们店里有没有卖帐篷的", "帐篷"),
+    ("你们这有无人机吗", "无人机"),
+    ("有没有适合跑步的耳机", "耳机"),          # what it is for is not the thing's name
+])
+def test_the_thing_asked_for_is_read_whole_whatever_the_tagger_splits(message, thing):
+    """A question about having, selling or a price names one thing: the not-sold sentence and the search
+    get all of it, not the piece the part-of-speech tagger happened to call a noun."""
+    from agent.mentions import goods_phrases
+
+    assert thing in goods_phrases(message, [])
