@@ -8,6 +8,7 @@ import asyncio
 import logging
 import math
 import re
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,22 @@ _STOP = frozenset("的 了 吗 呢 吧 啊 呀 么 是 我 你 们 请问 怎么
 
 
 _HAN = re.compile(r"[\u4e00-\u9fff]{2,}")
+
+# the chunks' vectors, remembered per embedder and text: a search built again over the same chunks (each
+# Agent builds its own; the evaluation commands and the tests make many) does not embed them again
+_REMEMBERED: weakref.WeakKeyDictionary[Embedder, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+async def _passage_vectors(texts: list[str], embedder: Embedder) -> np.ndarray:
+    try:
+        known = _REMEMBERED.setdefault(embedder, {})
+    except TypeError:   # an embedder that cannot be referred to weakly: embedded every time
+        return await embedder.embed_passages(texts)
+    missing = [text for text in dict.fromkeys(texts) if text not in known]
+    if missing:
+        for text, vector in zip(missing, await embedder.embed_passages(missing), strict=True):
+            known[text] = vector
+    return np.stack([known[text] for text in texts])
 
 
 @dataclass(frozen=True)
@@ -66,10 +83,11 @@ class PassageSearch:
 
     @classmethod
     async def build(cls, passages: Sequence[Passage], embedder: Embedder | None) -> PassageSearch:
-        """Embed the chunks (a few dozen: seconds with the local model) and build the lexical side."""
+        """Embed the chunks (a few dozen: seconds with the local model, once per embedder and text in a
+        process) and build the lexical side."""
         vectors = None
         if embedder is not None and passages:
-            vectors = await embedder.embed_passages([p.indexed for p in passages])
+            vectors = await _passage_vectors([p.indexed for p in passages], embedder)
         return await asyncio.to_thread(cls, passages, embedder, vectors)
 
     def bm25(self, query: str) -> np.ndarray:
