@@ -1,8 +1,9 @@
 """Shared fixtures: a demo catalog file built once per session, opened read-only per test.
 
-Tests that start real processes (`python bot.py`, redis-server, Chromium, Caddy) are `slow`: marked
-here by the fixtures they use, or in their module with @pytest.mark.slow (those calling `remote_bot` or
-running a `bot.py` command): `python -m pytest -m "not slow"` is the quick subset. The suite runs in
+Tests that start real processes (`python bot.py`, Chromium, Caddy, a redis-server they crash or freeze)
+are `slow`: marked here by the fixtures they use, or in their module with @pytest.mark.slow (those calling
+`remote_bot` or running a `bot.py` command): `python -m pytest -m "not slow"` is the quick subset. (A
+private redis-server that only has to be there, `redis_alone`, starts in a fraction of a second: not slow.) The suite runs in
 parallel (pytest-xdist); each worker keeps to its own tmp dirs, Redis key prefixes and ports, and the
 expensive builds (the demo catalog and its index) are made once per run, shared by the workers."""
 
@@ -112,6 +113,23 @@ async def redis():
     finally:
         await drop_prefix(client, prefix)
         await client.aclose()
+
+
+@pytest.fixture
+async def redis_alone(tmp_path):
+    """Like `redis`, on a redis-server of this test's own (started in a fraction of a second): for a test
+    that does what would disturb the tests sharing a Redis under xdist (SCRIPT FLUSH, CLIENT PAUSE)."""
+    from tests.fakes.redis_server import RedisServer
+    from tests.fakes.redis_support import unique_prefix
+
+    server = await RedisServer(tmp_path).start()
+    client = server.client()
+    client.test_prefix = unique_prefix()
+    try:
+        yield client
+    finally:
+        await client.aclose()
+        await server.stop()
 
 
 @pytest.fixture

@@ -51,7 +51,8 @@ def worker_parts(inbox: Inbox, conn, search) -> tuple[RecordingSession, Bot, obj
     return session, bot, dispatcher
 
 
-async def test_appended_once_per_update_and_one_partition_per_chat(redis):
+async def test_appended_once_per_update_and_one_partition_per_chat(redis_alone):
+    redis = redis_alone   # a Redis of its own: SCRIPT FLUSH below would unload the scripts of tests running beside
     inbox = Inbox(redis, redis.test_prefix, partitions=4)
     await inbox.ensure_groups()
     first = update(7, "足球多少钱", update_id=1)
