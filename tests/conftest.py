@@ -40,6 +40,18 @@ def pytest_collection_modifyitems(config, items):
                 for name, definitions in (info.name2fixturedefs.items() if info else ()) if definitions}
         if SLOW_FIXTURES & used or item.nodeid.split("[")[0] in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+    # the long real-process tests first, in their files' order: the run then ends on short tests that fill
+    # the workers evenly, not on a 30-second test that one worker started last
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per core, and one more when real processes run (the whole suite): those tests
+    spend much of their time waiting — a process starting or stopping, a model stalling on purpose, Redis
+    frozen for ten seconds — and a spare worker keeps the cores busy meanwhile."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quick = "not slow" in (config.getoption("markexpr", "") or "")
+    return cores if quick else cores + 1
 
 
 @pytest.fixture(scope="session", autouse=True)
