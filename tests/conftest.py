@@ -3,9 +3,10 @@
 Tests that start real processes (`python bot.py`, Chromium, Caddy, a redis-server they crash or freeze)
 are `slow`: marked here by the fixtures they use, or in their module with @pytest.mark.slow (those calling
 `remote_bot` or running a `bot.py` command): `python -m pytest -m "not slow"` is the quick subset. (A
-private redis-server that only has to be there, `redis_alone`, starts in a fraction of a second: not slow.) The suite runs in
-parallel (pytest-xdist); each worker keeps to its own tmp dirs, Redis key prefixes and ports, and the
-expensive builds (the demo catalog and its index) are made once per run, shared by the workers."""
+private redis-server that only has to be there, `redis_alone`, starts in a fraction of a second: not
+slow.) The suite runs in parallel (pytest-xdist); each worker keeps to its own tmp dirs, Redis key
+prefixes and ports, and the expensive builds (the demo catalog and its index) are made once per run,
+shared by the workers."""
 
 from __future__ import annotations
 
