@@ -288,3 +288,24 @@ async def test_workers_share_the_partitions_evenly_and_take_them_back_when_one_l
     stops[0].set()
     await running[0]
     assert len(session.texts(71)) == 1
+
+
+async def test_a_read_whose_reply_was_lost_is_run_again_by_the_same_worker(redis, conn, search):
+    """Redis unreachable for a while: a worker's XREADGROUP times out on the client but runs on the server
+    once Redis answers again, so its entries are pending for this worker and no new read returns them.
+    After Redis trouble the worker reads its own pending entries again; the message is answered once."""
+    inbox = Inbox(redis, redis.test_prefix, partitions=1)
+    await inbox.ensure_groups()
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
+    worker = Worker(inbox, dispatcher, bot, "w-lost", lease_ms=5000)
+    assert await worker._leases() and worker.held == {0}
+    await inbox.append(update(43, "足球多少钱"))
+    lost = await redis.xreadgroup(GROUP, "w-lost", {inbox.stream(0): ">"}, count=10)   # the reply nobody got
+    assert lost and (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 1
+    worker.lost_a_reply()                     # what the worker's loop does on Redis trouble
+    await worker._run_again()
+    assert await session.until(lambda: session.texts(43), within=30)
+    await asyncio.gather(*worker._tasks)
+    assert len(session.texts(43)) == 1 and "120元" in session.texts(43)[0]
+    assert (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 0
+    await inbox.release(0, "w-lost")

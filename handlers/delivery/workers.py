@@ -78,6 +78,12 @@ class Worker:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    def lost_a_reply(self) -> None:
+        """A Redis call failed: if it was a read whose reply was lost (a timeout while Redis was
+        unreachable, executed once Redis answered again), its entries are pending for this worker and no
+        new read returns them. Read this worker's pending entries of every partition it holds again."""
+        self._rerun |= self.held
+
     async def _run_again(self) -> None:
         """Entries of ours left pending by trouble that lasted too long: run them again, oldest first."""
         for p in sorted(self._rerun & self.held):
@@ -170,6 +176,7 @@ class Worker:
                         self._start(int(name.rsplit(":", 1)[1]), entries, first=True)
                 except (RedisError, OSError) as exc:
                     log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
+                    self.lost_a_reply()
                     await asyncio.sleep(1.0)
         finally:
             if self._tasks:   # drain: finish what was started (SIGTERM), the rest stays pending for others
