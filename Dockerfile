@@ -18,7 +18,8 @@ COPY guardrails ./guardrails
 COPY handlers ./handlers
 RUN pip install . \
     && useradd --create-home --uid 10001 --user-group kefu \
-    && mkdir -p /data && chown 10001:10001 /data
+    && mkdir -p /data && chown 10001:10001 /data \
+    && ln -s /data /app/data   # /data/shop.db is the default catalog place (data/shop.db): a first start makes the demo
 
 USER 10001:10001
 VOLUME ["/data"]

@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     webhook_url: AnyHttpUrl | None = None
     webhook_secret: SecretStr | None = None
     webhook_port: int = Field(8080, ge=1, le=65535)
+    health_host: str = "127.0.0.1"   # /healthz and /metrics outside webhook mode
     redis_url: RedisDsn | None = None
     database_path: Path = Path("data/shop.db")
     index_path: Path | None = None

@@ -47,14 +47,18 @@ class TelegramOptions:
     webhook_secret: str | None = None
     port: int = 8080
     request_timeout: float = 30.0
+    host: str = "127.0.0.1"   # where /healthz, /metrics (and, in webhook mode, the webhook) listen
 
     @classmethod
     def of(cls, settings: Settings) -> TelegramOptions:
+        """In webhook mode the listener faces Telegram (all interfaces); otherwise /healthz and /metrics stay
+        on HEALTH_HOST (this host only, unless widened for a scraper on another host)."""
         return cls(token=settings.bot_token.get_secret_value(),
                    api_base=str(settings.telegram_api_base) if settings.telegram_api_base else None,
                    mode=settings.bot_mode, webhook_url=str(settings.webhook_url) if settings.webhook_url else None,
                    webhook_secret=settings.webhook_secret.get_secret_value() if settings.webhook_secret else None,
-                   port=settings.webhook_port)
+                   port=settings.webhook_port,
+                   host="0.0.0.0" if settings.bot_mode == "webhook" else settings.health_host)   # noqa: S104
 
 
 class KeepResponseTypes(BaseRequestMiddleware):
@@ -137,11 +141,12 @@ def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Ap
     return app
 
 
-async def _serve(app: web.Application, port: int) -> web.AppRunner:
+async def _serve(app: web.Application, options: TelegramOptions) -> web.AppRunner:
     runner = web.AppRunner(app)
     await runner.setup()
+    port = options.port
     try:
-        await web.TCPSite(runner, "0.0.0.0", port).start()   # noqa: S104 - health checks and Telegram reach it
+        await web.TCPSite(runner, options.host, port).start()
     except OSError as exc:
         await runner.cleanup()
         raise StartupError(f"WEBHOOK_PORT: cannot listen on port {port} ({exc.strerror}); another process may use "
@@ -161,7 +166,7 @@ def _register_shutdown(dispatcher: Dispatcher, sequencer: ChatSequencer) -> None
 
 async def run_polling(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer, options: TelegramOptions) -> None:
     _register_shutdown(dispatcher, sequencer)
-    runner = await _serve(_app_with_health(dispatcher, sequencer), options.port)
+    runner = await _serve(_app_with_health(dispatcher, sequencer), options)
     try:
         await bot.delete_webhook(drop_pending_updates=False)
         await dispatcher.start_polling(bot, handle_signals=True, polling_timeout=20, close_bot_session=True)
@@ -177,7 +182,7 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
     SimpleRequestHandler(dispatcher=dispatcher, bot=bot, secret_token=options.webhook_secret).register(
         app, path=WEBHOOK_PATH)
     setup_application(app, dispatcher, bot=bot)
-    runner = await _serve(app, options.port)
+    runner = await _serve(app, options)
     await register_webhook(bot, guards, options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -258,7 +263,7 @@ async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> Non
     app = _health_app(ChatSequencer())
     if options.mode == "webhook":
         add_webhook_intake(app, inbox, options.webhook_secret)
-    runner = await _serve(app, options.port)
+    runner = await _serve(app, options)
     stop = _stop_on_signals()
     try:
         receiving = await _start_receiving(bot, inbox, guards, options, stop)
@@ -283,7 +288,7 @@ async def run_worker(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer,
     app = _app_with_health(dispatcher, sequencer)
     if receiving and options.mode == "webhook":
         add_webhook_intake(app, inbox, options.webhook_secret)
-    runner = await _serve(app, options.port)
+    runner = await _serve(app, options)
     stop = _stop_on_signals()
     receiver = None
     try:
