@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agent.commands import add_commands
 from agent.settings import Settings, StartupError, load_settings
+from handlers.delivery.dead_letters import add_inbox_commands
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
     from aiogram import Bot
@@ -191,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     console.set_defaults(func=cmd_console)
 
     add_commands(sub)
+    add_inbox_commands(sub)
     return parser
 
 

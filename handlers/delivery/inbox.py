@@ -9,7 +9,9 @@ done-marker per update id and a delivery marker keep a re-run or a retry from an
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import zlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -89,6 +91,21 @@ class Receipt:
         pipe.xack(self.entry.stream, GROUP, self.entry.id)
 
 
+def _str(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _without_surrogates(value):
+    """A parked update made storable: lone surrogates (never valid UTF-8) become U+FFFD."""
+    if isinstance(value, str):
+        return re.sub("[\ud800-\udfff]", "\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def chat_of(update: Update) -> int | None:
     event = update.message or update.edited_message or update.channel_post or update.edited_channel_post
     if event is not None:
@@ -120,23 +137,72 @@ class Inbox:
                 if "BUSYGROUP" not in str(exc):
                     raise
 
-    def _append_args(self, update: Update) -> dict:
+    def _append_args(self, update: Update, payload: str) -> dict:
         return {"keys": [f"{self.prefix}seen:{update.update_id}", self.stream(self.partition_of(update))],
-                "args": [update.model_dump_json(exclude_none=True), SEEN_SECONDS]}
+                "args": [payload, SEEN_SECONDS]}
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.prefix}dead-letters"   # not inbox:*: no workers read it
+
+    def _sorted(self, updates: list[Update]) -> tuple[list[tuple[Update, str]], list[tuple[Update, str]]]:
+        """The updates that can be stored, with their JSON, and those that cannot (a lone surrogate in a
+        text, which no UTF-8 store holds), with the reason: those are parked, never retried for ever."""
+        good, dead = [], []
+        for update in updates:
+            try:
+                good.append((update, update.model_dump_json(exclude_none=True)))
+            except (ValueError, UnicodeError) as exc:   # pydantic's serialization error is a ValueError
+                dead.append((update, f"{type(exc).__name__}: {str(exc)[:200]}"))
+        return good, dead
 
     async def append(self, update: Update) -> bool:
-        """Append once per update id; False for a duplicate."""
-        return bool(await self._append(**self._append_args(update)))
+        """Append once per update id; False for a duplicate (or an update parked as a dead letter)."""
+        good, dead = self._sorted([update])
+        if dead:
+            await self._park(dead)
+            return False
+        return bool(await self._append(**self._append_args(*good[0])))
 
     async def append_many(self, updates: list[Update]) -> None:
-        """Append a batch from one getUpdates in one round trip, in order; duplicates are dropped."""
-        if len(updates) == 1:
-            await self.append(updates[0])
+        """Append a batch from one getUpdates in one round trip, in order; duplicates are dropped; an update
+        that cannot be stored goes to the dead letters (`bot.py inbox dead-letters`)."""
+        good, dead = self._sorted(updates)
+        if dead:
+            await self._park(dead)
+        if len(good) == 1:
+            await self._append(**self._append_args(*good[0]))
+            return
+        if not good:
             return
         async with self.redis.pipeline(transaction=False) as pipe:
-            for update in updates:
-                await self._append(**self._append_args(update), client=pipe)
+            for update, payload in good:
+                await self._append(**self._append_args(update, payload), client=pipe)
             await pipe.execute()
+
+    async def _park(self, dead: list[tuple[Update, str]]) -> None:
+        for update, reason in dead:
+            raw = json.dumps(update.model_dump(exclude_none=True, mode="python"), ensure_ascii=True, default=str)
+            await self.redis.xadd(self.dead_letters, {"update_id": str(update.update_id), "reason": reason,
+                                                      "update": raw}, maxlen=10_000, approximate=True)
+            log.warning("update %s parked as a dead letter (%s)", update.update_id, reason)
+
+    async def list_dead(self, count: int = 100) -> list[tuple[str, dict[str, str]]]:
+        """The parked updates, oldest first: (id, {update_id, reason, update})."""
+        entries = await self.redis.xrange(self.dead_letters, count=count)
+        return [(_str(entry_id), {_str(k): _str(v) for k, v in fields.items()}) for entry_id, fields in entries]
+
+    async def replay(self, entry_id: str) -> bool:
+        """Append a parked update again, with what could not be stored replaced (U+FFFD); False if unknown."""
+        found = await self.redis.xrange(self.dead_letters, entry_id, entry_id)
+        if not found:
+            return False
+        fields = {_str(k): _str(v) for k, v in found[0][1].items()}
+        update = Update.model_validate(_without_surrogates(json.loads(fields["update"])))
+        await self.redis.delete(f"{self.prefix}seen:{update.update_id}")
+        appended = await self.append(update)
+        await self.redis.xdel(self.dead_letters, entry_id)
+        return appended
 
     # --- the done-marker: an update handled is never handled again ------------------------------------
 
