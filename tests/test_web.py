@@ -1,9 +1,12 @@
 """The audit console over HTTP: login on every route, CSRF, escaping, pagination, filters, the turn
-detail with its blocked draft, the daily summary, and server-sent events."""
+detail with its blocked draft, the daily summary, and server-sent events; and its hardening: limited and
+delayed wrong logins, strong tokens, idle sessions, security headers and no-store on every response,
+Secure cookies behind a trusted HTTPS proxy, 4xx for malformed requests."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 
@@ -187,3 +190,196 @@ def test_a_feed_row_of_an_old_record_and_of_an_event():
         ("turn", "2026-11-29 14:20:05", ["WRONG_ROLE"], ["blocked"], None)
     vote = row_of(TurnRecord.from_row({"time": "t", "kind": "feedback", "chat_id": "3", "value": "down", "id": 2}), "down")
     assert (vote["status"], vote["answer"], vote["flags"], vote["id"]) == ("feedback", "down", ["👎"], 2)
+
+
+# --- hardening: login limits, sessions, headers, bad requests (issue 22) -------------------------------
+
+class FakeClock:
+    """Seconds that move only when told to, or by a delay the console sleeps (recorded, not waited)."""
+
+    def __init__(self) -> None:
+        self.now, self.slept = 1000.0, []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+async def clocked(tmp_path):
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    audit.record(chat_id="7", user_id="u", message="问题", result=turn("回答"), update_id=77)
+    store.flush()
+    clock = FakeClock()
+    app = build_web_app(store, TOKEN, clock=clock, sleep=clock.sleep)
+    runner, url = await serve(app)
+    try:
+        yield app, clock, url
+    finally:
+        await runner.cleanup()
+        audit.close()
+
+
+async def try_login(session: aiohttp.ClientSession, url: str, token: str, **headers: str) -> aiohttp.ClientResponse:
+    page = await (await session.get(f"{url}/login", headers=headers)).text()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    if "X-Forwarded-Proto" in headers:   # the login cookie is Secure then: the client would not send it over http
+        headers = {**headers, "Cookie": f"kefu_login_csrf={csrf}"}
+    return await session.post(f"{url}/login", data={"csrf": csrf, "token": token}, headers=headers,
+                              allow_redirects=False)
+
+
+async def test_200_wrong_logins_are_delayed_then_refused_and_the_token_works_after_the_window(clocked, caplog):
+    from handlers.web.app import LoginGuard
+
+    app, clock, url = clocked
+    caplog.set_level(logging.INFO)
+    guard = LoginGuard()
+    wrong = "wrong-guess-Zq81"
+    statuses = []
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        for _ in range(200):
+            statuses.append((await try_login(session, url, wrong)).status)
+        assert statuses[:guard.per_address] == [401] * guard.per_address
+        assert set(statuses[guard.per_address:]) == {429}
+        # the delay grows: none for the first few failures, then doubling
+        assert clock.slept[:guard.free] == [0.0] * guard.free and clock.slept[guard.free] > 0
+        assert clock.slept == sorted(clock.slept) and clock.slept[-1] > clock.slept[guard.free]
+        locked = await try_login(session, url, TOKEN)           # the right token, while locked: refused unread
+        assert locked.status == 429 and int(locked.headers["Retry-After"]) > 0
+        assert 'id="login-limited"' in await locked.text()
+        clock.now += guard.window + 1
+        good = await try_login(session, url, TOKEN)
+        assert good.status == 303 and (await session.get(f"{url}/")).status == 200
+    failures = [r for r in caplog.records if "failed login from 127.0.0.1" in r.getMessage()]
+    assert len(failures) == guard.per_address
+    assert wrong not in caplog.text and TOKEN not in caplog.text
+
+
+async def test_wrong_logins_from_many_addresses_hit_the_overall_limit(clocked):
+    from handlers.web.app import LoginGuard
+
+    _, clock, url = clocked
+    guard = LoginGuard()
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        for n in range(guard.overall):      # each from another address (as a proxy on this host forwards them)
+            response = await try_login(session, url, "wrong-guess-Zq81", **{"X-Forwarded-For": f"10.0.{n // 250}.{n % 250}"})
+            assert response.status == 401
+        fresh = await try_login(session, url, TOKEN, **{"X-Forwarded-For": "10.9.9.9"})
+        assert fresh.status == 429
+        clock.now += guard.window + 1
+        assert (await try_login(session, url, TOKEN, **{"X-Forwarded-For": "10.9.9.9"})).status == 303
+
+
+@pytest.mark.parametrize("request_", [
+    ("GET", "/?page=99999999999999999999"), ("GET", "/?page=abc"), ("GET", "/?page=0"),
+    ("GET", "/chat/7?page=99999999999999999999"), ("GET", "/turn/99999999999999999999"), ("GET", "/turn/abc"),
+    ("GET", "/?since=0001-01-01"), ("GET", "/?until=9999-12-31"), ("GET", "/?since=yesterday"),
+    ("GET", "/events?after=99999999999999999999"), ("GET", "/events?after=x"),
+    ("POST", "/logout", {"csrf": "é"}), ("POST", "/logout", {"csrf": "\u00ff" * 40}),
+    ("POST", "/logout", b"--x\r\n", "multipart/form-data; boundary=zz"),
+    ("POST", "/login", {"csrf": "é", "token": "x"}), ("POST", "/login", {"csrf": "ok", "token": "é"}),
+], ids=lambda r: " ".join(str(p)[:40] for p in r[:2]))
+async def test_a_malformed_request_gets_a_4xx_and_no_traceback(console, caplog, request_):
+    _, _, url = console
+    method, path, *body = request_
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        assert (await try_login(session, url, TOKEN)).status == 303
+        session.cookie_jar.update_cookies({"kefu_login_csrf": "ok"})
+        kwargs = {"data": body[0]} if body else {}
+        if len(body) > 1:
+            kwargs["headers"] = {"Content-Type": body[1]}
+        async with session.request(method, url + path, allow_redirects=False, **kwargs) as response:
+            assert 400 <= response.status < 500, (path, response.status)
+            assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+async def test_every_response_has_the_security_headers_and_no_store(console, monkeypatch):
+    store, _, url = console
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        login_page = await session.get(f"{url}/login")
+        assert (await try_login(session, url, TOKEN)).status == 303
+        responses = {"login": login_page, "feed": await session.get(f"{url}/"),
+                     "404": await session.get(f"{url}/nope"), "static 404": await session.get(f"{url}/static/nope"),
+                     "400": await session.get(f"{url}/?page=x"),
+                     "403": await session.post(f"{url}/logout", data={}, allow_redirects=False)}
+        monkeypatch.setattr(store, "count", lambda *a: 1 / 0)
+        responses["500"] = await session.get(f"{url}/")
+    assert [r.status for r in responses.values()] == [200, 200, 404, 404, 400, 403, 500]
+    for name, response in responses.items():
+        csp = response.headers.get("Content-Security-Policy", "")
+        for directive in ("default-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+                          "object-src 'none'"):
+            assert directive in csp, (name, directive)
+        assert response.headers.get("X-Content-Type-Options") == "nosniff", name
+        assert response.headers.get("X-Frame-Options") == "DENY", name
+        if name != "static 404":
+            assert response.headers.get("Cache-Control") == "no-store", name
+    assert "ZeroDivisionError" not in await responses["500"].text()
+
+
+async def test_the_session_cookie_is_secure_behind_a_trusted_proxy_saying_https(tmp_path, console):
+    _, _, url = console
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        plain = await try_login(session, url, TOKEN)
+        assert plain.status == 303 and "Secure" not in plain.headers["Set-Cookie"]
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        proxied = await try_login(session, url, TOKEN, **{"X-Forwarded-Proto": "https"})
+        cookies = proxied.headers.getall("Set-Cookie")
+        assert proxied.status == 303 and all("Secure" in c for c in cookies)
+        assert any(c.startswith("kefu_session=") for c in cookies)
+    store = AuditStore(tmp_path / "other.db")
+    runner, other = await serve(build_web_app(store, TOKEN, trusted_proxies=frozenset()))
+    try:    # a peer that is not a trusted proxy is not believed
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+            spoofed = await try_login(session, other, TOKEN, **{"X-Forwarded-Proto": "https"})
+            assert spoofed.status == 303 and "Secure" not in spoofed.headers["Set-Cookie"]
+    finally:
+        await runner.cleanup()
+        store.close()
+
+
+async def test_a_session_ends_after_its_idle_time_and_ended_sessions_are_purged(clocked):
+    from handlers.web.app import IDLE_SECONDS, SESSION_SECONDS, SESSIONS
+
+    app, clock, url = clocked
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as left, \
+            aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as used:
+        assert (await try_login(left, url, TOKEN)).status == 303
+        assert (await try_login(used, url, TOKEN)).status == 303
+        assert len(app[SESSIONS]) == 2
+        for _ in range(3):                     # in use: lives past the idle time
+            clock.now += IDLE_SECONDS - 60
+            assert (await used.get(f"{url}/")).status == 200
+        assert len(app[SESSIONS]) == 1         # the one left idle was purged without being asked for
+        assert (await left.get(f"{url}/")).status == 401
+        while clock.now < 1000.0 + SESSION_SECONDS:          # in use, but past its whole life
+            clock.now += IDLE_SECONDS - 60
+            await used.get(f"{url}/")
+        assert (await used.get(f"{url}/")).status == 401 and not app[SESSIONS]
+
+
+@pytest.mark.parametrize("token", [" " * 12, "a" * 12, "a" * 24, "ab" * 10, "short-token-12", "          abcdefgh"[:15]])
+async def test_a_weak_token_is_refused_at_start(tmp_path, monkeypatch, token):
+    import bot
+    from handlers.web.app import audit_console
+    from tests.fakes.bot_process import free_port
+
+    monkeypatch.setenv("AUDIT_WEB_PORT", str(free_port()))
+    monkeypatch.setenv("AUDIT_WEB_TOKEN", token)
+    store = AuditLog(AuditStore(tmp_path / "a.db"))
+    try:
+        with pytest.raises(bot.StartupError, match="AUDIT_WEB_TOKEN of at least 16 characters") as refused:
+            async with audit_console(bot.Settings(), store):
+                pass
+        assert token not in str(refused.value) and "\n" not in str(refused.value)
+        monkeypatch.setenv("AUDIT_WEB_TOKEN", TOKEN)          # a strong one starts
+        async with audit_console(bot.Settings(), store):
+            pass
+    finally:
+        store.close()

@@ -1,7 +1,10 @@
 """The audit console: a read-only web page over the audit store, served by the bot's own aiohttp server.
 A login form (AUDIT_WEB_TOKEN, constant-time comparison) sets an HttpOnly, SameSite=Strict session
-cookie; every POST carries a CSRF token; every page escapes what it shows (Jinja2 autoescape; the live
-feed's script builds rows with textContent). Live updates by server-sent events."""
+cookie (Secure over HTTPS, or behind a trusted proxy that says X-Forwarded-Proto: https); wrong tokens
+are limited per address and overall, with a growing delay; sessions end after 12 h, or 30 min idle.
+Every POST carries a CSRF token; every page escapes what it shows (Jinja2 autoescape; the live feed's
+script builds rows with textContent); every response, errors included, carries the security headers and
+no-store. A bad request gets a 4xx, never a 500. Live updates by server-sent events."""
 
 from __future__ import annotations
 
@@ -9,11 +12,13 @@ import asyncio
 import hmac
 import json
 import logging
+import math
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -30,14 +35,120 @@ from agent.settings import Settings, StartupError
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger(__name__)
 SESSION_COOKIE, CSRF_COOKIE = "kefu_session", "kefu_login_csrf"
-SESSION_SECONDS = 12 * 3600
+SESSION_SECONDS = 12 * 3600          # a session's whole life
+IDLE_SECONDS = 30 * 60               # ... and how long it lasts without a request
+PURGE_SECONDS = 60                   # how often ended sessions and old failed logins are dropped
+MIN_TOKEN_CHARS, MIN_TOKEN_DISTINCT = 16, 8
 PAGE_SIZE = 50
+MAX_PAGE = 100_000
+MAX_ID = 2**63 - 1                   # SQLite's largest integer
 SSE_POLL_SECONDS = 0.3
+CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; "
+       "frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY",
+                    "Cross-Origin-Opener-Policy": "same-origin"}
+# Peers whose X-Forwarded-Proto / X-Forwarded-For are believed: a reverse proxy on the same host.
+TRUSTED_PROXIES = frozenset({"127.0.0.1", "::1"})
 READER = web.AppKey("reader", object)
 SESSIONS = web.AppKey("sessions", dict)
 TOKEN = web.AppKey("token", str)
 SESSION = web.RequestKey("session", dict)
 CLOSING = web.AppKey("closing", asyncio.Event)
+CLOCK = web.AppKey("clock", object)
+SLEEP = web.AppKey("sleep", object)
+GUARD = web.AppKey("guard", object)
+PROXIES = web.AppKey("proxies", frozenset)
+PURGED = web.AppKey("purged", list)
+
+
+def token_problem(token: str | None) -> str | None:
+    """Why a console token is too weak to start with (None: strong enough)."""
+    if token is None or len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT \
+            or not token.strip():
+        return (f"AUDIT_WEB_PORT needs AUDIT_WEB_TOKEN of at least {MIN_TOKEN_CHARS} characters, "
+                f"{MIN_TOKEN_DISTINCT} of them different, for the login "
+                "(python -c 'import secrets; print(secrets.token_urlsafe(24))' makes one)")
+    return None
+
+
+class LoginGuard:
+    """Failed logins in a sliding window, per client address and overall. Past `free` failures an address
+    waits a delay that doubles with each further failure (up to `max_delay`); at `per_address` failures
+    that address, and at `overall` failures every address, is refused without its token being looked at
+    until the oldest failure leaves the window. A good login clears its address (not the overall count)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, window: float = 900.0, per_address: int = 10,
+                 overall: int = 100, free: int = 3, max_delay: float = 8.0):
+        self.clock, self.window, self.per_address, self.overall = clock, window, per_address, overall
+        self.free, self.max_delay = free, max_delay
+        self.by_address: dict[str, deque[float]] = {}
+        self.all: deque[float] = deque()
+
+    def _prune(self, times: deque[float], now: float) -> deque[float]:
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        return times
+
+    def purge(self) -> None:
+        now = self.clock()
+        self._prune(self.all, now)
+        for address in [a for a, times in self.by_address.items() if not self._prune(times, now)]:
+            del self.by_address[address]
+
+    def retry_after(self, address: str) -> float:
+        """Seconds until `address` may try again (0: now)."""
+        now = self.clock()
+        waits = []
+        mine = self._prune(self.by_address.get(address, deque()), now)
+        if len(mine) >= self.per_address:
+            waits.append(mine[-self.per_address] + self.window - now)
+        if len(self._prune(self.all, now)) >= self.overall:
+            waits.append(self.all[-self.overall] + self.window - now)
+        return max(waits, default=0.0)
+
+    def failed(self, address: str) -> float:
+        """Count a failure; returns the delay to wait before answering it."""
+        now = self.clock()
+        mine = self._prune(self.by_address.setdefault(address, deque()), now)
+        mine.append(now)
+        self._prune(self.all, now).append(now)
+        extra = max(len(mine) - self.free, (len(self.all) - self.overall // 2) // 10)
+        return 0.0 if extra <= 0 else min(self.max_delay, 0.5 * 2 ** (extra - 1))
+
+    def succeeded(self, address: str) -> None:
+        self.by_address.pop(address, None)
+
+
+def _peer_trusted(request: web.Request) -> bool:
+    return request.remote in request.app[PROXIES]
+
+
+def _client(request: web.Request) -> str:
+    """The client's address: the peer, or the last X-Forwarded-For hop when the peer is a trusted proxy."""
+    forwarded = request.headers.get("X-Forwarded-For", "")
+    if forwarded and _peer_trusted(request):
+        return forwarded.rsplit(",", 1)[-1].strip()[:64] or str(request.remote)
+    return str(request.remote)
+
+
+def _secure(request: web.Request) -> bool:
+    """Served over HTTPS: by this server, or by a trusted proxy that says so."""
+    proto = request.headers.get("X-Forwarded-Proto", "")
+    return request.secure or (_peer_trusted(request) and proto.rsplit(",", 1)[-1].strip().lower() == "https")
+
+
+def _same(given: Any, expected: str) -> bool:
+    """Constant-time equality of a form or cookie value with a secret (any text; a file field is not equal)."""
+    return isinstance(given, str) and hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                                          expected.encode("utf-8", "surrogatepass"))
+
+
+async def _form(request: web.Request) -> Any:
+    try:
+        return await request.post()
+    except ValueError:          # a malformed multipart body
+        raise web.HTTPBadRequest(text="malformed form") from None
 
 
 def local_time(iso: str | None) -> str:
@@ -65,13 +176,16 @@ def row_of(record: TurnRecord, vote: str | None = None) -> dict[str, Any]:
 
 
 def _parse_day(text: str | None, end: bool = False) -> datetime | None:
+    """A day (or a moment) in Asia/Shanghai; unparsable or out of range: 400."""
     if not text:
         return None
     try:
         day = datetime.fromisoformat(text).replace(tzinfo=SHANGHAI)
-    except ValueError:
-        return None
-    return day + timedelta(days=1) if end and len(text) <= 10 else day
+        day = day + timedelta(days=1) if end and len(text) <= 10 else day
+        day.astimezone(UTC)     # years 1 and 9999 overflow here, as in the store
+    except (ValueError, OverflowError):
+        raise web.HTTPBadRequest(text="since/until: a date such as 2026-11-29") from None
+    return day
 
 
 def filter_of(query: dict[str, str]) -> AuditFilter:
@@ -85,11 +199,32 @@ def filter_of(query: dict[str, str]) -> AuditFilter:
 
 # --- sessions and protection --------------------------------------------------------------------------
 
+def _alive(session: dict[str, Any], now: float) -> bool:
+    return now < session["expires"] and now < session["seen"] + IDLE_SECONDS
+
+
+def _purge(app: web.Application) -> None:
+    """Drop ended sessions and old failed logins (at most once a PURGE_SECONDS)."""
+    now = app[CLOCK]()
+    if now - app[PURGED][0] < PURGE_SECONDS:
+        return
+    app[PURGED][0] = now
+    sessions = app[SESSIONS]
+    for sid in [sid for sid, session in sessions.items() if not _alive(session, now)]:
+        del sessions[sid]
+    app[GUARD].purge()
+
+
 def _session(request: web.Request) -> dict[str, Any] | None:
+    """The request's live session (its idle time restarts); an ended one is dropped."""
+    _purge(request.app)
     sid = request.cookies.get(SESSION_COOKIE, "")
     session = request.app[SESSIONS].get(sid)
-    if session is None or session["expires"] < time.time():
+    now = request.app[CLOCK]()
+    if session is None or not _alive(session, now):
+        request.app[SESSIONS].pop(sid, None)
         return None
+    session["seen"] = now
     return session
 
 
@@ -102,47 +237,78 @@ async def require_login(request: web.Request, handler: Callable[[web.Request], A
     if session is None:
         return await _login_page(request)
     request[SESSION] = session
-    if request.method == "POST" and not hmac.compare_digest(
-            (await request.post()).get("csrf", ""), session["csrf"]):
+    if request.method == "POST" and not _same((await _form(request)).get("csrf", ""), session["csrf"]):
         raise web.HTTPForbidden(text="CSRF token missing or wrong")
     return await handler(request)
 
 
 @web.middleware
-async def security_headers(request: web.Request, handler):
-    response = await handler(request)
-    response.headers.setdefault("Content-Security-Policy",
-                                "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'")
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "same-origin")
-    response.headers.setdefault("X-Frame-Options", "DENY")
-    return response
+async def no_tracebacks(request: web.Request, handler):
+    """A 4xx stays a 4xx; anything else unexpected is a plain 500 (logged once here, with its traceback)."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception:
+        log.exception("audit console: %s %s failed", request.method, request.path)
+        raise web.HTTPInternalServerError(text="internal error") from None
 
 
-async def _login_page(request: web.Request, failed: bool = False) -> web.Response:
+async def security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """On every response as it is sent (pages, files, the event stream, 4xx and 500 alike)."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if not request.path.startswith("/static/"):
+        response.headers["Cache-Control"] = "no-store"
+
+
+async def _login_page(request: web.Request, failed: bool = False, retry_after: float = 0) -> web.Response:
     """The login form. Its CSRF token is kept in a cookie for /login (reused while it lasts: a browser's
     own requests, such as the favicon, must not replace the token of the form on screen)."""
-    csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(24)
-    response = aiohttp_jinja2.render_template("login.html", request, {"login_csrf": csrf, "failed": failed},
-                                              status=401 if failed or request.path != "/login" else 200)
-    if request.cookies.get(CSRF_COOKIE) != csrf:
-        response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="Strict", path="/", max_age=3600)
+    cookie = request.cookies.get(CSRF_COOKIE, "")
+    csrf = cookie if cookie.isascii() and cookie.replace("-", "").replace("_", "").isalnum() \
+        else secrets.token_urlsafe(24)
+    status = 429 if retry_after else 401 if failed or request.path != "/login" else 200
+    response = aiohttp_jinja2.render_template("login.html", request, {
+        "login_csrf": csrf, "failed": failed, "retry_minutes": math.ceil(retry_after / 60)}, status=status)
+    if retry_after:
+        response.headers["Retry-After"] = str(math.ceil(retry_after))
+    if cookie != csrf:
+        response.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="Strict", path="/", max_age=3600,
+                            secure=_secure(request))
     return response
 
 
 async def login(request: web.Request) -> web.Response:
     if request.method == "GET":
         return await _login_page(request)
-    form = await request.post()
+    guard, address = request.app[GUARD], _client(request)
+    wait = guard.retry_after(address)
+    if wait:
+        log.warning("audit console: login from %s refused, too many failed logins (again in %d s)",
+                    address, math.ceil(wait))
+        return await _login_page(request, failed=True, retry_after=wait)
+    form = await _form(request)
     cookie = request.cookies.get(CSRF_COOKIE, "")
-    ok_csrf = bool(cookie) and hmac.compare_digest(str(form.get("csrf", "")), cookie)
-    ok_token = hmac.compare_digest(str(form.get("token", "")).encode(), request.app[TOKEN].encode())
+    ok_csrf = bool(cookie) and _same(form.get("csrf", ""), cookie)
+    ok_token = _same(form.get("token", ""), request.app[TOKEN])
     if not (ok_csrf and ok_token):
+        delay = guard.failed(address)
+        log.warning("audit console: failed login from %s (%s; %d from this address, %d overall in %d min)",
+                    address, "wrong token" if ok_csrf else "missing or wrong CSRF token",
+                    len(guard.by_address.get(address, ())), len(guard.all), guard.window // 60)
+        await request.app[SLEEP](delay)
         return await _login_page(request, failed=True)
-    sid = secrets.token_urlsafe(32)
-    request.app[SESSIONS][sid] = {"csrf": secrets.token_urlsafe(24), "expires": time.time() + SESSION_SECONDS}
+    guard.succeeded(address)
+    _purge(request.app)
+    sid, now = secrets.token_urlsafe(32), request.app[CLOCK]()
+    request.app[SESSIONS][sid] = {"csrf": secrets.token_urlsafe(24), "expires": now + SESSION_SECONDS, "seen": now}
+    log.info("audit console: login from %s", address)
     response = web.Response(status=303, headers={"Location": "/"})
-    response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path="/", max_age=SESSION_SECONDS)
+    response.set_cookie(SESSION_COOKIE, sid, httponly=True, samesite="Strict", path="/", max_age=SESSION_SECONDS,
+                        secure=_secure(request))
     return response
 
 
@@ -156,10 +322,15 @@ async def logout(request: web.Request) -> web.Response:
 # --- views ------------------------------------------------------------------------------------------------
 
 def _page(request: web.Request) -> int:
-    try:
-        return max(1, int(request.query.get("page", "1")))
-    except ValueError:
-        return 1
+    text = request.query.get("page", "1")
+    if not (text.isascii() and text.isdigit() and 1 <= int(text[:7]) <= MAX_PAGE):
+        raise web.HTTPBadRequest(text=f"page: a number from 1 to {MAX_PAGE}")
+    return int(text)
+
+
+def _record_id(text: str) -> int | None:
+    """A record id from the URL (None: not one, or beyond any id the store can hold)."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID else None
 
 
 def _link(request: web.Request, **changes: Any) -> str:
@@ -204,10 +375,8 @@ async def thread(request: web.Request) -> web.Response:
 
 
 async def turn(request: web.Request) -> web.Response:
-    try:
-        stored = await _read(request, "get", int(request.match_info["record_id"]))
-    except ValueError:
-        stored = None
+    record_id = _record_id(request.match_info["record_id"])
+    stored = None if record_id is None else await _read(request, "get", record_id)
     if stored is None:
         raise web.HTTPNotFound(text="no such record")
     record = TurnRecord.from_row(stored)
@@ -254,19 +423,20 @@ def _chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
 async def events(request: web.Request) -> web.StreamResponse:
     """Server-sent events: every new record matching the page's filter, as JSON rows."""
     where = filter_of(dict(request.query))
-    try:
-        last = int(request.headers.get("Last-Event-ID") or request.query.get("after") or 0)
-    except ValueError:
-        last = 0
+    given = request.headers.get("Last-Event-ID") or request.query.get("after") or "0"
+    last = _record_id(given)
+    if last is None:
+        raise web.HTTPBadRequest(text="after / Last-Event-ID: a record id")
     if not last:
         last = await _read(request, "latest_id")
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                                           "X-Accel-Buffering": "no"})
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"})
     await response.prepare(request)
     await response.write(b": connected\n\n")
-    closing = request.app[CLOSING]
-    try:
-        while not closing.is_set() and request.transport is not None and not request.transport.is_closing():
+    closing, clock, sessions = request.app[CLOSING], request.app[CLOCK], request.app[SESSIONS]
+    session, sid = request[SESSION], request.cookies.get(SESSION_COOKIE, "")
+    try:   # the stream ends with its session (logout, idle, expiry); it does not keep the session alive
+        while not closing.is_set() and request.transport is not None and not request.transport.is_closing() \
+                and sessions.get(sid) is session and _alive(session, clock()):
             for record in await _records(request, where, 200, 0, False, last):
                 last = record.id
                 data = json.dumps(row_of(record), ensure_ascii=False)
@@ -280,10 +450,16 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def build_web_app(reader: Any, token: str) -> web.Application:
-    """The console over an audit reader (AuditReader / AuditStore); `token` is AUDIT_WEB_TOKEN."""
-    app = web.Application(middlewares=[security_headers, require_login])
+def build_web_app(reader: Any, token: str, *, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                  trusted_proxies: frozenset[str] = TRUSTED_PROXIES, guard: LoginGuard | None = None) -> web.Application:
+    """The console over an audit reader (AuditReader / AuditStore); `token` is AUDIT_WEB_TOKEN. `clock`
+    (seconds) times sessions and failed logins, `sleep` waits out a failed login's delay (tests pass fakes)."""
+    app = web.Application(middlewares=[no_tracebacks, require_login])
     app[READER], app[SESSIONS], app[TOKEN], app[CLOSING] = reader, {}, token, asyncio.Event()
+    app[CLOCK], app[SLEEP], app[PROXIES] = clock, sleep, frozenset(trusted_proxies)
+    app[GUARD], app[PURGED] = guard or LoginGuard(clock), [clock()]
+    app.on_response_prepare.append(security_headers)
 
     async def stop_streams(app: web.Application) -> None:
         app[CLOSING].set()
@@ -308,8 +484,9 @@ async def audit_console(settings: Settings, audit: AuditLog) -> AsyncIterator[No
     if settings.audit_web_port is None:
         yield
         return
-    if settings.audit_web_token is None or len(settings.audit_web_token.get_secret_value()) < 12:
-        raise StartupError("AUDIT_WEB_PORT needs AUDIT_WEB_TOKEN (at least 12 characters) for the login")
+    problem = token_problem(settings.audit_web_token and settings.audit_web_token.get_secret_value())
+    if problem:
+        raise StartupError(problem)
     runner = web.AppRunner(build_web_app(audit.store, settings.audit_web_token.get_secret_value()))
     await runner.setup()
     try:
