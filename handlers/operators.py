@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
+from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError
 from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
@@ -123,6 +124,10 @@ def format_stats(stats: Stats, label: str) -> str:
     ])
 
 
+PRIVATE_FIRST = "审计内容只私信发给提问的客服：请先在私聊中给机器人发送 /start，然后再试。"
+SENT_PRIVATELY = "已私信发给您。"
+
+
 async def on_stats(message: Message, bot: Bot, command: CommandObject, audit) -> None:
     period = _period(command.args, datetime.now(UTC))
     if period is None:
@@ -131,6 +136,20 @@ async def on_stats(message: Message, bot: Bot, command: CommandObject, audit) ->
     since, label = period
     records = await asyncio.to_thread(audit.since, since) if audit is not None else []
     await send_answer(bot, message.chat.id, format_stats(compute(records), label), **_reply_kwargs(message))
+
+
+async def _privately(message: Message, bot: Bot, deliver) -> None:
+    """Audit content (a customer's messages, the export) goes to the operator who asked, in their private
+    chat, never to the whole group (whose members need not be operators); the group gets a short note."""
+    if message.chat.type == ChatType.PRIVATE:
+        await deliver(message.chat.id, None)
+        return
+    try:
+        await deliver(message.from_user.id, None)
+    except (TelegramForbiddenError, TelegramBadRequest):   # the operator never opened a chat with the bot
+        await send_answer(bot, message.chat.id, PRIVATE_FIRST, **_reply_kwargs(message))
+        return
+    await send_answer(bot, message.chat.id, SENT_PRIVATELY, **_reply_kwargs(message))
 
 
 async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> None:
@@ -142,7 +161,11 @@ async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> 
     if not records:
         await send_answer(bot, message.chat.id, f"No audit records for chat {chat}.", **_reply_kwargs(message))
         return
-    await send_answer(bot, message.chat.id, format_chat(chat, records), **_reply_kwargs(message))
+
+    async def deliver(chat_id: int, thread_id: int | None) -> None:
+        await send_answer(bot, chat_id, format_chat(chat, records), thread_id=thread_id)
+
+    await _privately(message, bot, deliver)
 
 
 def format_chat(chat: str, records: list[TurnRecord]) -> str:
@@ -173,9 +196,13 @@ async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -
     records = await asyncio.to_thread(audit.since, now - timedelta(days=int(arg))) if audit is not None else []
     data = await asyncio.to_thread(to_csv, records)
     name = f"kefu-audit-{now.astimezone(SHANGHAI):%Y%m%d}-{arg}d.csv"
-    await bot.send_document(message.chat.id, BufferedInputFile(data, filename=name),
-                            caption=f"{len(records)} audit records from the last {arg} day(s), UTF-8 CSV",
-                            message_thread_id=_reply_kwargs(message)["thread_id"])
+
+    async def deliver(chat_id: int, thread_id: int | None) -> None:
+        await bot.send_document(chat_id, BufferedInputFile(data, filename=name),
+                                caption=f"{len(records)} audit records from the last {arg} day(s), UTF-8 CSV",
+                                message_thread_id=thread_id)
+
+    await _privately(message, bot, deliver)
 
 
 ASK_USAGE = "Usage: /ask <question about orders>, e.g. /ask 上个月已签收订单一共多少钱 or /ask 最近7天各地区销售额 饼图"

@@ -225,6 +225,13 @@ async def test_feedback_once_and_operator_commands(world):
     assert document.chat_id == OPERATOR and document.filename.endswith("-1d.csv")
     assert document.document.startswith("\ufeff".encode()) and "足球多少钱" in document.document.decode("utf-8-sig")
     assert not [s for s in fake.sent if s.chat_id == GROUP and s.thread_id is None]   # the stranger got nothing
+    # asked in the group, a customer's records go to the operator alone; the group sees only a note
+    private = len(fake.replies(OPERATOR))
+    await fake.push(fake.group_message(GROUP, None, OPERATOR, "/chat 51"))
+    note = await fake.wait_for(lambda: [s for s in fake.sent if s.chat_id == GROUP and s.thread_id is None],
+                               what="the group's note")
+    assert [s.text for s in note] == ["已私信发给您。"]
+    assert "足球多少钱" in (await fake.wait_replies(OPERATOR, private + 1))[private]
     code, output = await process.stop()
     assert code == 0, output
 
