@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +28,13 @@ log = logging.getLogger(__name__)
 ALBUM_WAIT_SECONDS = 1.0          # an album arrives as several updates: copy them together
 TOPIC_GONE = ("thread not found", "topic_id_invalid", "topic_deleted", "thread_id_invalid")
 CARD_TEXT_CHARS = 120
+TOPIC_TITLE_CHARS = 120           # Telegram allows 128 (UTF-16 units) in a topic name
+CARD_NAME_CHARS = 64
+CARD_ID_LINE = "🆔 {chat_id}"
+# invisible though not format or control characters: blank or filler glyphs that pad a name unseen
+_BLANKS = frozenset("\u2800\u3164\u115f\u1160\uffa0\u034f\u17b4\u17b5\ufffc")
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+_MAX_MARKS = 2                    # combining marks kept on one character (no "zalgo" towers)
 
 
 def _gone(exc: TelegramAPIError) -> bool:
@@ -37,13 +45,53 @@ def _closed(exc: TelegramAPIError) -> bool:
     return "topic_closed" in str(exc).lower()
 
 
+def readable(text: str) -> str:
+    """A customer-chosen text as an operator should see it: control, format (zero-width, bidi), private-use
+    and line/paragraph separator characters and blank glyphs (U+2800 and the Hangul fillers) removed,
+    variation selectors dropped, combining marks capped per character, whitespace runs made one space."""
+    out, marks = [], 0
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category in _HIDDEN_CATEGORIES or ch in _BLANKS or unicodedata.name(ch, "").startswith("VARIATION SELECTOR"):
+            continue
+        if category in ("Mn", "Me"):
+            marks += 1
+            if marks > _MAX_MARKS or not out:
+                continue
+        else:
+            marks = 0
+        out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def _units(text: str) -> int:
+    """Length as Telegram counts it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
 def _clip(text: str, limit: int = CARD_TEXT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = readable(text)
+    if _units(text) <= limit:
+        return text
+    text = text[:limit]
+    while _units(text) > limit - 1:
+        text = text[:-1]
+    return text + "…"
 
 
-def format_card(name: str, user_id: str, reason: str, card: CustomerCard) -> str:
-    lines = [texts.CARD_TITLE.format(name=name, user_id=user_id), texts.CARD_REASON.get(reason, reason), ""]
+def topic_title(chat_id: int | str, name: str | None) -> str:
+    """The operators' topic of a chat: its id first, then the customer's name, cleaned; only the name is cut."""
+    head = str(chat_id)
+    name = readable(name or "")
+    if not name or name == head:
+        return head
+    return f"{head} · {_clip(name, TOPIC_TITLE_CHARS - _units(head) - 3)}"
+
+
+def format_card(name: str, user_id: str, reason: str, card: CustomerCard, chat_id: int | str | None = None) -> str:
+    shown = _clip(name, CARD_NAME_CHARS) or str(user_id)
+    lines = [CARD_ID_LINE.format(chat_id=chat_id if chat_id is not None else user_id),
+             texts.CARD_TITLE.format(name=shown, user_id=user_id), texts.CARD_REASON.get(reason, reason), ""]
     lines.append(texts.CARD_TURNS if card.turns else texts.CARD_NO_TURNS)
     for turn in card.turns:
         lines += [f"顾客：{_clip(turn.user)}", f"机器人：{_clip(turn.assistant)}"]
@@ -184,14 +232,14 @@ class Desk:
                         raise
             created = thread is None
             if created:
-                topic = await self.bot.create_forum_topic(self.operator_chat_id,
-                                                          _clip(f"{state.name or chat_id} · {chat_id}", 120))
+                topic = await self.bot.create_forum_topic(self.operator_chat_id, topic_title(chat_id, state.name))
                 thread = topic.message_thread_id
                 await self.store.set_topic(str(chat_id), thread)
             if created or fresh:
                 card = await self.conversation.card(str(chat_id), state.user_id or str(chat_id))
                 await send_answer(self.bot, self.operator_chat_id,
-                                  format_card(state.name or str(chat_id), state.user_id or str(chat_id), reason, card),
+                                  format_card(state.name or str(chat_id), state.user_id or str(chat_id), reason, card,
+                                              chat_id),
                                   thread_id=thread, reply_markup=buttons.operator_card(chat_id))
             return thread
 
@@ -233,7 +281,7 @@ class Desk:
         self._audit("handoff_claim", chat_id, operator_id=operator.id)
         state = await self.store.get(str(chat_id))
         if state.topic_id:
-            await self._note(state.topic_id, texts.TOPIC_CLAIMED.format(operator=operator.full_name))
+            await self._note(state.topic_id, texts.TOPIC_CLAIMED.format(operator=readable(operator.full_name)))
         await self._tell(chat_id, texts.HANDOFF_JOINED)
 
     async def close(self, chat_id: int, operator_id: int | None, reason: str,

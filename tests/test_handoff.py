@@ -311,3 +311,27 @@ def test_each_topic_of_the_operators_group_keeps_its_own_order():
         "chat": {"id": GROUP, "type": "supergroup", "title": "客服组"}, "from": {"id": 1, "is_bot": False,
                                                                               "first_name": "x"}}})
     assert order_key(general, GROUP) == str(GROUP) and order_key(customer(3, "hi"), 3) == "3"
+
+
+async def test_a_name_holding_another_id_and_invisible_padding_cannot_hide_the_real_id(conn, search):
+    """A display name spoofing another customer's topic (their id, then blank braille, zero-width and bidi
+    padding): the topic title and the card start with the real chat id, and the padding is gone."""
+    spoof = "小红 · 424242" + "\u2800" * 60 + "\u200b\u200c\u200d\u2060\ufeff" * 8 + "\u202e\u2067" * 4
+    desktop = Desktop(Agent(conn, search))
+    await desktop.feed(customer(31, "转人工", **{"from": {"id": 31, "is_bot": False, "first_name": spoof}}))
+    (topic,) = desktop.of(CreateForumTopic)
+    assert topic.name.startswith("31 · ") and topic.name == "31 · 小红 · 424242"
+    card = next(m for m in desktop.of(SendMessage) if m.chat_id == GROUP)
+    first = card.text.splitlines()[0]
+    assert "31" in first and "424242" not in first
+    invisible = "\u2800\u200b\u200c\u200d\u2060\ufeff\u202e\u2067"
+    assert not any(ch in topic.name or ch in card.text for ch in invisible)
+
+
+async def test_a_long_name_is_clipped_and_the_id_is_kept(conn, search):
+    desktop = Desktop(Agent(conn, search))
+    await desktop.feed(customer(32, "转人工", **{"from": {"id": 32, "is_bot": False, "first_name": "名" * 64,
+                                                          "last_name": "😀" * 64}}))
+    (topic,) = desktop.of(CreateForumTopic)
+    assert topic.name.startswith("32 · 名") and topic.name.endswith("…")
+    assert len(topic.name.encode("utf-16-le")) // 2 <= 120       # Telegram's limit counts UTF-16 units
