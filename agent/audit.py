@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import logging.handlers
+import os
 import queue
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -23,13 +24,21 @@ log = logging.getLogger("kefu.audit")
 EVENT_KINDS = ("handoff_start", "handoff_claim", "handoff_end", "relay", "feedback", "unanswered")
 
 
+class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
+    """A rotating file whose every new file (the first, and each after a rollover) is created 0600."""
+
+    def _open(self):
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)  # noqa: SIM115 - the handler closes it
+
+
 class JsonLines:
     """The optional JSON Lines copy (for log shippers): a RotatingFileHandler in its own thread."""
 
     def __init__(self, path: Path, max_bytes: int = 20 * 1024 * 1024, backups: int = 5):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups,
+        handler = _PrivateRotatingFile(path, maxBytes=max_bytes, backupCount=backups,
                                                        encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(message)s"))
         self._queue: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import re
 import sys
 import tempfile
 import time
@@ -183,11 +185,45 @@ def _moment(text: str | None, name: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=SHANGHAI)
 
 
+# what a terminal acts on rather than shows: C0 and C1 controls and DEL (ESC starts CSI/OSC sequences: clear
+# the screen, set the title, write the clipboard), and the bidi controls that reorder what follows
+_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str, keep: str = "") -> str:
+    """`text` with every terminal control character shown escaped (ESC as \\x1b); those in `keep` stay."""
+    return _TERMINAL_CONTROLS.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
+
+
+def _printable(value):
+    """A stored record for the terminal: every string in it (keys too) with its control characters escaped,
+    line breaks included, so a record's text cannot move the cursor or start a line of its own."""
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_printable(v) for v in value]
+    return value
+
+
+def _json_line(record) -> str:
+    """JSON escapes C0 controls itself; C1 controls, DEL and bidi controls are escaped too (still valid JSON)."""
+    text = json.dumps(record, ensure_ascii=False)
+    return _TERMINAL_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     from agent.audit import summary_line
+    from agent.startup import audit_db_path
     from db.audit_store import AuditFilter, AuditReader
 
-    path = Path(args.db) if args.db else settings.audit_db
+    path = audit_db_path(Path(args.db), "--db") if args.db else audit_db_path(settings.audit_db)
     if not path.exists():
         print(f"No audit store at {path} (the bot creates it on its first turn; AUDIT_DB chooses where).")
         return 0 if args.audit_command == "tail" else 1
@@ -199,7 +235,7 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
         records = reader.query(where, limit=args.n)[::-1]
         if not records and not args.follow:
             print(f"No matching audit records in {reader.path}.")
-        show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else summary_line
+        show = _json_line if args.json else (lambda r: terminal_safe(summary_line(_printable(r)), keep="\n"))
         for record in records:
             print(show(record))
         if args.follow:
@@ -225,14 +261,17 @@ def _export(reader, args: argparse.Namespace) -> int:
     where = AuditFilter(since=_moment(args.since, "--since"), until=_moment(args.until, "--until"))
     records = list(reader.iterate(where))
     out = sys.stdout.buffer
-    if args.output:
-        out = open(args.output, "wb")  # noqa: SIM115 - closed below
+    if args.output:   # customers' messages: readable by the owner only when created here
+        out = os.fdopen(os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
     try:
         if args.format == "csv":
-            out.write(to_csv(records))
+            data = to_csv(records)
+            if not args.output and sys.stdout.isatty():   # shown, not saved: no control sequence acts
+                data = terminal_safe(data.decode("utf-8"), keep="\t\r\n").encode("utf-8")
+            out.write(data)
         else:
             for record in records:
-                out.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+                out.write((_json_line(record) + "\n").encode("utf-8"))
     finally:
         if args.output:
             out.close()

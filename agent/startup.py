@@ -5,6 +5,7 @@ and by the maintenance commands (agent/commands.py)."""
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
@@ -137,9 +138,28 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
                     today=lambda: settings.today, passages=passages)
 
 
+# a scheme of two letters or more and a colon: `postgresql://…` reads as the path `postgresql:/…`
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+def audit_db_path(path: Path, name: str = "AUDIT_DB") -> Path:
+    """AUDIT_DB as the path of a SQLite file; a database URL is refused in one line (its scheme named, the
+    rest — it may hold a password — not echoed), never taken as a folder to create."""
+    url = _URL.match(str(path))
+    if url:
+        scheme = url.group(1).lower()
+        what = "PostgreSQL is not supported yet" if scheme.startswith("postgres") else \
+            f"a {scheme}: URL is not supported"
+        raise StartupError(f"{name}: {what} — {name} takes the path of a SQLite file (default data/audit.db), "
+                           "not a URL")
+    return path
+
+
 def open_audit(settings: Settings) -> AuditLog:
     """The audit log: the SQLite store (AUDIT_DB) and, when AUDIT_PATH is set, a JSON Lines copy. An
-    AUDIT_DB of one's own must be in a folder that exists (a typo must not start a second audit trail)."""
+    AUDIT_DB of one's own must be in a folder that exists (a typo must not start a second audit trail),
+    and must be a path, not a database URL."""
+    audit_db_path(settings.audit_db)
     if settings.explicit("audit_db", Path("data/audit.db")) and not settings.audit_db.parent.is_dir():
         raise StartupError(f"AUDIT_DB: the folder {settings.audit_db.parent} does not exist — check the path, "
                            "or create the folder first")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -265,6 +266,9 @@ class AuditStore(AuditReader):
 
     def __init__(self, path: Path, retention_days: int = 90, queue_size: int = QUEUE_SIZE):
         path.parent.mkdir(parents=True, exist_ok=True)
+        # customers' messages: a new store is the owner's alone (SQLite gives its -wal and -shm files the
+        # database file's mode); created 0600 here, before SQLite opens it, so it is never readable to others
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
         self.retention_days = retention_days
         self._writer = _connect(path)
         super().__init__(path)
