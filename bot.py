@@ -50,8 +50,8 @@ class App:
 
 @asynccontextmanager
 async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = False) -> AsyncIterator[App]:
-    """Redis (when asked for and configured), the Telegram bot (its token checked), the agent over the
-    catalog, the audit log and its web console: opened in that order — the quick checks first, so a bad
+    """Redis (when asked for and configured), the Telegram bot (its token checked), the audit log, the
+    agent over the catalog and the audit's web console: opened in that order — the quick checks first, so a bad
     setting is told before the catalog loads — and closed in the reverse one by one exit stack."""
     from agent.startup import open_agent, open_audit
     from handlers.delivery.runners import TelegramOptions, open_bot
@@ -61,9 +61,9 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
     async with AsyncExitStack() as closing:
         client = await closing.enter_async_context(redis_client(settings)) if redis else None
         bot = await closing.enter_async_context(await open_bot(TelegramOptions.of(settings))) if telegram else None
-        agent = await closing.enter_async_context(open_agent(settings))
-        audit = open_audit(settings)
+        audit = open_audit(settings)   # before the catalog loads, like every quick check
         closing.callback(audit.close)
+        agent = await closing.enter_async_context(open_agent(settings))
         await closing.enter_async_context(audit_console(settings, audit))
         yield App(agent, audit, client, bot, closing)
 
