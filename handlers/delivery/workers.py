@@ -35,6 +35,7 @@ class Worker:
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _in_flight: set[tuple[int, Any]] = field(default_factory=set)
     _rerun: set[int] = field(default_factory=set)   # partitions with entries of ours left pending
+    _claim: set[int] = field(default_factory=set)   # taken over, a predecessor's pending entries not claimed yet
     _room: asyncio.Event = field(default_factory=asyncio.Event)   # set when a turn finishes
     _draining: set[int] = field(default_factory=set)   # held beyond the fair share: read no more, then release
 
@@ -68,10 +69,10 @@ class Worker:
             self._in_flight.discard((partition, entry_id))
             self._room.set()
 
-    def _start(self, partition: int, entries: list, first: bool = False) -> None:
+    def _start(self, partition: int, entries: list, first: bool = False, skip: frozenset = frozenset()) -> None:
         for entry_id, fields in entries:   # tasks start in order: the chat's FIFO lock keeps them in order
             # running here already (ids are per stream: two partitions can share one), or deleted meanwhile
-            if (partition, entry_id) in self._in_flight or not fields:
+            if (partition, entry_id) in self._in_flight or (partition, entry_id) in skip or not fields:
                 continue
             self._in_flight.add((partition, entry_id))
             task = asyncio.create_task(self._handle(partition, entry_id, fields, first))
@@ -85,12 +86,38 @@ class Worker:
         self._rerun |= self.held
 
     async def _run_again(self) -> None:
-        """Entries of ours left pending by trouble that lasted too long: run them again, oldest first."""
-        for p in sorted(self._rerun & self.held):
-            found = await self.inbox.redis.xreadgroup(GROUP, self.name, {self.inbox.stream(p): "0"}, count=1000)
-            self._rerun.discard(p)
-            for _, entries in found or []:
-                self._start(p, entries)
+        """Entries of ours left pending (trouble that lasted too long, or a read whose reply was lost): run
+        them again, oldest first, before anything new is read from their partitions. One round trip."""
+        parts = sorted(self._rerun & self.held)
+        if not parts:
+            return
+        # in flight when asked: still pending at Redis, answered by their own task (a re-run would only
+        # find them done); a failed acknowledgement marks its partition for the next re-read anyway
+        asked = frozenset(self._in_flight)
+        found = await self.inbox.redis.xreadgroup(GROUP, self.name, {self.inbox.stream(p): "0" for p in parts},
+                                                  count=1000)
+        self._rerun -= set(parts)
+        for stream, entries in found or []:
+            name = stream.decode() if isinstance(stream, bytes) else stream
+            self._start(int(name.rsplit(":", 1)[1]), entries, skip=asked)
+
+    async def _take_over(self) -> None:
+        """What predecessors read and never acknowledged in the partitions this worker took: claim it and
+        run it first. A claim whose reply was lost (Redis trouble) is made again, and its partition is read
+        no further until it went through, so a chat's older entries run before its newer ones."""
+        self._claim &= self.held
+        for p in sorted(self._claim):
+            cursor, claimed = "0-0", []
+            while True:
+                cursor, batch, *_ = await self.inbox.redis.xautoclaim(self.inbox.stream(p), GROUP, self.name, 0,
+                                                                      cursor, count=1000)
+                claimed += batch
+                if cursor in (b"0-0", "0-0"):
+                    break
+            self._claim.discard(p)
+            if claimed:
+                log.info("worker %s re-runs %d pending entries of partition %d", self.name, len(claimed), p)
+                self._start(p, claimed)
 
     async def _gauges(self) -> None:
         """Pending and unread entries of the partitions this worker holds (Prometheus gauges)."""
@@ -135,13 +162,9 @@ class Worker:
                 break
             if p not in self.held and await self.inbox.take(p, self.name, self.lease_ms):
                 self.held.add(p)
+                self._claim.add(p)   # what a predecessor read and never acknowledged: claimed and run first
                 log.info("worker %s took partition %d", self.name, p)
-                # what a predecessor read and never acknowledged: run it again first
-                _, claimed, _ = await self.inbox.redis.xautoclaim(self.inbox.stream(p), GROUP, self.name, 0,
-                                                                   "0-0", count=1000)
-                if claimed:
-                    log.info("worker %s re-runs %d pending entries of partition %d", self.name, len(claimed), p)
-                    self._start(p, claimed)
+        await self._take_over()
         return len(self.held) == share and not self._draining
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -154,11 +177,15 @@ class Worker:
                 try:
                     if loop.time() - last >= cycle:
                         balanced = await self._leases()
-                        await self._run_again()
+                        # a read whose reply was lost without an error here (it reached Redis late, after
+                        # this worker had recovered) left entries pending for us: look at every cycle
+                        self._rerun |= self.held
                         await self._gauges()
                         last = loop.time()
                         cycle = renew_every if balanced else min(renew_every, 0.5)   # settle shares quickly
-                    serving = self.held - self._draining
+                    await self._take_over()   # both nothing to do, without a round trip, most of the time
+                    await self._run_again()   # pending entries are older than new ones: started first
+                    serving = self.held - self._draining - self._claim
                     if not serving:
                         await asyncio.sleep(min(cycle, 0.5))
                         continue
