@@ -309,3 +309,95 @@ async def test_a_read_whose_reply_was_lost_is_run_again_by_the_same_worker(redis
     assert len(session.texts(43)) == 1 and "120元" in session.texts(43)[0]
     assert (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 0
     await inbox.release(0, "w-lost")
+
+
+async def test_a_read_that_reached_redis_late_is_found_at_the_next_lease_cycle(redis, conn, search):
+    """A read whose bytes reached Redis only after the worker had recovered (its connection's
+    retransmissions came through after a newer connection's) leaves entries pending for this worker
+    without any error in its loop. Every lease cycle the worker reads its own pending entries again."""
+    inbox = Inbox(redis, redis.test_prefix, partitions=1)
+    await inbox.ensure_groups()
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
+    worker = Worker(inbox, dispatcher, bot, "w-late", lease_ms=1500)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        assert await session.until(lambda: worker.held == {0}, within=10)
+        late = update(44, "足球多少钱")
+        async with redis.pipeline(transaction=True) as pipe:   # appended and read as the worker, atomically:
+            await inbox._append(**inbox._append_args(late), client=pipe)   # its own blocked read gets nothing
+            pipe.xreadgroup(GROUP, "w-late", {inbox.stream(0): ">"}, count=10)
+            _, read = await pipe.execute()
+        assert read and worker._rerun == set()
+        assert await session.until(lambda: session.texts(44), within=20)
+        await session.until(lambda: not worker._in_flight, within=20)
+        assert len(session.texts(44)) == 1 and "120元" in session.texts(44)[0]
+        assert (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 0
+    finally:
+        stop.set()
+        await running
+
+
+async def test_a_network_cut_during_a_takeover_loses_nothing_and_keeps_the_order(redis, conn, search, caplog):
+    """A real network cut (a TCP proxy holding bytes both ways) between a worker and Redis just as it takes
+    over a partition, longer than its client's retries: the XAUTOCLAIM of a dead predecessor's message
+    (and the client's retries of it) reach Redis only after the worker recovered, as a connection's
+    backed-off retransmissions can; a newer message of the same chat arrives during the cut. Both are
+    answered once, the older first."""
+    from urllib.parse import urlsplit
+
+    from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    from tests.fakes.redis_support import REDIS_TEST_URL
+    from tests.fakes.tcp_proxy import TcpProxy
+
+    inbox = Inbox(redis, redis.test_prefix, partitions=1)
+    await inbox.ensure_groups()
+    await inbox.append(update(45, "足球多少钱"))
+    await redis.xreadgroup(GROUP, "dead-worker", {inbox.stream(0): ">"}, count=1)   # read, never answered
+
+    url = urlsplit(REDIS_TEST_URL)
+    proxy = await TcpProxy(url.hostname, url.port or 6379).start()
+    # like the bot's client (which retries a timeout on a new connection), with a short timeout and one retry
+    through = Redis(host="127.0.0.1", port=proxy.port, db=int(url.path.strip("/") or 0), socket_timeout=1,
+                    socket_connect_timeout=1, retry=Retry(NoBackoff(), 1))
+    far = Inbox(through, redis.test_prefix, partitions=1)
+    session, bot, dispatcher = worker_parts(far, conn, search)
+    worker = Worker(far, dispatcher, bot, "w-cut", lease_ms=8000)
+    stop = asyncio.Event()
+    proxy.cut_on(b"XAUTOCLAIM")
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        assert await session.until(lambda: proxy.marked, within=10)     # the cut began with the claim
+        await inbox.append(update(45, "篮球多少钱"))                      # sent during the cut, same chat
+        assert await session.until(lambda: any("Redis trouble" in r.getMessage() for r in caplog.records),
+                                   within=20)                           # the worker's loop saw the error
+        proxy.heal(but=proxy.marked)        # the network is back; the claim's bytes are still on their way
+        answered = await session.until(lambda: len(session.texts(45)) >= 2, within=20)
+        proxy.heal()                        # the claim reaches Redis at last, and runs there
+        cycles = worker_cycles(worker)
+        await session.until(lambda: cycles[0] >= 2 and not worker._in_flight, within=20)
+        replies = session.texts(45)
+        assert answered, replies
+        assert len(replies) == 2 and "120元" in replies[0] and "200元" in replies[1], replies   # once, in order
+        assert (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 0
+    finally:
+        stop.set()
+        await running
+        await through.aclose()
+        await proxy.stop()
+
+
+def worker_cycles(worker: Worker) -> list[int]:
+    """Count the worker's lease cycles from now on (in a one-element list)."""
+    cycles, leases = [0], worker._leases
+
+    async def counted() -> bool:
+        balanced = await leases()
+        cycles[0] += 1
+        return balanced
+
+    worker._leases = counted
+    return cycles
