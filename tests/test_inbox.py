@@ -325,8 +325,8 @@ async def test_a_read_that_reached_redis_late_is_found_at_the_next_lease_cycle(r
         assert await session.until(lambda: worker.held == {0}, within=10)
         late = update(44, "足球多少钱")
         async with redis.pipeline(transaction=True) as pipe:   # appended and read as the worker, atomically:
-            await inbox._append(**inbox._append_args(late), client=pipe)   # its own blocked read gets nothing
-            pipe.xreadgroup(GROUP, "w-late", {inbox.stream(0): ">"}, count=10)
+            pipe.xadd(inbox.stream(0), {"update": late.model_dump_json(exclude_none=True)})   # its own blocked
+            pipe.xreadgroup(GROUP, "w-late", {inbox.stream(0): ">"}, count=10)   # read gets nothing
             _, read = await pipe.execute()
         assert read
         assert await session.until(lambda: session.texts(44), within=20)
