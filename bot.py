@@ -1,8 +1,7 @@
 """kefu-bot entry point and composition root: reads settings, builds the pieces, runs one mode.
 
     python bot.py                      run the bot (Telegram with BOT_TOKEN, else the console chat)
-    python bot.py init-db              build the demo catalog
-    python bot.py import-catalog ...   build the catalog from a shop's own CSV files
+    python bot.py import-catalog ...   build the catalog (and its index) from a shop's own CSV files
 
 The run modes are here; the maintenance commands are agent/commands.py, and what start-up opens from
 the settings (catalog, index, model, audit) is agent/startup.py. `open_app` closes everything, once."""
@@ -50,10 +49,10 @@ class App:
 
 @asynccontextmanager
 async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = False) -> AsyncIterator[App]:
-    """Redis (when asked for and configured), the Telegram bot (its token checked), the audit log, the
-    agent over the catalog and the audit's web console: opened in that order — the quick checks first, so a bad
+    """Redis (when asked for and configured), the Telegram bot (its token checked), the agent over the
+    catalog, the audit log and its web console: opened in that order — the quick checks first, so a bad
     setting is told before the catalog loads — and closed in the reverse one by one exit stack."""
-    from agent.startup import open_agent, open_audit
+    from agent.startup import audit_db_path, open_agent, open_audit
     from handlers.delivery.runners import TelegramOptions, open_bot
     from handlers.stores import redis_client
     from handlers.web.app import audit_console
@@ -61,9 +60,10 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
     async with AsyncExitStack() as closing:
         client = await closing.enter_async_context(redis_client(settings)) if redis else None
         bot = await closing.enter_async_context(await open_bot(TelegramOptions.of(settings))) if telegram else None
-        audit = open_audit(settings)   # before the catalog loads, like every quick check
-        closing.callback(audit.close)
+        audit_db_path(settings.audit_db)   # a URL is told before the catalog loads, like every quick check
         agent = await closing.enter_async_context(open_agent(settings))
+        audit = open_audit(settings)
+        closing.callback(audit.close)
         await closing.enter_async_context(audit_console(settings, audit))
         yield App(agent, audit, client, bot, closing)
 
