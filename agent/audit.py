@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.audit_record import TurnRecord
-from db.audit_store import AuditFilter, AuditReader, AuditStore  # noqa: F401 - channels read the store through agent/
+from db.audit_store import (  # noqa: F401 - channels read the store through agent/
+    AuditFilter,
+    AuditReader,
+    AuditStore,
+    writer_counts,
+    writer_problems,
+)
 
 log = logging.getLogger("kefu.audit")
 

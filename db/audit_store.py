@@ -7,7 +7,11 @@ written by one thread in batches from a bounded queue, so a slow disk never slow
 counted and logged. Several bot processes on one host may share the file (WAL, busy timeout). Reading
 gives each stored document back with its row `id`; a row whose document is not a JSON object (a damaged
 or foreign row) reads as its row id alone, and a non-numeric latency or model-call count is left out of
-the daily figures, so one odd row never breaks a page or /stats."""
+the daily figures, so one odd row never breaks a page or /stats. Nothing stops the writer: an integer
+column SQLite cannot hold (an update id of 2^63 or more) is stored empty (the record keeps it), a batch
+that fails is written again record by record, and a record that still fails is logged with its ids,
+counted and skipped. A dead or stuck writer shows in `writer_problems()` (/healthz and /metrics read it),
+and `close()` gives up after `CLOSE_SECONDS`, logging how many records it could not write."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import queue
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -61,6 +66,9 @@ BUSY_MS = 5000
 QUEUE_SIZE = 10_000
 BATCH = 200
 PURGE_EVERY_SECONDS = 6 * 3600
+CLOSE_SECONDS = 10.0        # close() waits at most about this long for the writer, then drops what is left
+STUCK_SECONDS = 60.0        # a batch taking longer than this marks the writer stuck (/healthz not ok)
+INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
 @dataclass(frozen=True)
@@ -85,10 +93,17 @@ class AuditEntry:
     codes: tuple[str, ...] = ()
 
     def columns(self) -> tuple:
-        return (self.time, self.kind, self.chat_id, self.user_id, self.update_id, self.status,
+        return (self.time, self.kind, self.chat_id, self.user_id, _int64(self.update_id), self.status,
                 int(bool(self.blocked or self.codes)), int(self.degraded), int(self.fallback), self.latency_ms,
-                self.model_calls, self.message, self.answer,
+                _int64(self.model_calls), self.message, self.answer,
                 json.dumps(dict(self.record), ensure_ascii=False, default=str))
+
+
+def _int64(value: Any) -> Any:
+    """An integer column's value, or None when SQLite could not hold it (the record keeps the value)."""
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        return None
+    return value
 
 
 def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
@@ -261,6 +276,28 @@ class AuditReader:
         self._reader.close()
 
 
+_OPEN_STORES: weakref.WeakSet[AuditStore] = weakref.WeakSet()
+
+
+def writer_problems() -> list[str]:
+    """What is wrong with the writer of each open store in this process: dead or stuck (empty: all well)."""
+    return [problem for store in list(_OPEN_STORES) if (problem := store.problem()) is not None]
+
+
+def writer_counts() -> dict[str, int]:
+    """Records written, skipped (failed alone) and dropped (queue full, or left at close) by the open stores."""
+    stores = list(_OPEN_STORES)
+    return {"written": sum(s.written for s in stores), "skipped": sum(s.failed for s in stores),
+            "dropped": sum(s.dropped for s in stores)}
+
+
+def _describe(entry: Any) -> str:
+    """An entry's ids for a log line (never its text)."""
+    if not isinstance(entry, AuditEntry):
+        return f"a {type(entry).__name__}"
+    return f"kind={entry.kind!r} chat={entry.chat_id!r} update_id={entry.update_id!r} time={entry.time!r}"
+
+
 class AuditStore(AuditReader):
     """Writes through a bounded queue and one thread, in batches; reads like an AuditReader."""
 
@@ -275,9 +312,13 @@ class AuditStore(AuditReader):
         self._queue: queue.Queue[AuditEntry | None] = queue.Queue(maxsize=queue_size)
         self.dropped = 0
         self.written = 0
+        self.failed = 0                       # records that could not be written alone: logged and skipped
+        self._busy_since: float | None = None  # monotonic start of the batch being written
+        self._closed = False
         self.purge()
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
         self._thread.start()
+        _OPEN_STORES.add(self)
 
     def add(self, entry: AuditEntry) -> bool:
         """Queue an entry; False (counted and logged) when the queue is full."""
@@ -291,6 +332,18 @@ class AuditStore(AuditReader):
                           self.dropped)
             return False
 
+    def problem(self) -> str | None:
+        """None while the writer runs; otherwise what is wrong (for /healthz and the log)."""
+        if self._closed:
+            return None
+        if not self._thread.is_alive():
+            return f"audit writer stopped ({self._queue.qsize()} record(s) waiting)"
+        busy_since = self._busy_since
+        if busy_since is not None and time.monotonic() - busy_since > STUCK_SECONDS:
+            return (f"audit writer stuck for {time.monotonic() - busy_since:.0f} s "
+                    f"({self._queue.qsize()} record(s) waiting)")
+        return None
+
     def _run(self) -> None:
         stop, purged = False, time.monotonic()
         while not stop:
@@ -298,7 +351,7 @@ class AuditStore(AuditReader):
                 purged = time.monotonic()
                 try:
                     self.purge()
-                except sqlite3.Error:
+                except Exception:
                     log.exception("could not purge old audit records")
             batch = [self._queue.get()]
             while len(batch) < BATCH:
@@ -308,13 +361,39 @@ class AuditStore(AuditReader):
                     break
             stop = None in batch
             entries = [e for e in batch if e is not None]
-            if entries:
-                try:
-                    self._write(entries)
-                except (sqlite3.Error, TypeError, ValueError):
-                    log.exception("could not write %d audit records", len(entries))
-            for _ in batch:
-                self._queue.task_done()
+            self._busy_since = time.monotonic()
+            try:
+                if entries:
+                    self._write_batch(entries)
+            except Exception:   # never expected (each record is guarded); the thread must go on regardless
+                log.exception("audit writer: %d record(s) lost", len(entries))
+            finally:
+                self._busy_since = None
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _write_batch(self, entries: list[AuditEntry]) -> None:
+        """The batch in one transaction; if that fails, each record alone, skipping (logged, counted) any
+        record that fails by itself, so one bad record never costs the others."""
+        try:
+            self._write(entries)
+            return
+        except Exception as exc:
+            if len(entries) == 1:
+                self._skip(entries[0], exc)
+                return
+            log.warning("could not write a batch of %d audit records (%s: %s); writing them one by one",
+                        len(entries), type(exc).__name__, exc)
+        for entry in entries:
+            try:
+                self._write([entry])
+            except Exception as exc:
+                self._skip(entry, exc)
+
+    def _skip(self, entry: AuditEntry, exc: Exception) -> None:
+        self.failed += 1
+        log.error("audit record skipped (%s: %s): %s; %d skipped so far", type(exc).__name__, exc, _describe(entry),
+                  self.failed)
 
     def _write(self, entries: list[AuditEntry]) -> None:
         with self._writer:
@@ -328,9 +407,19 @@ class AuditStore(AuditReader):
                                              [(cursor.lastrowid, c) for c in entry.codes])
         self.written += len(entries)
 
-    def flush(self) -> None:
-        """Wait until every queued record is written (tests, shutdown)."""
-        self._queue.join()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued record is written (tests, shutdown); False if `timeout` passed first or
+        the writer is gone with records waiting."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                if not self._thread.is_alive():
+                    return False
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(0.5 if left is None else min(left, 0.5))
+        return True
 
     def purge(self, now: datetime | None = None) -> int:
         """Delete records older than the retention; how many were."""
@@ -341,11 +430,27 @@ class AuditStore(AuditReader):
             deleted = self._writer.execute("DELETE FROM audit WHERE time < ?", (cutoff,)).rowcount
         return deleted
 
-    def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=30)
-        self._writer.close()
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the writer after what is queued; never waits much longer than `timeout` (CLOSE_SECONDS): a
+        dead or stuck writer's records are dropped, and how many is logged."""
+        timeout = CLOSE_SECONDS if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        try:
+            if self._thread.is_alive():
+                self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Full:
+            pass
+        self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._closed = True
+        _OPEN_STORES.discard(self)
+        left = sum(1 for e in list(self._queue.queue) if e is not None)
+        if self._thread.is_alive():
+            self.dropped += left
+            log.error("audit writer did not finish within %.0f s (%s): about %d queued record(s) dropped at close",
+                      timeout, "stuck on a batch" if self._busy_since is not None else "still writing", left)
+        else:
+            if left:
+                self.dropped += left
+                log.error("audit writer had stopped: %d queued record(s) dropped at close", left)
+            self._writer.close()   # the writer thread is gone: closing its connection is safe
         super().close()
-
-
-

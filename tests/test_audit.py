@@ -406,3 +406,195 @@ def TurnRecord_of(row):  # noqa: N802 - read as the type it builds
     from agent.audit_record import TurnRecord
 
     return TurnRecord.from_row(row)
+
+
+# --- nothing stops the audit trail (issue 22) ----------------------------------------------------------
+
+def _written(path, timeout: float = 10.0) -> list[dict]:
+    """The rows of the store at `path` once the writer has had `timeout` to write them (polls: a dead writer
+    must fail the test, not hang it)."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        conn = sqlite3.connect(path)
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute("SELECT * FROM audit ORDER BY id")]
+        conn.close()
+        if time.monotonic() > deadline or any(r["chat_id"] == "after" for r in rows):
+            return rows
+        time.sleep(0.05)
+
+
+def test_a_huge_update_id_then_a_normal_turn_both_reach_the_store(tmp_path):
+    from db.audit_store import AuditStore
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    audit.event("feedback", "9", update_id=2 ** 63, value="up", user_id="9")   # a forged callback's number
+    audit.record(chat_id="big", user_id="u", message="足球多少钱", result=result(), update_id=2 ** 64 + 5)
+    audit.record(chat_id="after", user_id="u", message="篮球多少钱", result=result(), update_id=7)
+    rows = _written(tmp_path / "audit.db")
+    assert store._thread.is_alive()
+    assert [r["chat_id"] for r in rows] == ["9", "big", "after"]
+    assert [r["update_id"] for r in rows] == [None, None, 7]          # the column empty, the record keeps it
+    assert json.loads(rows[1]["record"])["update_id"] == 2 ** 64 + 5
+    store.close()
+
+
+def test_a_record_that_raises_in_the_writer_is_skipped_and_later_ones_are_written(tmp_path, caplog):
+    from collections.abc import Mapping
+
+    from db.audit_store import AuditEntry, AuditStore
+
+    class Poison(Mapping):   # a record that cannot be turned into JSON: raises in the writer thread
+        def __getitem__(self, key):
+            raise RuntimeError("poison")
+
+        def __iter__(self):
+            raise RuntimeError("poison")
+
+        def __len__(self):
+            return 1
+
+    store = AuditStore(tmp_path / "audit.db")
+    store.add(AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "before", {"a": 1}))
+    store.add(AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "bad", Poison(), update_id=4242))
+    store.add(AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "after", {"a": 2}))
+    rows = _written(tmp_path / "audit.db")
+    assert [r["chat_id"] for r in rows] == ["before", "after"] and store._thread.is_alive()
+    assert store.failed == 1
+    assert any("skipped" in r.getMessage() and "update_id=4242" in r.getMessage() and "RuntimeError" in r.getMessage()
+               for r in caplog.records)
+    store.add(AuditEntry("2026-11-30T00:00:01.000+00:00", "turn", "later", {"a": 3}))
+    assert store.flush(timeout=10) and store.query(limit=1)[0]["a"] == 3
+    store.close()
+
+
+def _stuck_store(tmp_path, monkeypatch, queue_size=5):
+    """A store whose writer hangs on its first batch (a disk that never answers), its queue then filled."""
+    import threading
+
+    from db.audit_store import AuditEntry, AuditStore
+
+    store = AuditStore(tmp_path / "audit.db", queue_size=queue_size)
+    release, stuck = threading.Event(), threading.Event()
+
+    def write(entries):
+        stuck.set()
+        release.wait(60)
+
+    monkeypatch.setattr(store, "_write", write)
+    entry = AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "1", {})
+    store.add(entry)
+    assert stuck.wait(5)
+    while store.add(entry):
+        pass
+    return store, release
+
+
+def test_close_returns_with_a_full_queue_and_a_stuck_writer(tmp_path, caplog, monkeypatch):
+    import threading
+    import time
+
+    from db import audit_store
+
+    monkeypatch.setattr(audit_store, "CLOSE_SECONDS", 1.0, raising=False)
+    store, release = _stuck_store(tmp_path, monkeypatch)
+    done = threading.Event()
+    closer = threading.Thread(target=lambda: (store.close(), done.set()), daemon=True)
+    started = time.monotonic()
+    closer.start()
+    try:
+        assert done.wait(10), "close() blocked on a full queue and a stuck writer"
+        assert time.monotonic() - started < 5
+        assert any("dropped at close" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()
+
+
+def test_a_stuck_writer_is_reported_until_the_store_is_closed(tmp_path, monkeypatch):
+    import time
+
+    from db import audit_store
+
+    monkeypatch.setattr(audit_store, "STUCK_SECONDS", 0.2)
+    store, release = _stuck_store(tmp_path, monkeypatch)
+    try:
+        time.sleep(0.3)
+        (problem,) = audit_store.writer_problems()
+        assert "stuck" in problem and store._thread.is_alive()
+        store.close(timeout=0.5)
+        assert audit_store.writer_problems() == []        # a closed store is no longer watched
+    finally:
+        release.set()
+
+
+async def test_healthz_and_metrics_report_a_dead_writer(tmp_path):
+    import aiohttp
+    from aiohttp import web
+    from prometheus_client import generate_latest
+
+    from db.audit_store import AuditStore
+    from handlers.delivery.guards import ChatSequencer
+    from handlers.delivery.runners import _health_app
+    from tests.fakes.bot_process import free_port
+
+    store = AuditStore(tmp_path / "audit.db")
+    port = free_port()
+    runner = web.AppRunner(_health_app(ChatSequencer()))
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                assert response.status == 200 and (await response.json())["status"] == "ok"
+            store._queue.put(None)           # the writer thread ends while the store stays open
+            store._thread.join(5)
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as response:
+                body = await response.json()
+                assert response.status == 503 and body["status"] != "ok", body
+                assert "audit writer stopped" in body["problems"][0]
+        assert "kefu_audit_writer_up 0.0" in generate_latest().decode()
+    finally:
+        await runner.cleanup()
+        store.close(timeout=1)
+    assert "kefu_audit_writer_up 1.0" in generate_latest().decode()
+
+
+async def test_a_huge_vote_callback_or_update_id_then_a_normal_turn_reaches_the_store_through_the_real_bot(world):
+    import sqlite3
+
+    from handlers import texts
+
+    fake, bot, workdir = world
+    process = bot(SERVICE_HOURS="00:00-24:00")
+    await process.start()
+
+    def messages() -> list[str]:
+        conn = sqlite3.connect(workdir / "data" / "audit.db")
+        try:
+            return [m for (m,) in conn.execute("SELECT message FROM audit WHERE kind = 'turn' ORDER BY id")]
+        finally:
+            conn.close()
+
+    await fake.say(71, "足球多少钱")
+    await fake.wait_replies(71, 1)
+    answer = fake.sent[-1]
+    await fake.press(answer, f"fb:up:{2 ** 63}")           # 25 bytes: within Telegram's 64
+    await fake.wait_for(lambda: fake.callback_answers, what="the forged vote answered")
+    await fake.say(71, "篮球多少钱")
+    await fake.wait_replies(71, 2)
+    await fake.wait_for(lambda: "篮球多少钱" in messages(), within=20, what="the later turn in the audit store")
+    assert fake.callback_answers[-1].get("text") == texts.UNAVAILABLE     # refused as a stale button, not counted
+
+    fake._next_update_id = 2 ** 63        # Telegram's update ids as a forged webhook or a broken server could send
+    await fake.say(72, "足球多少钱")
+    await fake.wait_replies(72, 1)
+    await fake.say(72, "篮球多少钱")
+    await fake.wait_replies(72, 2)
+    await fake.wait_for(lambda: messages().count("篮球多少钱") == 2, within=20,
+                        what="the turns with huge update ids in the audit store")
+    code, output = await process.stop()
+    assert code == 0, output

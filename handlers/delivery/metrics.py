@@ -11,6 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from redis.asyncio.connection import Connection
 
+from agent.audit import writer_counts, writer_problems
 from agent.breaker import circuits
 
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40)
@@ -54,6 +55,24 @@ class CircuitCollector(Collector):
 
 
 REGISTRY.register(CircuitCollector())
+
+
+class AuditWriterCollector(Collector):
+    """The audit writer of this process (db/audit_store.py), read at each scrape: alert on `up` 0."""
+
+    def collect(self):
+        up = GaugeMetricFamily("kefu_audit_writer_up", "1 while the audit writer runs, 0 when it is dead or stuck "
+                               "(records are then not kept; /healthz is 503)")
+        up.add_metric([], 0 if writer_problems() else 1)
+        records = CounterMetricFamily("kefu_audit_records", "Audit records by outcome: written, skipped (a record "
+                                      "the store could not write, logged with its ids), dropped (queue full or "
+                                      "left at close)", labels=["outcome"])
+        for outcome, count in writer_counts().items():
+            records.add_metric([outcome], count)
+        yield from (up, records)
+
+
+REGISTRY.register(AuditWriterCollector())
 
 
 class CountingConnection(Connection):

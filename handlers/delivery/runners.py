@@ -27,6 +27,7 @@ from aiogram.utils.token import TokenValidationError
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
 
+from agent.audit import writer_problems
 from agent.settings import Settings, StartupError
 from handlers.delivery.guards import ChatSequencer
 from handlers.delivery.inbox import DeliveryMarker
@@ -117,9 +118,14 @@ def _bot_problem(exc: BaseException, where: str) -> str:
 
 
 async def _health(request: web.Request) -> web.Response:
-    """Alive; `ready` once the dispatcher has started (signal handlers installed, updates taken)."""
-    return web.json_response({"status": "ok", "ready": request.app["ready"].is_set(),
-                              "in_flight": request.app["sequencer"].in_flight})
+    """Alive; `ready` once the dispatcher has started (signal handlers installed, updates taken). 503 when
+    the audit writer of this process is dead or stuck: answers would go on while nothing is recorded."""
+    problems = writer_problems()
+    return web.json_response({"status": "audit_writer_down" if problems else "ok",
+                              "ready": request.app["ready"].is_set(),
+                              "in_flight": request.app["sequencer"].in_flight,
+                              **({"problems": problems} if problems else {})},
+                             status=503 if problems else 200)
 
 
 def _health_app(sequencer: ChatSequencer) -> web.Application:
