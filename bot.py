@@ -49,9 +49,9 @@ class App:
 
 @asynccontextmanager
 async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = False) -> AsyncIterator[App]:
-    """Redis (when asked for and configured), the Telegram bot (its token checked), the agent over the
-    catalog, the audit log and its web console: opened in that order — the quick checks first, so a bad
-    setting is told before the catalog loads — and closed in the reverse one by one exit stack."""
+    """The catalog path, Redis, the Telegram bot (its token), the agent over the catalog, the audit log and its
+    web console: the quick checks first, then the rest; closed in reverse by one exit stack."""
+    settings.check_catalog()   # a typo is told before anything loads
     from agent.startup import audit_db_path, open_agent, open_audit
     from handlers.delivery.runners import TelegramOptions, open_bot
     from handlers.stores import redis_client

@@ -14,6 +14,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from agent.clock import today_shanghai
 from agent.handoff import ServiceHours
 
+DEFAULT_CATALOG = Path("data/shop.db")
+
 
 class Settings(BaseSettings):
     """Every knob of DESIGN.md's configuration table; read from the environment and `.env`."""
@@ -64,6 +66,20 @@ class Settings(BaseSettings):
     inbox_concurrency: int = Field(32, ge=1, le=10_000)
     search_mode: Literal["hybrid", "lexical"] = "hybrid"   # lexical: no embeddings at all, only on purpose
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
+
+    def check_catalog(self, path: Path | None = None) -> None:
+        """A catalog path of one's own that does not exist is refused at once (before anything loads): a
+        typo must never serve the demo shop's prices to a real shop's customers. Only the default
+        data/shop.db may be created with the demo catalog."""
+        path = path or self.database_path
+        if path.exists():
+            return
+        own = self.explicit("database_path", DEFAULT_CATALOG) if path == self.database_path else \
+            path.resolve() != DEFAULT_CATALOG.resolve()
+        if own:
+            raise StartupError(f"DATABASE_PATH: no catalog at {path} — check the path, or create it with "
+                               f"`python bot.py import-catalog PRODUCTS.csv --path {path}` (or `init-db --path` for "
+                               "the demo data); leave DATABASE_PATH unset for the demo catalog in data/shop.db")
 
     def explicit(self, name: str, default: Path) -> bool:
         """The setting names a path of its own: set, and not the default location (relative to here)."""

@@ -36,9 +36,6 @@ def write_catalog_or_stop(path: Path, catalog: Catalog, source: str) -> None:
         raise StartupError(f"DATABASE_PATH: cannot write the catalog at {path} ({exc.strerror})") from None
 
 
-DEFAULT_CATALOG = Path("data/shop.db")
-
-
 def ensure_catalog(settings: Settings, path: Path | None = None) -> bool:
     """Create the demo catalog at the default location if there is no file there yet (True when it was
     created). A catalog path of one's own that does not exist is refused: a typo must never serve the
@@ -46,12 +43,7 @@ def ensure_catalog(settings: Settings, path: Path | None = None) -> bool:
     path = path or settings.database_path
     if path.exists():
         return False
-    own = settings.explicit("database_path", DEFAULT_CATALOG) if path == settings.database_path else \
-        path.resolve() != DEFAULT_CATALOG.resolve()
-    if own:
-        raise StartupError(f"DATABASE_PATH: no catalog at {path} — check the path, or create it with "
-                           f"`python bot.py import-catalog PRODUCTS.csv --path {path}` (or `init-db --path` for "
-                           "the demo data); leave DATABASE_PATH unset for the demo catalog in data/shop.db")
+    settings.check_catalog(path)
     write_catalog_or_stop(path, demo_catalog(settings.today), "demo")
     log.warning("no catalog at %s: created the demo catalog", path)
     return True
