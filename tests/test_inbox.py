@@ -302,7 +302,7 @@ async def test_a_read_whose_reply_was_lost_is_run_again_by_the_same_worker(redis
     await inbox.append(update(43, "足球多少钱"))
     lost = await redis.xreadgroup(GROUP, "w-lost", {inbox.stream(0): ">"}, count=10)   # the reply nobody got
     assert lost and (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 1
-    worker.lost_a_reply()                     # what the worker's loop does on Redis trouble
+    worker.recheck_pending()                     # what the worker's loop does on Redis trouble
     await worker._run_again()
     assert await session.until(lambda: session.texts(43), within=30)
     await asyncio.gather(*worker._tasks)

@@ -79,10 +79,11 @@ class Worker:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def lost_a_reply(self) -> None:
-        """A Redis call failed: if it was a read whose reply was lost (a timeout while Redis was
-        unreachable, executed once Redis answered again), its entries are pending for this worker and no
-        new read returns them. Read this worker's pending entries of every partition it holds again."""
+    def recheck_pending(self) -> None:
+        """Read this worker's own pending entries of every partition it holds again, before anything new:
+        a read whose reply was lost (a timeout while Redis was unreachable, executed once it answered again,
+        or one that reached Redis late without any error here) left them pending where no new read returns
+        them. Asked after Redis trouble and at every lease cycle."""
         self._rerun |= self.held
 
     async def _run_again(self) -> None:
@@ -98,8 +99,7 @@ class Worker:
                                                   count=1000)
         self._rerun -= set(parts)
         for stream, entries in found or []:
-            name = stream.decode() if isinstance(stream, bytes) else stream
-            self._start(int(name.rsplit(":", 1)[1]), entries, skip=asked)
+            self._start(_partition(stream), entries, skip=asked)
 
     async def _take_over(self) -> None:
         """What predecessors read and never acknowledged in the partitions this worker took: claim it and
@@ -177,9 +177,7 @@ class Worker:
                 try:
                     if loop.time() - last >= cycle:
                         balanced = await self._leases()
-                        # a read whose reply was lost without an error here (it reached Redis late, after
-                        # this worker had recovered) left entries pending for us: look at every cycle
-                        self._rerun |= self.held
+                        self.recheck_pending()
                         await self._gauges()
                         last = loop.time()
                         cycle = renew_every if balanced else min(renew_every, 0.5)   # settle shares quickly
@@ -199,11 +197,10 @@ class Worker:
                     found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams,
                                                               count=max(room // len(streams), 1), block=500)
                     for stream, entries in found or []:
-                        name = stream.decode() if isinstance(stream, bytes) else stream
-                        self._start(int(name.rsplit(":", 1)[1]), entries, first=True)
+                        self._start(_partition(stream), entries, first=True)
                 except (RedisError, OSError) as exc:
                     log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
-                    self.lost_a_reply()
+                    self.recheck_pending()
                     await asyncio.sleep(1.0)
         finally:
             if self._tasks:   # drain: finish what was started (SIGTERM), the rest stays pending for others
@@ -215,3 +212,7 @@ class Worker:
             except RedisError:
                 pass   # the leases expire by themselves
 
+
+def _partition(stream: bytes | str) -> int:
+    """The partition number of a stream name (`<prefix>inbox:<n>`)."""
+    return int((stream.decode() if isinstance(stream, bytes) else stream).rsplit(":", 1)[1])
