@@ -40,11 +40,10 @@ def cmd_init_db(args: argparse.Namespace, settings: Settings) -> int:
 def _index_catalog(settings: Settings, path: Path, args: argparse.Namespace) -> int:
     """After a catalog is written: its search index, updated now (only new or changed products are
     embedded), so the bot searches it as it would after any other start. --no-index leaves it."""
-    if getattr(args, "no_index", False) or settings.search_mode == "lexical":
+    if args.no_index or settings.search_mode == "lexical":
         print("Search index not updated: the bot builds what is missing when it starts.")
         return 0
-    args.path, args.rebuild = str(path), False
-    return cmd_build_index(args, settings)
+    return _build_index(settings, path, rebuild=False, quiet=args.quiet)
 
 
 def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
@@ -68,12 +67,15 @@ def cmd_import_catalog(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_build_index(args: argparse.Namespace, settings: Settings) -> int:
+    return _build_index(settings, Path(args.path) if args.path else settings.database_path, rebuild=args.rebuild,
+                        quiet=args.quiet)
+
+
+def _build_index(settings: Settings, catalog: Path, *, rebuild: bool, quiet: bool) -> int:
     from agent.startup import build_search_index, index_path_for
 
-    catalog = Path(args.path) if getattr(args, "path", None) else settings.database_path
     try:
-        report = asyncio.run(build_search_index(settings, rebuild=args.rebuild, progress=not args.quiet,
-                                                catalog=catalog))
+        report = asyncio.run(build_search_index(settings, rebuild=rebuild, progress=not quiet, catalog=catalog))
     except KeyboardInterrupt:
         print("Interrupted: finished work is saved; run the same command again to resume.", file=sys.stderr)
         return 130
@@ -281,21 +283,20 @@ def _export(reader, args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """The maintenance commands' arguments, added to `python bot.py`'s parser after its run modes."""
-    init = sub.add_parser("init-db", help="build the demo catalog")
-    init.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    # what init-db and import-catalog share: where the catalog goes, and its search index after it
+    writes = argparse.ArgumentParser(add_help=False)
+    writes.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
+    writes.add_argument("--quiet", action="store_true", help="no progress bar while the search index is updated")
+    writes.add_argument("--no-index", action="store_true", help="do not update the search index now")
+    init = sub.add_parser("init-db", help="build the demo catalog", parents=[writes])
     init.add_argument("--force", action="store_true", help="replace an existing catalog")
-    init.add_argument("--quiet", action="store_true", help="no progress bar while the search index is built")
-    init.add_argument("--no-index", action="store_true", help="do not build the search index now")
     init.set_defaults(func=cmd_init_db)
 
-    imp = sub.add_parser("import-catalog", help="build the catalog from the shop's CSV files")
+    imp = sub.add_parser("import-catalog", help="build the catalog from the shop's CSV files", parents=[writes])
     imp.add_argument("products", help="products CSV: product_id,product_name,brand,price,stock_quantity,...")
     imp.add_argument("promotions", nargs="?", help="promotions CSV (optional)")
     imp.add_argument("--knowledge", help="store policies: a folder of Markdown files (chunked by heading, paragraph and table), or a CSV doc_id,title,content")
     imp.add_argument("--orders", help="orders CSV, one product per row: order_id,user_id,product_id,quantity,total,status,region,created_at")
-    imp.add_argument("--path", help="catalog file to write (default: DATABASE_PATH)")
-    imp.add_argument("--quiet", action="store_true", help="no progress bar while the search index is updated")
-    imp.add_argument("--no-index", action="store_true", help="do not update the search index now")
     imp.set_defaults(func=cmd_import_catalog)
 
     idx = sub.add_parser("build-index", help="embed new or changed products into the search index (resumable)")
