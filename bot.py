@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from agent.commands import add_commands
-from agent.settings import Settings, StartupError, load_settings
+from agent.settings import Settings, StartupError, audit_db_path, load_settings
 from handlers.delivery.dead_letters import add_inbox_commands
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
@@ -52,13 +52,14 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
     """The catalog path, Redis, the Telegram bot (its token), the agent over the catalog, the audit log and its
     web console: the quick checks first, then the rest; closed in reverse by one exit stack."""
     settings.check_catalog()   # a typo is told before anything loads
-    from agent.startup import audit_db_path, open_agent, open_audit
-    from handlers.delivery.runners import TelegramOptions, open_bot
+    from agent.startup import open_agent, open_audit
     from handlers.stores import redis_client
     from handlers.web.app import audit_console
 
     async with AsyncExitStack() as closing:
         client = await closing.enter_async_context(redis_client(settings)) if redis else None
+        if telegram:   # aiogram loads only where Telegram is used (the console chat starts seconds sooner)
+            from handlers.delivery.runners import TelegramOptions, open_bot
         bot = await closing.enter_async_context(await open_bot(TelegramOptions.of(settings))) if telegram else None
         audit_db_path(settings.audit_db)   # a URL is told before the catalog loads, like every quick check
         agent = await closing.enter_async_context(open_agent(settings))
@@ -75,7 +76,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
     from agent.handoff import ServiceHours
     from db.knowledge import contact_policy
     from handlers.delivery.guards import ChatSequencer
-    from handlers.delivery.runners import TelegramOptions, run_polling, run_webhook
+    from handlers.delivery.runners import TelegramOptions, run_polling, run_webhook, run_worker
     from handlers.handoff import Desk
     from handlers.operators import Operators
     from handlers.stores import chat_stores
@@ -108,8 +109,6 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
                                       sequencer=sequencer, audit=audit, inbox=inbox)
         dispatcher.shutdown.register(desk.finish)
         if inbox is not None:
-            from handlers.delivery.runners import run_worker
-
             await run_worker(dispatcher, bot, sequencer, inbox, f"{socket.gethostname()}-{os.getpid()}", options,
                              settings.inbox_lease_ms, guards, receiving=role == "all",
                              concurrency=settings.inbox_concurrency)
@@ -182,10 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--show-trace", action="store_true", help="console: print each turn's trace")
     run.set_defaults(func=cmd_run)
 
-    receive = sub.add_parser("receive", help="take updates from Telegram into the durable inbox (Redis Streams)")
-    receive.set_defaults(func=cmd_receive)
-    work = sub.add_parser("work", help="answer the updates the durable inbox holds (run as many as you like)")
-    work.set_defaults(func=cmd_work)
+    sub.add_parser("receive", help="take updates from Telegram into the durable inbox (Redis Streams)"
+                   ).set_defaults(func=cmd_receive)
+    sub.add_parser("work", help="answer the updates the durable inbox holds (run as many as you like)"
+                   ).set_defaults(func=cmd_work)
 
     console = sub.add_parser("console", help="chat with the bot in this terminal (demo catalog by default)")
     console.add_argument("--show-trace", action="store_true", help="print each turn's trace")

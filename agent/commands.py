@@ -222,7 +222,7 @@ def _json_line(record) -> str:
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     from agent.audit import summary_line
-    from agent.startup import audit_db_path
+    from agent.settings import audit_db_path
     from db.audit_store import AuditFilter, AuditReader
 
     path = audit_db_path(Path(args.db), "--db") if args.db else audit_db_path(settings.audit_db)

@@ -4,6 +4,7 @@ Redis and web settings are plain values here; only handlers/ and bot.py act on t
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
@@ -133,3 +134,20 @@ def load_settings() -> Settings:
         name = str(first["loc"][0]).upper() if first["loc"] else "configuration"
         # The input value is deliberately not echoed: it may be a secret.
         raise StartupError(f"invalid {name}: {first['msg']}") from None
+
+
+# a scheme of two letters or more and a colon: `postgresql://…` reads as the path `postgresql:/…`
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+def audit_db_path(path: Path, name: str = "AUDIT_DB") -> Path:
+    """AUDIT_DB as the path of a SQLite file; a database URL is refused in one line (its scheme named, the
+    rest — it may hold a password — not echoed), never taken as a folder to create."""
+    url = _URL.match(str(path))
+    if url:
+        scheme = url.group(1).lower()
+        what = "PostgreSQL is not supported yet" if scheme.startswith("postgres") else \
+            f"a {scheme}: URL is not supported"
+        raise StartupError(f"{name}: {what} — {name} takes the path of a SQLite file (default data/audit.db), "
+                           "not a URL")
+    return path

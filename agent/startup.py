@@ -5,18 +5,16 @@ and by the maintenance commands (agent/commands.py)."""
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.audit import AuditLog
 from agent.breaker import Breaker
-from agent.openai_model import OpenAIChatModel
-from agent.settings import Settings, StartupError
-from agent.turn import Agent
+from agent.settings import Settings, StartupError, audit_db_path
 from db.audit_store import AuditStore
 from db.build import write_catalog
 from db.connection import CatalogUnavailable, open_readonly
@@ -24,6 +22,10 @@ from db.records import Catalog, demo_catalog
 from retrieval.embedders import Embedder, EmbeddingError
 from retrieval.index import BuildReport, IndexProblem, build_index
 from retrieval.service import catalog_docs, load_passages, load_search, make_embedder
+
+if TYPE_CHECKING:   # the chat stack and the openai client load only where a process answers customers
+    from agent.openai_model import OpenAIChatModel
+    from agent.turn import Agent
 
 log = logging.getLogger("kefu")
 
@@ -66,6 +68,7 @@ def chat_model_from(settings: Settings) -> OpenAIChatModel | None:
     """The remote chat model when OPENAI_API_KEY is set, else None (the agent's offline model)."""
     if settings.openai_api_key is None:
         return None
+    from agent.openai_model import OpenAIChatModel
     return OpenAIChatModel.from_settings(settings.openai_api_key.get_secret_value(),
                                          str(settings.openai_base_url) if settings.openai_base_url else None,
                                          settings.llm_model, settings.llm_timeout_seconds, settings.llm_max_retries,
@@ -110,6 +113,7 @@ async def prepare_catalog(settings: Settings) -> None:
 async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
     """The agent over the catalog (read-only), its search and the configured model; closes them after.
     The first run creates the demo catalog and its index."""
+    from agent.turn import Agent
     await prepare_catalog(settings)
     try:
         conn = await open_readonly(settings.database_path)
@@ -128,23 +132,6 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
             stack.push_async_callback(model.close)
         yield Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds,
                     today=lambda: settings.today, passages=passages)
-
-
-# a scheme of two letters or more and a colon: `postgresql://…` reads as the path `postgresql:/…`
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
-
-
-def audit_db_path(path: Path, name: str = "AUDIT_DB") -> Path:
-    """AUDIT_DB as the path of a SQLite file; a database URL is refused in one line (its scheme named, the
-    rest — it may hold a password — not echoed), never taken as a folder to create."""
-    url = _URL.match(str(path))
-    if url:
-        scheme = url.group(1).lower()
-        what = "PostgreSQL is not supported yet" if scheme.startswith("postgres") else \
-            f"a {scheme}: URL is not supported"
-        raise StartupError(f"{name}: {what} — {name} takes the path of a SQLite file (default data/audit.db), "
-                           "not a URL")
-    return path
 
 
 def open_audit(settings: Settings) -> AuditLog:

@@ -13,7 +13,7 @@ from agent.handoff import HandoffState, RedisHandoffStore
 from agent.memory import ChatMemory
 from agent.memory_redis import RedisMemory
 from agent.session import Outcome
-from handlers.delivery.inbox import Receipt
+from handlers.delivery.receipt import Receipt
 
 
 @dataclass

@@ -11,7 +11,6 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
-import openai
 
 
 class EmbeddingError(Exception):
@@ -97,8 +96,11 @@ class Circuit(Protocol):
     def watch(self, unreachable: tuple[type[BaseException], ...]) -> AbstractContextManager[None]: ...
 
 
-# Not reached: a timeout, a refused or dropped connection, a caller that stopped waiting.
-UNREACHABLE = (openai.APIConnectionError, asyncio.CancelledError)
+def _unreachable() -> tuple[type[BaseException], ...]:
+    """Not reached: a timeout, a refused or dropped connection, a caller that stopped waiting. (openai is
+    imported here, not at the top: a process with the local embedder never loads it.)"""
+    import openai
+    return (openai.APIConnectionError, asyncio.CancelledError)
 
 
 class OpenAIEmbedder:
@@ -126,7 +128,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(self.circuit.why_skipped())
         # the probe after a cooling period is one attempt: a still-hung endpoint costs one timeout
         client = self._client.with_options(max_retries=0) if self.circuit.probing else self._client
-        with self.circuit.watch(UNREACHABLE):
+        with self.circuit.watch(_unreachable()):
             return await client.embeddings.create(model=self._model, input=batch, encoding_format="float", **kwargs)
 
     async def _embed(self, texts: list[str]) -> np.ndarray:

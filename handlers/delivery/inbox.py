@@ -25,11 +25,11 @@ from aiogram.types import Update
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from handlers.delivery.receipt import DONE_SECONDS, GROUP, Entry, Receipt
+
 log = logging.getLogger(__name__)
 
-GROUP = "workers"
 SEEN_SECONDS = 24 * 3600
-DONE_SECONDS = 24 * 3600
 RETRY_SECONDS = (0.5, 1, 2, 4, 5)
 # trouble that passes: Redis restarting or unreachable, the network, the Bot API's 5xx or flood control
 TRANSIENT = (RedisError, OSError, TelegramNetworkError, TelegramServerError, TelegramRetryAfter)
@@ -67,28 +67,6 @@ class DeliveryMarker(BaseRequestMiddleware):
         if delivery is not None and name.startswith(("Send", "Copy", "Forward")) and name != "SendChatAction":
             delivery.sent = True
         return response
-
-
-@dataclass
-class Entry:
-    """An inbox entry being handled: where it is, whether this is its first delivery (nobody can have
-    handled it before), and whether the gate has acknowledged it already."""
-    stream: str
-    id: Any
-    first: bool
-    acked: bool = False
-
-
-@dataclass(frozen=True)
-class Receipt:
-    """What settles one update from the inbox once it was handled: its done-marker and its entry's
-    acknowledgement. The Redis sessions write both in the turn's own transaction."""
-    done_key: str
-    entry: Entry
-
-    def queue(self, pipe) -> None:
-        pipe.set(self.done_key, 1, ex=DONE_SECONDS)
-        pipe.xack(self.entry.stream, GROUP, self.entry.id)
 
 
 def _str(value: bytes | str) -> str:
