@@ -72,18 +72,18 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
 async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all") -> int:
     """`all`: take updates from Telegram and answer them in this process; `work`: answer what the durable
     inbox holds (another process receives)."""
-    from agent.conversation import Conversation, Limits
-    from agent.handoff import ServiceHours
-    from db.knowledge import contact_policy
-    from handlers.delivery.guards import ChatSequencer
-    from handlers.delivery.runners import TelegramOptions, run_polling, run_webhook, run_worker
-    from handlers.handoff import Desk
-    from handlers.operators import Operators
-    from handlers.stores import chat_stores
-    from handlers.telegram import build_dispatcher
-
     settings.check_webhook()
-    async with open_app(settings, redis=True, telegram=True) as app:
+    async with open_app(settings, redis=True, telegram=True) as app:   # the quick checks before the imports
+        from agent.conversation import Conversation, Limits
+        from agent.handoff import ServiceHours
+        from db.knowledge import contact_policy
+        from handlers.delivery.guards import ChatSequencer
+        from handlers.delivery.runners import TelegramOptions, run_polling, run_webhook, run_worker
+        from handlers.handoff import Desk
+        from handlers.operators import Operators
+        from handlers.stores import chat_stores
+        from handlers.telegram import build_dispatcher
+
         agent, conn, audit, redis, bot = app.agent, app.agent.conn, app.audit, app.redis, app.bot
         options = TelegramOptions.of(settings)
         # with Redis, even one process goes through the durable inbox (receive, then work)
@@ -122,14 +122,14 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
 
 def cmd_console(args: argparse.Namespace, settings: Settings) -> int:
     """The console chat: the same conversation as Telegram (REDIS_URL, limits, 转人工) in a terminal."""
-    from agent.conversation import Conversation, Limits
-    from db.knowledge import contact_policy
-    from handlers.console import run_console
-    from handlers.stores import chat_stores
-    from handlers.voice import Voice
-
     async def run() -> int:
-        async with open_app(settings, redis=True) as app:
+        async with open_app(settings, redis=True) as app:   # the quick checks before the imports
+            from agent.conversation import Conversation, Limits
+            from db.knowledge import contact_policy
+            from handlers.console import run_console
+            from handlers.stores import chat_stores
+            from handlers.voice import Voice
+
             sessions, _, guards = chat_stores(settings, app.redis, warn=False)
             policy = await contact_policy(app.agent.conn)
             conversation = Conversation(app.agent, sessions, app.audit, limits=Limits(settings.max_message_chars),
