@@ -427,12 +427,12 @@ SOLO = [
 
 
 def _fmt_price(x):
-    return "%.2f" % x
+    return f"{x:.2f}"
 
 
 def _record(rng, t, brand, series, combo):
     labels = [v[0] for v in combo]
-    name = "%s %s %s%s" % (brand, series, "".join(l for l in labels if l), t["noun"])
+    name = f"{brand} {series} {''.join(label for label in labels if label)}{t['noun']}"
     factor = 1.0
     for v in combo:
         factor *= v[2]
@@ -444,7 +444,7 @@ def _record(rng, t, brand, series, combo):
     usage = t["usage"] + ("；尤其适合" + extra_use if extra_use else "")
     stock = rng.choice([0, 0, 3, 8, 12, 25, 40, 66, 120, 300])
     attrs = {"type": t["key"], "brand": brand, "series": series}
-    for (dk, _), v in zip(t["dims"], combo):
+    for (dk, _), v in zip(t["dims"], combo, strict=False):
         attrs[dk] = v[0]
     return {
         "product_name": name,
@@ -479,7 +479,7 @@ def build():
     for key, brand, labels in SOLO:
         t = by_key[key]
         combo = []
-        for (dk, vals), lab in zip(t["dims"], labels):
+        for (_dk, vals), lab in zip(t["dims"], labels, strict=False):
             combo.append(next(v for v in vals if v[0] == lab))
         r = _record(rng, t, brand, rng.choice(SERIES), tuple(combo))
         assert r["product_name"] not in names
@@ -487,7 +487,7 @@ def build():
         out.append(r)
     rng.shuffle(out)
     for i, r in enumerate(out, 1):
-        r["product_id"] = "OD%04d" % i
+        r["product_id"] = f"OD{i:04d}"
     return out
 
 
@@ -499,7 +499,7 @@ def main():
     with open(path, "w", encoding="utf-8") as f:
         json.dump([{k: r[k] for k in fields} for r in recs], f, ensure_ascii=False, indent=1)
         f.write("\n")
-    print("wrote %d products to %s" % (len(recs), path))
+    print(f"wrote {len(recs)} products to {path}")
 
 
 if __name__ == "__main__":
