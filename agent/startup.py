@@ -21,7 +21,8 @@ from db.connection import CatalogUnavailable, open_readonly
 from db.records import Catalog, demo_catalog
 from retrieval.embedders import Embedder, EmbeddingError
 from retrieval.index import BuildReport, IndexProblem, build_index
-from retrieval.service import catalog_docs, load_passages, load_search, make_embedder
+from retrieval.passages import save_vectors, stored_vectors_path
+from retrieval.service import catalog_docs, load_passages, load_search, make_embedder, policy_passages
 
 if TYPE_CHECKING:   # the chat stack and the openai client load only where a process answers customers
     from agent.openai_model import OpenAIChatModel
@@ -87,10 +88,13 @@ async def build_search_index(settings: Settings, *, rebuild: bool, progress: boo
         conn = await open_readonly(catalog)
         try:
             docs = await catalog_docs(conn)
+            passages = await policy_passages(conn)
         finally:
             await conn.close()
-        return await build_index(index_path_for(settings, catalog), docs, embedder_from(settings), rebuild=rebuild,
-                                 progress=progress)
+        embedder, index = embedder_from(settings), index_path_for(settings, catalog)
+        report = await build_index(index, docs, embedder, rebuild=rebuild, progress=progress)
+        await save_vectors(stored_vectors_path(index), passages, embedder)
+        return report
     except (CatalogUnavailable, IndexProblem, EmbeddingError) as exc:
         raise StartupError(str(exc)) from None
 
@@ -126,7 +130,7 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
                                        lexical=settings.search_mode == "lexical")
         except IndexProblem as exc:
             raise StartupError(f"INDEX_PATH: {exc}") from None
-        passages = await load_passages(conn, search.embedder)
+        passages = await load_passages(conn, search.embedder, stored_vectors_path(settings.resolved_index_path))
         model = chat_model_from(settings)
         if model is not None:
             stack.push_async_callback(model.close)

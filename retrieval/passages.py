@@ -5,13 +5,18 @@ chunk ids; the chunks themselves are read from the catalog by id."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import math
+import os
 import re
+import tempfile
 import weakref
+import zipfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -34,11 +39,51 @@ _HAN = re.compile(r"[\u4e00-\u9fff]{2,}")
 _REMEMBERED: weakref.WeakKeyDictionary[Embedder, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
-async def _passage_vectors(texts: list[str], embedder: Embedder) -> np.ndarray:
+def stored_vectors_path(index_path: Path) -> Path:
+    """Where the policy chunks' vectors are kept beside a catalog's search index."""
+    return index_path.with_name(index_path.name + ".policies.npz")
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_stored_vectors(path: Path, model: str) -> dict[str, np.ndarray]:
+    """The vectors `save_vectors` kept for `model`, by chunk-text hash; none when the file is missing,
+    unreadable or made with another model (the chunks are then embedded as the search is built)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if str(data["model"]) != model:
+                return {}
+            return dict(zip((str(k) for k in data["keys"]), np.asarray(data["vectors"], dtype=np.float32),
+                            strict=True))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return {}
+
+
+async def save_vectors(path: Path, passages: Sequence[Passage], embedder: Embedder) -> None:
+    """Embed the chunks and keep their vectors beside the index (written atomically), so that a start reads
+    them instead of embedding them again (~1 s of CPU with the local model, at every start)."""
+    texts = [p.indexed for p in passages]
+    vectors = await _passage_vectors(texts, embedder) if texts else np.zeros((0, 0), dtype=np.float32)
+
+    def write() -> None:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp.npz", delete=False) as out:
+            np.savez(out, model=np.array(embedder.name), keys=np.array([_key(t) for t in texts]), vectors=vectors)
+        os.chmod(out.name, 0o600)
+        os.replace(out.name, path)
+
+    await asyncio.to_thread(write)
+
+
+async def _passage_vectors(texts: list[str], embedder: Embedder, stored: Path | None = None) -> np.ndarray:
     try:
         known = _REMEMBERED.setdefault(embedder, {})
     except TypeError:   # an embedder that cannot be referred to weakly: embedded every time
         return await embedder.embed_passages(texts)
+    if stored is not None and any(text not in known for text in texts):
+        kept = await asyncio.to_thread(read_stored_vectors, stored, embedder.name)
+        known.update((text, kept[_key(text)]) for text in texts if _key(text) in kept)
     missing = [text for text in dict.fromkeys(texts) if text not in known]
     if missing:
         for text, vector in zip(missing, await embedder.embed_passages(missing), strict=True):
@@ -82,12 +127,13 @@ class PassageSearch:
         self._idf = {w: math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in frequency.items()}
 
     @classmethod
-    async def build(cls, passages: Sequence[Passage], embedder: Embedder | None) -> PassageSearch:
-        """Embed the chunks (a few dozen: seconds with the local model, once per embedder and text in a
-        process) and build the lexical side."""
+    async def build(cls, passages: Sequence[Passage], embedder: Embedder | None,
+                    stored: Path | None = None) -> PassageSearch:
+        """Embed the chunks (a few dozen: a second with the local model, once per embedder and text in a
+        process; read from `stored` when it holds them) and build the lexical side."""
         vectors = None
         if embedder is not None and passages:
-            vectors = await _passage_vectors([p.indexed for p in passages], embedder)
+            vectors = await _passage_vectors([p.indexed for p in passages], embedder, stored)
         return await asyncio.to_thread(cls, passages, embedder, vectors)
 
     def bm25(self, query: str) -> np.ndarray:

@@ -33,10 +33,15 @@ def make_embedder(model: str | None = None, base_url: str | None = None, api_key
     return OpenAIEmbedder(client, model, dimensions, circuit=circuit)
 
 
-async def load_passages(conn: aiosqlite.Connection, embedder: Embedder | None) -> PassageSearch:
-    """The search over store-policy chunks: hybrid with an embedder, BM25 alone without one."""
-    passages = [Passage(d.doc_id, d.title, d.content) for d in await all_documents(conn)]
-    return await PassageSearch.build(passages, embedder)
+async def policy_passages(conn: aiosqlite.Connection) -> list[Passage]:
+    return [Passage(d.doc_id, d.title, d.content) for d in await all_documents(conn)]
+
+
+async def load_passages(conn: aiosqlite.Connection, embedder: Embedder | None,
+                        stored: Path | None = None) -> PassageSearch:
+    """The search over store-policy chunks: hybrid with an embedder (their vectors read from `stored`, the
+    file kept beside the index, when it holds them), BM25 alone without one."""
+    return await PassageSearch.build(await policy_passages(conn), embedder, stored)
 
 
 async def catalog_docs(conn: aiosqlite.Connection) -> list[RetrievalDoc]:

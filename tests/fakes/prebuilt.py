@@ -20,7 +20,7 @@ from tests.fakes.demo import DEMO_DAY
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHARED: Path | None = None   # set by tests/conftest.py to a directory of this run, shared by its workers
-FILES = ("shop.db", "shop.index")
+FILES = ("shop.db", "shop.index", "shop.index.policies.npz")   # the catalog, its index, its policy vectors
 # what would make the build anything but the demo catalog with the local embedder
 _NOT_PASSED = {"BOT_TOKEN", "OPENAI_API_KEY", "OPENAI_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_BASE_URL",
                "EMBEDDING_DIMENSIONS", "DATABASE_PATH", "INDEX_PATH", "KEFU_TODAY", "REDIS_URL"}

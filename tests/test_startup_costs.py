@@ -1,0 +1,97 @@
+"""What a start costs: a process loads only what its mode uses, and the policy chunks' vectors are read from
+beside the index instead of being embedded again at every start."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+
+from retrieval.embedders import LocalE5Embedder
+from retrieval.passages import PassageSearch, read_stored_vectors, save_vectors, stored_vectors_path
+from retrieval.service import policy_passages
+from tests.fakes import prebuilt
+
+ROOT = prebuilt.ROOT
+
+
+class CountingEmbedder:
+    """The local embedder, counting the chunk texts it is asked to embed (a new instance: nothing remembered)."""
+
+    def __init__(self, inner: LocalE5Embedder, name: str | None = None):
+        self.inner, self.name, self.dimensions = inner, name or inner.name, inner.dimensions
+        self.embedded = 0
+
+    async def embed_queries(self, texts):
+        return await self.inner.embed_queries(texts)
+
+    async def embed_passages(self, texts):
+        self.embedded += len(texts)
+        return await self.inner.embed_passages(texts)
+
+
+def imported_after(code: str) -> set[str]:
+    """Which heavy packages a fresh interpreter holds after running `code` in the project's root."""
+    probe = f"{code}\nimport sys\nprint(' '.join(m for m in ('aiogram', 'openai') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+def test_the_console_and_the_commands_load_neither_aiogram_nor_the_openai_client():
+    # the console chat and the maintenance commands never talk to Telegram; without OPENAI_API_KEY nothing
+    # talks to an OpenAI endpoint: ~4 s of pydantic schema building (aiogram) and ~1 s (openai) not paid
+    assert imported_after("import bot, agent.startup, handlers.console, handlers.stores, handlers.web.app, "
+                          "agent.conversation") == set()
+    # with a key, the chat model's client is loaded (the probe can fail)
+    assert imported_after("from agent.openai_model import OpenAIChatModel") == {"openai"}
+
+
+async def test_a_start_reads_the_policy_vectors_kept_beside_the_index(conn, tmp_path, local_embedder):
+    passages = await policy_passages(conn)
+    stored = stored_vectors_path(tmp_path / "shop.index")
+    assert stored.name == "shop.index.policies.npz"
+    await save_vectors(stored, passages, local_embedder)
+    assert stored.stat().st_mode & 0o777 == 0o600
+
+    reader = CountingEmbedder(local_embedder)
+    kept = await PassageSearch.build(passages, reader, stored)
+    assert reader.embedded == 0                                     # read, not embedded
+    fresh = await PassageSearch.build(passages, CountingEmbedder(local_embedder))
+    assert np.allclose(kept.vectors, fresh.vectors, atol=1e-5)
+    for query in ("退货要多久", "可以开发票吗", "几点有人工客服"):
+        assert await kept.search(query) == await fresh.search(query)
+
+
+async def test_vectors_of_another_model_or_a_broken_file_are_embedded_again(conn, tmp_path, local_embedder):
+    passages = await policy_passages(conn)
+    stored = stored_vectors_path(tmp_path / "shop.index")
+    await save_vectors(stored, passages, local_embedder)
+    other = CountingEmbedder(local_embedder, name="openai:text-embedding-v3")
+    await PassageSearch.build(passages, other, stored)
+    assert other.embedded == len(passages)                         # another model's vectors are not used
+    assert read_stored_vectors(stored, "openai:text-embedding-v3") == {}
+
+    stored.write_bytes(b"not an npz file")
+    broken = CountingEmbedder(local_embedder)
+    await PassageSearch.build(passages, broken, stored)
+    assert broken.embedded == len(passages)
+
+
+async def test_a_changed_policy_text_is_embedded_the_rest_read(conn, tmp_path, local_embedder):
+    passages = await policy_passages(conn)
+    stored = stored_vectors_path(tmp_path / "shop.index")
+    await save_vectors(stored, passages, local_embedder)
+    edited = [*passages[:-1], type(passages[-1])(passages[-1].passage_id, passages[-1].title, "已修改的政策正文")]
+    reader = CountingEmbedder(local_embedder)
+    await PassageSearch.build(edited, reader, stored)
+    assert reader.embedded == 1
+
+
+def test_the_built_demo_data_keeps_its_policy_vectors(shared_builds, tmp_path):
+    # `bot.py init-db` (which builds the index) writes them, so a real process started on the demo data
+    # reads them (tests/fakes/prebuilt.py copies the three files)
+    db, index = prebuilt.demo_data(tmp_path / "data")
+    kept = read_stored_vectors(stored_vectors_path(index), LocalE5Embedder.name)
+    assert len(kept) >= 10
