@@ -153,7 +153,8 @@ def build_router() -> Router:
         if not isinstance(reply, Handoff):
             sending = time.perf_counter()
             for outgoing in desk.voice.render(reply):
-                markup = buttons.feedback(event_update.update_id) if outgoing.buttons == "feedback" else \
+                markup = buttons.feedback(bot.token, message.chat.id, event_update.update_id) \
+                    if outgoing.buttons == "feedback" else \
                     buttons.ask_person() if outgoing.buttons == "ask_person" else None
                 await send_answer(bot, message.chat.id, outgoing.text, reply_markup=markup)
             if isinstance(reply, Answer):
@@ -168,16 +169,24 @@ def build_router() -> Router:
         await send_answer(bot, message.chat.id, texts.ONLY_TEXT)
 
     @router.callback_query(buttons.Vote.filter())
-    async def on_vote(query: CallbackQuery, callback_data: buttons.Vote, guards: Any, audit: Any, desk: Desk) -> None:
-        """👍 / 👎: recorded once per answer (a second press changes nothing), answered at once."""
-        first = await guards.claim_once(f"feedback:{callback_data.update_id}", FEEDBACK_DAYS * 24 * 3600)
+    async def on_vote(query: CallbackQuery, callback_data: buttons.Vote, bot: Bot, guards: Any, audit: Any,
+                      desk: Desk) -> None:
+        """👍 / 👎: recorded once per answer (a second press changes nothing), answered at once. Only a vote
+        the bot signed for this chat counts: one naming another chat's turn, or a turn never answered, is
+        refused and counted nowhere (no claim, metric, counter or audit record)."""
+        chat_id = query.message.chat.id
+        if not buttons.vote_is_genuine(bot.token, chat_id, callback_data):
+            log.info("chat %s: a vote not signed for this chat was refused", chat_id)
+            await query.answer(texts.FEEDBACK_REFUSED)
+            return
+        first = await guards.claim_once(f"feedback:{chat_id}:{callback_data.update_id}", FEEDBACK_DAYS * 24 * 3600)
         up = callback_data.value == "up"
         await query.answer(texts.FEEDBACK_ALREADY if not first else texts.FEEDBACK_THANKS if up else texts.FEEDBACK_SORRY)
         if first:
             metrics.FEEDBACK.labels(value="up" if up else "down").inc()
             await guards.count(f"feedback:{'up' if up else 'down'}")
             if audit is not None:
-                audit.event("feedback", str(query.message.chat.id), update_id=callback_data.update_id,
+                audit.event("feedback", str(chat_id), update_id=callback_data.update_id,
                             value="up" if up else "down", user_id=str(query.from_user.id))
         offer = first and not up and desk.enabled
         await _replace_buttons(query, buttons.ask_person() if offer else None)

@@ -24,6 +24,7 @@ NO_HANDOFF_POLICY = "抱歉，目前无法在线为您转接人工客服。{poli
 FEEDBACK_THANKS = "感谢您的反馈！"
 FEEDBACK_SORRY = "感谢反馈，抱歉没能帮到您。如需人工客服，请点“转人工”。"
 FEEDBACK_ALREADY = "您已经评价过这条回答了，谢谢！"
+FEEDBACK_REFUSED = "抱歉，这个评价无法记录：它不对应本对话中的回答。"
 UNAVAILABLE = "这个操作已失效。"
 
 # --- what operators read in their group (the shop's staff read Chinese too) ------------------------
