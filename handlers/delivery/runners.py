@@ -26,6 +26,7 @@ from aiogram.types import Update
 from aiogram.utils.token import TokenValidationError
 from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from agent.audit import writer_problems
 from agent.settings import Settings, StartupError
@@ -35,8 +36,29 @@ from handlers.delivery.metrics import metrics_endpoint
 
 log = logging.getLogger(__name__)
 
+
+class QuietBadRequests(logging.Filter):
+    """aiohttp answers a request its HTTP parser refuses (a stranger's bytes: a control character in a
+    header, a broken request line) with a 400 and logs it as an error with a traceback; here it is one
+    warning line. Errors of our own handlers stay errors."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 400) < 500:
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "a malformed HTTP request from %s was refused (%s)", (remote, type(exc).__name__)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+logging.getLogger("aiohttp.server").addFilter(QuietBadRequests())   # every listener of this process
+
 WEBHOOK_PATH = "/telegram/webhook"
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 DRAIN_SECONDS = 45.0
+SEQUENCER = web.AppKey("sequencer", ChatSequencer)
+READY = web.AppKey("ready", asyncio.Event)
 
 
 @dataclass(frozen=True)
@@ -122,8 +144,8 @@ async def _health(request: web.Request) -> web.Response:
     the audit writer of this process is dead or stuck: answers would go on while nothing is recorded."""
     problems = writer_problems()
     return web.json_response({"status": "audit_writer_down" if problems else "ok",
-                              "ready": request.app["ready"].is_set(),
-                              "in_flight": request.app["sequencer"].in_flight,
+                              "ready": request.app[READY].is_set(),
+                              "in_flight": request.app[SEQUENCER].in_flight,
                               **({"problems": problems} if problems else {})},
                              status=503 if problems else 200)
 
@@ -131,7 +153,7 @@ async def _health(request: web.Request) -> web.Response:
 def _health_app(sequencer: ChatSequencer) -> web.Application:
     """/healthz and /metrics; `ready` is set by whoever starts taking updates."""
     app = web.Application()
-    app["sequencer"], app["ready"] = sequencer, asyncio.Event()
+    app[SEQUENCER], app[READY] = sequencer, asyncio.Event()
     app.router.add_get("/healthz", _health)
     app.router.add_get("/metrics", metrics_endpoint)
     return app
@@ -141,7 +163,7 @@ def _app_with_health(dispatcher: Dispatcher, sequencer: ChatSequencer) -> web.Ap
     app = _health_app(sequencer)
 
     async def started() -> None:
-        app["ready"].set()
+        app[READY].set()
 
     dispatcher.startup.register(started)
     return app
@@ -185,7 +207,7 @@ async def run_webhook(dispatcher: Dispatcher, bot: Bot, sequencer: ChatSequencer
     """Serve Telegram's POSTs; the secret token is checked on each; one replica registers the webhook."""
     _register_shutdown(dispatcher, sequencer)
     app = _app_with_health(dispatcher, sequencer)
-    SimpleRequestHandler(dispatcher=dispatcher, bot=bot, secret_token=options.webhook_secret).register(
+    CheckedRequestHandler(dispatcher=dispatcher, bot=bot, secret_token=options.webhook_secret).register(
         app, path=WEBHOOK_PATH)
     setup_application(app, dispatcher, bot=bot)
     runner = await _serve(app, options)
@@ -210,13 +232,37 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
+def secret_matches(given: str, secret: str) -> bool:
+    """The webhook's secret header against ours, in constant time, whatever bytes a stranger sent (aiohttp
+    hands non-ASCII header bytes over as text, which `hmac.compare_digest` refuses with a TypeError)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), secret.encode("utf-8"))
+
+
+class CheckedRequestHandler(SimpleRequestHandler):
+    """aiogram's webhook handler (without Redis), answering what a stranger can send with a 4xx, never a 500
+    with a traceback in the log: any secret header bytes, a body that is not a Telegram update."""
+
+    def verify_secret(self, telegram_secret_token: str, bot: Bot) -> bool:
+        return secret_matches(telegram_secret_token, self.secret_token) if self.secret_token else True
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if not self.verify_secret(request.headers.get(SECRET_HEADER, ""), self.bot):
+            return web.Response(status=401)
+        try:
+            Update.model_validate_json(await request.read())   # read once: aiohttp keeps the body for .json()
+        except ValueError:
+            log.warning("webhook: a request that is not a Telegram update was refused")
+            return web.Response(status=400)
+        return await super().handle(request)
+
+
 def add_webhook_intake(app: web.Application, inbox, secret: str) -> None:
     """Telegram's POSTs go to the durable inbox: the secret token is checked, the update appended (once
     per update id), and only then answered 200; Redis trouble answers 503, so Telegram sends it again."""
     from handlers.delivery.inbox import TRANSIENT
 
     async def intake(request: web.Request) -> web.Response:
-        if not hmac.compare_digest(request.headers.get("X-Telegram-Bot-Api-Secret-Token", ""), secret):
+        if not secret_matches(request.headers.get(SECRET_HEADER, ""), secret):
             return web.Response(status=401)
         try:
             update = Update.model_validate_json(await request.read())
@@ -273,7 +319,7 @@ async def run_receiver(bot: Bot, inbox, options: TelegramOptions, guards) -> Non
     stop = _stop_on_signals()
     try:
         receiving = await _start_receiving(bot, inbox, guards, options, stop)
-        app["ready"].set()
+        app[READY].set()
         log.info("receiving (%s): updates go to the inbox before they are confirmed", options.mode)
         await stop.wait()
         await _stop_receiving(receiving)
