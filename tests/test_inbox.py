@@ -339,6 +339,39 @@ async def test_a_read_that_reached_redis_late_is_found_at_the_next_lease_cycle(r
         await running
 
 
+async def test_what_a_worker_that_lost_its_lease_read_late_is_claimed_by_the_new_holder_in_order(
+        redis, conn, search, caplog):
+    """A worker that lost its lease (cut off from Redis longer than a lease) and whose read reached Redis
+    after the new holder had taken the partition over leaves an entry pending on itself, where neither it
+    (it no longer holds the partition) nor the takeover's claim (already made) would see it. The holder
+    claims entries pending on other consumers once idle longer than a lease; a newer message of the same
+    chat, read meanwhile, waits for it: both are answered once, the older first."""
+    inbox = Inbox(redis, redis.test_prefix, partitions=1)
+    await inbox.ensure_groups()
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
+    worker = Worker(inbox, dispatcher, bot, "w-new", lease_ms=1500)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        assert await session.until(lambda: worker.held == {0} and not worker._claim, within=10)
+        late = update(46, "足球多少钱")
+        async with redis.pipeline(transaction=True) as pipe:   # the old holder's late read takes it, atomically:
+            pipe.xadd(inbox.stream(0), {"update": late.model_dump_json(exclude_none=True)})   # the holder's own
+            pipe.xreadgroup(GROUP, "w-old", {inbox.stream(0): ">"}, count=10)   # blocked read gets nothing
+            _, read = await pipe.execute()
+        assert read
+        await inbox.append(update(46, "篮球多少钱"))             # newer, same chat: read by the holder at once
+        assert await session.until(lambda: len(session.texts(46)) >= 2, within=30), session.texts(46)
+        assert await session.until(lambda: not worker._in_flight, within=20)
+        assert (await redis.xpending(inbox.stream(0), GROUP))["pending"] == 0
+        replies = session.texts(46)
+        assert len(replies) == 2 and "120元" in replies[0] and "200元" in replies[1], replies   # once, in order
+        assert any("left pending by another consumer" in r.getMessage() for r in caplog.records)
+    finally:
+        stop.set()
+        await running
+
+
 async def test_a_network_cut_during_a_takeover_loses_nothing_and_keeps_the_order(redis, conn, search, caplog):
     """A real network cut (a TCP proxy holding bytes both ways) between a worker and Redis just as it takes
     over a partition, longer than its client's retries: the XAUTOCLAIM of a dead predecessor's message

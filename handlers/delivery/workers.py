@@ -36,6 +36,7 @@ class Worker:
     _in_flight: set[tuple[int, Any]] = field(default_factory=set)
     _rerun: set[int] = field(default_factory=set)   # partitions with entries of ours left pending
     _claim: set[int] = field(default_factory=set)   # taken over, a predecessor's pending entries not claimed yet
+    _foreign: set[int] = field(default_factory=set)   # held, with entries pending on another consumer: paused
     _room: asyncio.Event = field(default_factory=asyncio.Event)   # set when a turn finishes
     _draining: set[int] = field(default_factory=set)   # held beyond the fair share: read no more, then release
 
@@ -89,7 +90,7 @@ class Worker:
     async def _run_again(self) -> None:
         """Entries of ours left pending (trouble that lasted too long, or a read whose reply was lost): run
         them again, oldest first, before anything new is read from their partitions. One round trip."""
-        parts = sorted(self._rerun & self.held)
+        parts = sorted(self._rerun & self.held - self._foreign)   # another consumer's older entries come first
         if not parts:
             return
         # in flight when asked: still pending at Redis, answered by their own task (a re-run would only
@@ -118,6 +119,31 @@ class Worker:
             if claimed:
                 log.info("worker %s re-runs %d pending entries of partition %d", self.name, len(claimed), p)
                 self._start(p, claimed)
+
+    async def _adopt(self) -> None:
+        """Entries pending on another consumer in partitions this worker holds — a worker that lost its lease
+        and whose read reached Redis after the takeover's claim, or that was still in a turn — are claimed
+        once idle longer than a lease (XAUTOCLAIM min-idle) and run with this worker's own pending entries,
+        oldest first; until none is left the partition is read no further, so a chat's order is kept. One
+        round trip for every partition held, at each lease cycle."""
+        parts = sorted(self.held - self._claim - self._draining)
+        if not parts:
+            return
+        async with self.inbox.redis.pipeline(transaction=False) as pipe:
+            for p in parts:
+                pipe.xautoclaim(self.inbox.stream(p), GROUP, self.name, self.lease_ms, "0-0", count=1000)
+                pipe.xpending(self.inbox.stream(p), GROUP)
+            replies = await pipe.execute()
+        for p, (cursor, claimed, *_), summary in zip(parts, replies[::2], replies[1::2], strict=True):
+            adopted = [entry_id for entry_id, fields in claimed if (p, entry_id) not in self._in_flight and fields]
+            if adopted:
+                log.warning("worker %s claimed %d entries of partition %d left pending by another consumer",
+                            self.name, len(adopted), p)
+            if _others_pending(summary, self.name) or cursor not in (b"0-0", "0-0"):
+                self._foreign.add(p)   # not idle long enough yet (or more to claim): the next cycle looks again
+            else:
+                self._foreign.discard(p)
+            self._rerun.add(p)   # what was claimed is this worker's now: read again in order with its own
 
     async def _gauges(self) -> None:
         """Pending and unread entries of the partitions this worker holds (Prometheus gauges)."""
@@ -165,7 +191,9 @@ class Worker:
                 self._claim.add(p)   # what a predecessor read and never acknowledged: claimed and run first
                 log.info("worker %s took partition %d", self.name, p)
         await self._take_over()
-        return len(self.held) == share and not self._draining
+        self._foreign &= self.held
+        await self._adopt()
+        return len(self.held) == share and not self._draining and not self._foreign
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.inbox.ensure_groups()
@@ -183,7 +211,7 @@ class Worker:
                         cycle = renew_every if balanced else min(renew_every, 0.5)   # settle shares quickly
                     await self._take_over()   # both nothing to do, without a round trip, most of the time
                     await self._run_again()   # pending entries are older than new ones: started first
-                    serving = self.held - self._draining - self._claim
+                    serving = self.held - self._draining - self._claim - self._foreign
                     if not serving:
                         await asyncio.sleep(min(cycle, 0.5))
                         continue
@@ -194,10 +222,19 @@ class Worker:
                             await asyncio.wait_for(self._room.wait(), cycle)
                         continue
                     streams = {self.inbox.stream(p): ">" for p in sorted(serving)}
-                    found = await self.inbox.redis.xreadgroup(GROUP, self.name, streams,
-                                                              count=max(room // len(streams), 1), block=500)
+                    async with self.inbox.redis.pipeline(transaction=False) as pipe:   # one round trip
+                        pipe.xreadgroup(GROUP, self.name, streams, count=max(room // len(streams), 1), block=500)
+                        for stream in streams:   # after the read: an older entry read by another consumer shows
+                            pipe.xpending(stream, GROUP)
+                        found, *summaries = await pipe.execute()
+                    behind = {p for p, summary in zip(sorted(serving), summaries, strict=True)
+                              if _others_pending(summary, self.name)}
+                    if behind:   # what was just read waits, pending here, until the older entries were claimed
+                        self._foreign |= behind
+                        self._rerun |= behind
                     for stream, entries in found or []:
-                        self._start(_partition(stream), entries, first=True)
+                        if _partition(stream) not in behind:
+                            self._start(_partition(stream), entries, first=True)
                 except (RedisError, OSError) as exc:
                     log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
                     self.recheck_pending()
@@ -211,6 +248,12 @@ class Worker:
                 await self.inbox.redis.zrem(f"{self.inbox.prefix}workers", self.name)
             except RedisError:
                 pass   # the leases expire by themselves
+
+
+def _others_pending(summary: dict, name: str) -> bool:
+    """Whether an XPENDING summary shows entries pending on a consumer other than `name`."""
+    return any((c["name"].decode() if isinstance(c["name"], bytes) else c["name"]) != name and int(c["pending"])
+               for c in summary.get("consumers") or [])
 
 
 def _partition(stream: bytes | str) -> int:
