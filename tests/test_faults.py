@@ -180,3 +180,40 @@ async def test_a_webhook_replica_answers_503_while_redis_is_away_and_telegrams_r
     for process in (replica, worker):
         code, output = await process.stop()
         assert code == 0, output
+
+
+async def test_a_network_cut_between_a_worker_process_and_redis_with_a_message_in_flight(world):
+    """The real `python bot.py` talks to Redis through a TCP proxy that cuts the network the way TCP lives
+    through an outage: every connection stays open, bytes are accepted both ways and held, longer than the
+    client's socket timeout (5 s), then delivered late. The cut begins just as the worker starts a turn
+    (the turn's first Redis command, loading the chat's memory); more messages arrive meanwhile. Each is
+    answered exactly once, in order per chat, and the process lives on."""
+    from urllib.parse import urlsplit
+
+    from tests.fakes.redis_support import REDIS_TEST_URL
+    from tests.fakes.tcp_proxy import TcpProxy
+
+    fake, bot, _ = world
+    url = urlsplit(REDIS_TEST_URL)
+    proxy = await TcpProxy(url.hostname, url.port or 6379).start()
+    process = bot(REDIS_URL=f"redis://127.0.0.1:{proxy.port}{url.path or '/0'}")
+    try:
+        await process.start()
+        await fake.say(9501, "足球多少钱")
+        await fake.wait_replies(9501, 1)
+        await wait_handled(fake, process)               # the first turn settled: its memory write is done
+        proxy.cut_on(b"chat:9501")                      # the next turn of this chat starts the cut
+        await fake.say(9501, "篮球多少钱")
+        await fake.wait_for(lambda: proxy.marked, within=30, what="the cut, with the turn in flight")
+        for chat_id, question in [(9502, "瑜伽垫多少钱"), (9501, "排球多少钱")]:
+            await fake.say(chat_id, question)
+        await asyncio.sleep(7)                          # longer than the client's timeout: its retries are held too
+        assert fake.replies(9502) == [] and len(fake.replies(9501)) == 1   # nothing got through meanwhile
+        proxy.heal()                                    # everything held is delivered, late, in order per connection
+        await settle(fake, process, {9501: ["足球多少钱", "篮球多少钱", "排球多少钱"], 9502: ["瑜伽垫多少钱"]})
+        assert process.process.returncode is None
+        code, output = await process.stop()
+        assert code == 0, output
+    finally:
+        await process.kill()
+        await proxy.stop()
