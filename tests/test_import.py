@@ -101,7 +101,7 @@ def test_json_catalog_for_evaluation(tmp_path):
 
 @pytest.mark.slow   # a real bot.py process
 def test_cli_import_refuses_a_broken_csv_and_keeps_the_old_catalog(tmp_path):
-    assert run_bot("init-db", "--path", "shop.db", cwd=tmp_path).returncode == 0
+    assert run_bot("init-db", "--path", "shop.db", "--no-index", cwd=tmp_path).returncode == 0   # the catalog is the point
     before = hashlib.sha256((tmp_path / "shop.db").read_bytes()).hexdigest()
     write(tmp_path / "p.csv", HEADER + "B1,好球,牌子,10,5,,,\nB2,坏球,牌子,-1,5,,,\n")
     result = run_bot("import-catalog", "p.csv", "--path", "shop.db", cwd=tmp_path)
@@ -126,10 +126,12 @@ def test_cli_import_replaces_the_catalog(tmp_path):
 
 @pytest.mark.slow   # a real bot.py process
 def test_cli_init_db_does_not_overwrite_without_force(tmp_path):
-    assert run_bot("init-db", "--path", "shop.db", cwd=tmp_path).returncode == 0
-    again = run_bot("init-db", "--path", "shop.db", cwd=tmp_path)
+    # the catalog file is the point here (building its index is tested in test_safe_defaults/test_retrieval)
+    assert run_bot("init-db", "--path", "shop.db", "--no-index", cwd=tmp_path).returncode == 0
+    again = run_bot("init-db", "--path", "shop.db", "--no-index", cwd=tmp_path)
     assert again.returncode == 1 and "--force" in again.stdout
-    assert run_bot("init-db", "--path", "shop.db", "--force", cwd=tmp_path).returncode == 0
+    assert run_bot("init-db", "--path", "shop.db", "--force", "--no-index", cwd=tmp_path).returncode == 0
+    assert not (tmp_path / "shop.index").exists()
 
 
 def test_a_line_with_surplus_fields_is_named(tmp_path):
