@@ -18,22 +18,15 @@ from enum import StrEnum
 import aiosqlite
 
 from db.facts import SOURCE, Status
+from db.metrics import BY_KEY, PAID, PLACED, Metric, MetricDefinition, MetricKey, stated_by
 from db.schema import ORDER_STATUSES, REGIONS
 
+__all__ = ["PAID", "Metric", "MetricKey"]   # re-exported: the measures and statuses live in db/metrics.py
+
 CENT = Decimal("0.01")
-PAID = ("待发货", "运输中", "已签收")   # the orders a customer has paid for and not got back
 QUERY_TIMEOUT_SECONDS = 5.0
 WIDE_PERIOD_DAYS = 62
 CACHE_SIZE = 256
-
-
-class Metric(StrEnum):
-    COUNT = "count"       # orders
-    TOTAL = "total"       # the amount paid, summed
-    AVERAGE = "average"   # amount per order
-    MAX = "max"           # the largest single order
-    MIN = "min"
-    UNITS = "units"       # items sold
 
 
 class Dimension(StrEnum):
@@ -78,6 +71,14 @@ class OrderQuery:
     user_id: str | None = None      # a customer's own orders; set from the update, never by a model
     group_by: Dimension | None = None
     top_n: int = 10
+    definition: MetricKey | None = None   # the named metric (db/metrics.py) this query computes
+
+    @property
+    def counted_statuses(self) -> tuple[str, ...] | None:
+        """The statuses this query counts; None: every placed order."""
+        if self.status is not None:
+            return (self.status,) if not self.statuses or self.status in self.statuses else ()
+        return self.statuses or None
 
     def where(self) -> tuple[str, list[object]]:
         clauses, args = [], []
@@ -137,6 +138,23 @@ class Aggregate:
         return self.query.start, self.query.end
 
     @property
+    def definition(self) -> MetricDefinition | None:
+        return BY_KEY.get(self.query.definition) if self.query.definition else None
+
+    @property
+    def definition_key(self) -> str | None:
+        return str(self.query.definition) if self.query.definition else None
+
+    @property
+    def statuses(self) -> tuple[str, ...] | None:
+        return self.query.counted_statuses
+
+    @property
+    def stated_by(self) -> tuple[tuple[str, ...], ...]:
+        """How an answer may say which orders this counted (db/metrics.stated_by)."""
+        return stated_by(self.statuses)
+
+    @property
     def evidence_id(self) -> str:
         digest = hashlib.sha1(repr(self.query).encode()).hexdigest()[:10]
         return f"agg:{self.query.metric}:{digest}"
@@ -152,7 +170,10 @@ class Aggregate:
     def as_tool_result(self) -> dict:
         """What a model reads of the aggregate: exact strings for every figure, and its evidence id."""
         start, end = self.period
+        definition = self.definition
         return {"status": str(self.status), "evidence_id": self.evidence_id, "metric": self.metric,
+                "metric_name": definition.label if definition else None,
+                "counted_statuses": list(self.statuses or ORDER_STATUSES),
                 "period": [str(start) if start else None, str(end) if end else None],
                 "whole": format(self.whole, "f"), "orders": self.orders,
                 "rows": [{"key": r.key, "value": format(r.value, "f"), "orders": r.orders,
@@ -229,6 +250,14 @@ async def query_orders(conn: aiosqlite.Connection, query: OrderQuery,
     elif whole["n"]:
         rows = (AggregateRow(ALL, whole_value, whole["n"], None),)
     return Aggregate(query, rows, whole_value, whole["n"])
+
+
+def metric_query(key: MetricKey, statuses: tuple[str, ...] | None = None, **filters) -> OrderQuery:
+    """The query of a named metric: its own statuses (db/metrics.py), or the ones the operator named."""
+    definition = BY_KEY[MetricKey(key)]
+    counted = definition.counted(statuses)
+    return OrderQuery(definition.measure, statuses=None if set(counted) == set(PLACED) else counted,
+                      definition=definition.key, **filters)
 
 
 class OrderAnalytics:

@@ -212,6 +212,10 @@ class AggregateFacts(_Cited, Protocol):
     def whole(self) -> Decimal: ...
     @property
     def orders(self) -> int: ...
+    @property
+    def definition_key(self) -> str | None: ...     # the named metric ("total" 销售额, "placed" 下单额…), if any
+    @property
+    def stated_by(self) -> tuple[tuple[str, ...], ...]: ...   # how an answer may name the statuses it counted
 
 
 # The role each metric's figures have (a sum of orders is an order total).

@@ -25,6 +25,23 @@ from guardrails.validator import (
 
 UNVERIFIED_DATE = "UNVERIFIED_DATE"
 NEEDS_AGGREGATE = "NEEDS_AGGREGATE"
+SCOPE_UNSTATED = "SCOPE_UNSTATED"
+
+# The names of metrics an answer may write before a figure, and the named metrics (db/metrics.py's keys,
+# mirrored here: guardrails import nothing of ours) such a figure may come from. A 下单额 figure written as
+# 销售额 is the wrong figure however exact; generic words (一共, 合计, 订单数) are left to the role.
+_NAMED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
+    (re.compile("下单额|下单金额|下单总额"), frozenset({"placed"})),
+    (re.compile("下单数|下单量"), frozenset({"placed_count"})),
+    (re.compile("退款单数|退款订单数"), frozenset({"refund_count"})),
+    (re.compile("退款额|退款金额|退款总额"), frozenset({"refunds"})),
+    (re.compile("取消单数|取消订单数"), frozenset({"cancelled"})),
+    (re.compile("客单价"), frozenset({"average"})),
+    (re.compile("销售额|成交额|营业额"), frozenset({"total"})),
+)
+_NAME_LABEL = {"placed": "下单额", "placed_count": "下单数", "refund_count": "退款单数", "refunds": "退款额",
+               "cancelled": "取消单数", "average": "客单价", "total": "销售额", "count": "订单数", "units": "售出件数",
+               "max": "最高一单", "min": "最低一单"}
 
 _DATE = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})(?:-(\d{1,2}))?(?!\d)")
 _NUMBER = re.compile(r"(?<![\dA-Za-z.,:_-])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*(元|块|%|％|单|笔|"
@@ -90,7 +107,41 @@ def _time_word_ok(value: Decimal, unit: str, dates: set[date]) -> bool:
     return unit in ("个月", "周")
 
 
-def check_report(answer: str, citation_ids: Iterable[str], ledger: EvidenceLedger) -> Verdict:
+def _named_metric(before: str) -> frozenset[str] | None:
+    """The named metrics the closest metric name before a figure allows (None: no name is written)."""
+    best: tuple[int, frozenset[str]] | None = None
+    for pattern, keys in _NAMED:
+        for match in pattern.finditer(before):
+            if best is None or match.end() > best[0]:
+                best = (match.end(), keys)
+    return best[1] if best else None
+
+
+def _scope_problems(answer: str, pool: Sequence) -> list[Problem]:
+    """An aggregate of a named metric is stated with the orders it counted (their statuses) and its period."""
+    problems: list[Problem] = []
+    for entry in pool:
+        record = entry.record
+        if getattr(record, "definition_key", None) is None:
+            continue
+        if not any(all(word in answer for word in words) for words in record.stated_by):
+            counted = "、".join(record.stated_by[-1])
+            problems.append(Problem(SCOPE_UNSTATED, f"say which orders {entry.evidence_id} counted: "
+                                                    f"{' or '.join('、'.join(w) for w in record.stated_by)} "
+                                                    f"(e.g. 按{counted}订单统计)"))
+        start, end = record.period
+        if start is not None and end is not None and not (start.isoformat() in answer and end.isoformat() in answer):
+            problems.append(Problem(SCOPE_UNSTATED, f"state the period {entry.evidence_id} counted: "
+                                                    f"{start.isoformat()} 至 {end.isoformat()}"))
+        elif start is None and end is None and not re.search("全部历史|至今|所有时间|历史上", answer):
+            problems.append(Problem(SCOPE_UNSTATED, f"say that {entry.evidence_id} counts the whole history (全部历史)"))
+    return problems
+
+
+def check_report(answer: str, citation_ids: Iterable[str], ledger: EvidenceLedger,
+                 require_scope: bool = True) -> Verdict:
+    """`require_scope`: the answer must say which statuses and period each named metric counted (a chart's
+    title, drawn with its scope beneath it, need not)."""
     citations = list(dict.fromkeys(citation_ids))
     problems: list[Problem] = []
     unknown = [c for c in citations if c not in ledger]
@@ -104,9 +155,12 @@ def check_report(answer: str, citation_ids: Iterable[str], ledger: EvidenceLedge
     figures = [f for e in pool for f in e.figures]
     keys = {f.source for f in figures} - {WHOLE}
     dates = _period_dates(pool)
+    named = {e.evidence_id: getattr(e.record, "definition_key", None) for e in pool}
     for clause_match in _CLAUSE.finditer(answer):
         clause = clause_match.group(0)
-        problems += _check_clause(clause, figures, keys, dates)
+        problems += _check_clause(clause, figures, keys, dates, named)
+    if require_scope:
+        problems += _scope_problems(answer, pool)
     return Verdict(tuple(problems))
 
 
@@ -121,7 +175,8 @@ def _names(clause: str, keys: set[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def _check_clause(clause: str, figures: list[Figure], keys: set[str], dates: set[date]) -> list[Problem]:
+def _check_clause(clause: str, figures: list[Figure], keys: set[str], dates: set[date],
+                  named: dict[str, str | None]) -> list[Problem]:
     problems: list[Problem] = []
     taken: list[tuple[int, int]] = [span for span in _names(clause, keys) if not _DATE.fullmatch(clause[slice(*span)])]
     for m in _DATE.finditer(clause):
@@ -149,15 +204,18 @@ def _check_clause(clause: str, figures: list[Figure], keys: set[str], dates: set
                 problems.append(Problem(UNVERIFIED_DATE, f"'{m.group(0)}' does not match the period used"))
             continue
         roles = _roles_for(unit, _cue(clause[:m.start()]))
-        named = [k for k in keys if k in clause[:m.start()]]
-        group = max(named, key=lambda k: clause.rfind(k, 0, m.start())) if named else None
+        groups = [k for k in keys if k in clause[:m.start()]]
+        group = max(groups, key=lambda k: clause.rfind(k, 0, m.start())) if groups else None
+        allowed = _named_metric(clause[:m.start()])
         holding = [f for f in figures if f.value == value]
-        right = [f for f in holding if f.role in roles and (group is None or f.source == group)]
+        right = [f for f in holding if f.role in roles and (group is None or f.source == group) and
+                 (allowed is None or named.get(f.evidence_id) is None or named[f.evidence_id] in allowed)]
         if right:
             continue
         text = m.group(0).strip()
         if holding:
-            what = ", ".join(sorted({f"the {f.role} of {f.source}" for f in holding}))
+            what = ", ".join(sorted({f"the {_NAME_LABEL.get(named.get(f.evidence_id) or '', f.role)} of {f.source}"
+                                     for f in holding}))
             wanted = " / ".join(sorted(r.value for r in roles)) if len(roles) < len(Role) else "this figure"
             problems.append(Problem(WRONG_ROLE, f"'{text}' is {what}, not the {wanted}"
                                                 f"{f' of {group}' if group else ''} as this sentence states"))

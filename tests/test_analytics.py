@@ -266,7 +266,7 @@ async def test_a_model_charts_a_verified_aggregate_by_its_id(conn):
     def submit(messages):
         query = json_of_first_query(messages)
         rows = "；".join(f"{r['key']}{r['value']}元" for r in query["rows"])
-        return _tool_reply("submit_answer", {"answer": f"2026-11-23 至 2026-11-29 各地区销售额：{rows}。",
+        return _tool_reply("submit_answer", {"answer": f"按已付款订单统计，2026-11-23 至 2026-11-29 各地区销售额：{rows}。",
                                              "citation_ids": [query["evidence_id"]], "status": "grounded"}, "c3")
 
     def json_of_first_query(messages):
@@ -278,6 +278,7 @@ async def test_a_model_charts_a_verified_aggregate_by_its_id(conn):
                                                         "group_by": "region"}), chart, submit])
     report = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY, model).ask("最近7天各地区销售额画个柱状图")
     assert report.status == "grounded" and report.chart.startswith(b"\x89PNG") and report.caption == report.answer
+    assert not report.trace.degraded   # the model's own answer, released
     bad = ScriptedModel([_tool_reply("make_chart", {"evidence_id": "agg:total:0000000000", "kind": "pie",
                                                     "title": "x"})] + [_tool_reply("submit_answer", {
                                                         "answer": "没有数据", "citation_ids": [],

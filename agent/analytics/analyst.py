@@ -22,7 +22,8 @@ from agent.loop import GiveUp, ToolLoop, Toolset
 from agent.models import ChatModel, ModelError
 from agent.tools import SubmitAnswer, ToolError
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
-from db.aggregates import PAID, Aggregate, AggregateError, Dimension, Metric, OrderAnalytics, OrderQuery
+from db.aggregates import Aggregate, AggregateError, Dimension, OrderAnalytics, OrderQuery, metric_query
+from db.metrics import DEFINITIONS, PAID, Metric, MetricKey, statuses_phrase
 from db.schema import REGIONS
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.reports import check_report
@@ -35,14 +36,7 @@ USE_SUBMIT = "Your reply was not delivered. Call submit_answer with the answer a
 NOT_GROUNDED = "NOT_GROUNDED"
 CAPTION_LIMIT = 1024
 
-_METRIC_WORDS: tuple[tuple[Metric, re.Pattern[str]], ...] = (
-    (Metric.AVERAGE, re.compile("平均|客单价|均价|人均")),
-    (Metric.MAX, re.compile("最高|最大|最贵")),
-    (Metric.MIN, re.compile("最低|最小|最便宜")),
-    (Metric.UNITS, re.compile("多少件|几件|件数|销量|卖了多少个|卖出多少")),
-    (Metric.COUNT, re.compile("多少单|几单|单量|订单数|多少笔|几笔|多少个订单|多少订单")),
-    (Metric.TOTAL, re.compile("多少钱|销售额|营业额|成交额|总额|金额|收入|流水|一共|合计|总计|花了|消费")),
-)
+_METRIC_WORDS: tuple[tuple[MetricKey, re.Pattern[str]], ...] = tuple((d.key, re.compile(d.words)) for d in DEFINITIONS)
 _GROUP_WORDS: tuple[tuple[Dimension, re.Pattern[str]], ...] = (
     (Dimension.REGION, re.compile("各(?:个)?(?:地区|区域|大区)|每个(?:地区|区域)|按(?:地区|区域)|分(?:地区|区域)|哪个(?:地区|区域)")),
     (Dimension.CATEGORY, re.compile("各(?:个)?(?:品类|类目|分类|类别)|每个(?:品类|类目)|按(?:品类|类目|分类)|哪个(?:品类|类目)|哪类")),
@@ -52,8 +46,11 @@ _GROUP_WORDS: tuple[tuple[Dimension, re.Pattern[str]], ...] = (
     (Dimension.WEEK, re.compile("每周|按周|每星期")),
     (Dimension.MONTH, re.compile("每个?月|按月|月度|逐月")),
 )
-_STATUS_WORDS = {"已签收": "已签收|签收|已完成|完成的?订单", "已取消": "已取消|取消", "已退款": "已退款|退款",
-                 "运输中": "运输中|在途", "待发货": "待发货|未发货", "待付款": "待付款|未付款"}
+# The statuses an operator may name (ordered: 待付款 before 已付款, whose 付款 it contains).
+_STATUS_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("待付款",), "待付款|未付款"), (PAID, "已付款|付过款|付了款"), (("已签收",), "已签收|签收|已完成|完成的?订单"),
+    (("已取消",), "已取消|取消"), (("已退款",), "已退款|退款"), (("运输中",), "运输中|在途"),
+    (("待发货",), "待发货|未发货"))
 _CHART_WORDS = {ChartKind.PIE: "饼图|饼状图", ChartKind.BAR: "柱状图|条形图|柱形图|柱图",
                 ChartKind.LINE: "折线图|趋势图|走势图|曲线"}
 _TOP = re.compile("(?:前|top\\s*)(\\d{1,2})", re.IGNORECASE)
@@ -70,30 +67,51 @@ SHOP_DATA_REFUSAL = "抱歉，店铺的经营数据和其他顾客的信息不�
 
 @dataclass(frozen=True)
 class Ask:
-    """What an analytic question asks."""
-    metrics: tuple[Metric, ...]
+    """What an analytic question asks. `statuses`: the ones the operator named (else each metric's own)."""
+    metrics: tuple[MetricKey, ...]
     period: Period | None
     group_by: Dimension | None = None
-    status: str | None = None
+    statuses: tuple[str, ...] = ()
     region: str | None = None
     category: str | None = None
     chart: ChartKind | None = None
     top_n: int = 10
 
+    @property
+    def status(self) -> str | None:
+        """The one status named, if exactly one was."""
+        return self.statuses[0] if len(self.statuses) == 1 else None
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
 
 def read_question(text: str, today: date, categories: frozenset[str] = frozenset()) -> Ask:
-    found = [(match.start(), metric) for metric, pattern in _METRIC_WORDS if (match := pattern.search(text))]
+    found: list[tuple[int, MetricKey]] = []
+    taken: list[tuple[int, int]] = []
+    for metric, pattern in _METRIC_WORDS:   # the more specific names first: 退款金额 is not 金额
+        for match in pattern.finditer(text):
+            if not _overlaps(match.span(), taken):
+                found.append((match.start(), metric))
+                taken.append(match.span())
     metrics = tuple(dict.fromkeys(metric for _, metric in sorted(found)))   # in the order asked
+    statuses: list[str] = []
+    for named, words in _STATUS_WORDS:   # a status inside a metric's name (退款额) is that metric's, not a filter
+        for match in re.finditer(words, text):
+            if not _overlaps(match.span(), taken):
+                statuses += [s for s in named if s not in statuses]
+                taken.append(match.span())
     group = next((d for d, pattern in _GROUP_WORDS if pattern.search(text)), None)
     chart = next((k for k, words in _CHART_WORDS.items() if re.search(words, text)), None)
     if chart is not None and group is None:
         group = Dimension.MONTH if chart is ChartKind.LINE else Dimension.REGION
     top = _TOP.search(text)
     return Ask(
-        metrics=metrics or (Metric.COUNT, Metric.TOTAL),
+        metrics=metrics or (MetricKey.ORDERS, MetricKey.SALES),
         period=resolve(text, today),
         group_by=group,
-        status=next((s for s, words in _STATUS_WORDS.items() if re.search(words, text)), None),
+        statuses=tuple(statuses),
         region=next((r for r in REGIONS if r in text), None),
         category=next((c for c in sorted(categories, key=len, reverse=True) if c and c in text), None),
         chart=chart,
@@ -119,10 +137,6 @@ class Report:
         return TurnResult(self.answer, self.status, list(self.citations), trace=self.trace)
 
 
-_METRIC_LABEL = {Metric.COUNT: "订单数", Metric.TOTAL: "销售额", Metric.AVERAGE: "平均每单", Metric.MAX: "最高一单",
-                 Metric.MIN: "最低一单", Metric.UNITS: "售出件数"}
-
-
 def _figure(metric: Metric, value) -> str:
     if metric is Metric.COUNT:
         return f"{value}单"
@@ -131,10 +145,26 @@ def _figure(metric: Metric, value) -> str:
     return f"{value}元"
 
 
-def _scope(ask: Ask, period: Period | None) -> str:
-    when = f"{period.phrase or '期间'}（{period}）" if period else "全部历史"
-    what = "".join(x for x in (ask.region, ask.category, ask.status) if x)
-    return f"{when}{what}订单"
+def _when(period: Period | None) -> str:
+    return f"{period.phrase or '期间'}（{period}）" if period else "全部历史"
+
+
+def _where(ask: Ask) -> str:
+    return "".join(x for x in (ask.region, ask.category) if x)
+
+
+def counted(aggregate: Aggregate) -> str:
+    """"按已付款订单（待发货、运输中、已签收）统计": which orders an aggregate counted."""
+    return f"按{statuses_phrase(aggregate.statuses)}统计"
+
+
+def _label(aggregate: Aggregate) -> str:
+    definition = aggregate.definition
+    return definition.label if definition else _MEASURE_LABEL[aggregate.query.metric]
+
+
+_MEASURE_LABEL = {Metric.COUNT: "订单数", Metric.TOTAL: "金额", Metric.AVERAGE: "平均每单", Metric.MAX: "最高一单",
+                  Metric.MIN: "最低一单", Metric.UNITS: "售出件数"}
 
 
 class Analyst:
@@ -162,9 +192,10 @@ class Analyst:
         if trace is None:
             return result
         trace.tool_calls.append(ToolTrace("query_orders", {
-            "metric": query.metric.value, "group_by": query.group_by.value if query.group_by else None,
+            "metric": str(query.definition or query.metric), "group_by": query.group_by.value if query.group_by else None,
             "start": str(query.start) if query.start else None, "end": str(query.end) if query.end else None,
-            "region": query.region, "category": query.category, "status": query.status,
+            "region": query.region, "category": query.category,
+            "statuses": list(query.counted_statuses) if query.counted_statuses else None,
             "scoped_to_user": query.user_id is not None, "top_n": query.top_n},
             str(result.status), round((time.perf_counter() - started) * 1000, 2), [eid]))
         return result
@@ -247,9 +278,10 @@ class Analyst:
             raise ToolError("PERIOD_MISMATCH", f"the question's period is {period.start} to {period.end} "
                                                f"(Asia/Shanghai): use start={period.start}, end={period.end}")
         try:
-            return await self._run(OrderQuery(args.metric, args.start, args.end, region=args.region,
-                                              category=args.category, status=args.status, group_by=args.group_by,
-                                              top_n=args.top_n), ledger)
+            named = tuple(dict.fromkeys([*(args.statuses or ()), *([args.status] if args.status else [])]))
+            return await self._run(metric_query(args.metric, named or None, start=args.start, end=args.end,
+                                                region=args.region, category=args.category, group_by=args.group_by,
+                                                top_n=args.top_n), ledger)
         except AggregateError as exc:
             raise ToolError("QUERY_FAILED", str(exc)) from None
 
@@ -257,39 +289,46 @@ class Analyst:
         entry = ledger.entries.get(args.evidence_id)
         if entry is None or entry.kind != EvidenceKind.AGGREGATE or not entry.record.rows:
             raise ToolError("UNKNOWN_EVIDENCE", f"{args.evidence_id} is not a grouped query_orders result of this turn")
-        title = args.title if check_report(args.title, [args.evidence_id], ledger).ok else "订单统计"
+        title = args.title if check_report(args.title, [args.evidence_id], ledger, require_scope=False).ok \
+            else _label(entry.record)
         report.chart = await asyncio.to_thread(draw_chart, entry.record, args.kind, title)
         return ChartDrawn(args.evidence_id, title)
 
     async def _ask_template(self, ask: Ask, report: Report, ledger: EvidenceLedger, started: float) -> Report:
+        """The deterministic answer: each metric by its definition (db/metrics.py), the statuses and the period
+        it counted stated first."""
         period = ask.period
         base = dict(start=period.start if period else None, end=period.end if period else None, region=ask.region,
-                    category=ask.category, status=ask.status)
+                    category=ask.category)
+        named = ask.statuses or None
         try:
             if ask.group_by is None:
-                results = [await self._run(OrderQuery(m, **base), ledger, report.trace) for m in ask.metrics]
-                lines = [f"{_scope(ask, period)}："]
-                lines += [f"{_METRIC_LABEL[r.query.metric]}：{_figure(r.query.metric, r.whole)}" for r in results]
-                if results[0].orders == 0:
-                    lines = [f"{_scope(ask, period)}：没有符合条件的订单。"]
-                answer = "\n".join(lines)
-                self._release(answer, [r.evidence_id for r in results], ledger, report)
+                results = [await self._run(metric_query(m, named, **base), ledger, report.trace) for m in ask.metrics]
+                scopes = list(dict.fromkeys(counted(r) for r in results))
+                lines = [f"{scopes[0]}，{_when(period)}{_where(ask)}：" if len(scopes) == 1 else
+                         f"{_when(period)}{_where(ask)}："]
+                for r in results:
+                    none = "" if r.orders else "（没有符合条件的订单）"
+                    each = f"，{counted(r)}" if len(scopes) > 1 else ""
+                    lines.append(f"{_label(r)}：{_figure(r.query.metric, r.whole)}{none}{each}")
+                self._release("\n".join(lines), [r.evidence_id for r in results], ledger, report)
             else:
                 metric = ask.metrics[0]
-                result = await self._run(OrderQuery(metric, group_by=ask.group_by, top_n=ask.top_n, **base),
+                result = await self._run(metric_query(metric, named, group_by=ask.group_by, top_n=ask.top_n, **base),
                                          ledger, report.trace)
-                lines = [f"{_scope(ask, period)}，按{_GROUP_LABEL[ask.group_by]}的{_METRIC_LABEL[metric]}："]
+                measure, label = result.query.metric, _label(result)
+                head = f"{counted(result)}，{_when(period)}{_where(ask)}"
+                lines = [f"{head}，按{_GROUP_LABEL[ask.group_by]}的{label}："]
                 for row in result.rows:
                     share = f"，占{row.share}%" if row.share is not None else ""
-                    count = f"（{row.orders}单{share}）" if metric is not Metric.COUNT else (f"（占{row.share}%）"
-                                                                                         if row.share else "")
-                    lines.append(f"{row.key}：{_figure(metric, row.value)}{count}")
+                    count = f"（{row.orders}单{share}）" if measure is not Metric.COUNT else (f"（占{row.share}%）"
+                                                                                          if row.share else "")
+                    lines.append(f"{row.key}：{_figure(measure, row.value)}{count}")
                 if not result.rows:
-                    lines = [f"{_scope(ask, period)}：没有符合条件的订单。"]
+                    lines = [f"{head}：没有符合条件的订单。"]
                 self._release("\n".join(lines), [result.evidence_id], ledger, report)
                 if report.helped and ask.chart is not None and result.rows:
-                    title = f"{_scope(ask, period)} {_METRIC_LABEL[metric]}"
-                    report.chart = await asyncio.to_thread(draw_chart, result, ask.chart, title)
+                    report.chart = await asyncio.to_thread(draw_chart, result, ask.chart, label)
                     report.caption = self._caption(report, ledger)
         except AggregateError as exc:
             report.answer, report.status = f"这个统计没能完成：{exc}", INSUFFICIENT
@@ -309,10 +348,10 @@ class Analyst:
         report = Report("", INSUFFICIENT)
         period = await asyncio.to_thread(resolve, text, self.today())
         ledger = EvidenceLedger()
-        base = dict(start=period.start if period else None, end=period.end if period else None, user_id=user_id,
-                    statuses=PAID)
-        count = await self._run(OrderQuery(Metric.COUNT, **base), ledger, report.trace)
-        total = await self._run(OrderQuery(Metric.TOTAL, **base), ledger, report.trace)
+        # the shop's own definitions: what a customer spent is 销售额 over their paid orders
+        base = dict(start=period.start if period else None, end=period.end if period else None, user_id=user_id)
+        count = await self._run(metric_query(MetricKey.ORDERS, **base), ledger, report.trace)
+        total = await self._run(metric_query(MetricKey.SALES, **base), ledger, report.trace)
         when = f"{period.phrase}（{period}）" if period else "至今"
         if count.orders == 0:
             answer = f"您{when}在本店没有已付款的订单。"
