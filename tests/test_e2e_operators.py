@@ -253,9 +253,10 @@ async def test_operators_ask_and_a_customer_gets_only_their_own_figures(world):
     assert photo.document.startswith(b"\x89PNG") and photo.chat_id == OPERATOR
     by_region: dict[str, Decimal] = {}
     for region, total in shop.execute("SELECT region, total FROM orders WHERE created_at >= '2026-11-23' "
-                                      "AND created_at < '2026-11-30'"):
+                                      "AND created_at < '2026-11-30' AND status IN ('待发货', '运输中', '已签收')"):
         by_region[region] = by_region.get(region, Decimal(0)) + Decimal(total)
     assert all(f"{region}：{total}元" in photo.text for region, total in by_region.items()), photo.text
+    assert "按已付款订单（待发货、运输中、已签收）统计" in photo.text   # 销售额 counts paid orders, and says so
 
     # a customer: their own month's spending, computed by SQL; the shop's figures refused
     await fake.say(10001, "我这个月在店里花了多少钱")
