@@ -17,7 +17,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
 
-from agent.analytics.stats import Stats, compute, to_csv
+from agent.analytics.stats import compute, format_stats, to_csv
 from agent.audit import TurnRecord
 from agent.clock import SHANGHAI
 from agent.handoff import Claim
@@ -100,30 +100,13 @@ def _period(argument: str | None, now: datetime) -> tuple[datetime, str] | None:
     arg = (argument or "today").strip().lower()
     local = now.astimezone(SHANGHAI)
     if arg == "today":
-        return local.replace(hour=0, minute=0, second=0, microsecond=0), f"today ({local:%Y-%m-%d}, Asia/Shanghai)"
+        return local.replace(hour=0, minute=0, second=0, microsecond=0), f"今天（{local:%Y-%m-%d}，北京时间）"
     if arg in ("7d", "week"):
-        return now - timedelta(days=7), "the last 7 days"
+        return now - timedelta(days=7), "最近7天"
     return None
 
 
-def format_stats(stats: Stats, label: str) -> str:
-    blocked = ", ".join(f"{code} ×{n}" for code, n in stats.blocked_by_code.items()) or "none"
-    latency = (f"p50 {stats.latency_p50_ms:.0f} ms · p95 {stats.latency_p95_ms:.0f} ms"
-               if stats.latency_p50_ms is not None else "no turns")
-    calls = f"{stats.model_calls_per_turn:.2f}" if stats.model_calls_per_turn is not None else "—"
-    return "\n".join([
-        f"📊 Stats for {label}",
-        f"Turns: {stats.turns}",
-        f"Grounded {stats.grounded} ({stats.share(stats.grounded)}) · insufficient evidence {stats.insufficient} "
-        f"({stats.share(stats.insufficient)}) · fallback {stats.fallback} ({stats.share(stats.fallback)})",
-        f"Degraded turns: {stats.degraded} · not sent (handed off meanwhile): {stats.muted}",
-        f"Blocked drafts by reason: {blocked}",
-        f"Handoffs: {stats.handoffs} · relayed messages: {stats.relayed}",
-        f"Feedback: 👍 {stats.thumbs_up} · 👎 {stats.thumbs_down}",
-        f"Latency: {latency} · model calls per turn: {calls}",
-    ])
-
-
+STATS_USAGE = "用法：/stats [today|7d]（今天，或最近7天）"
 PRIVATE_FIRST = "审计内容只私信发给提问的客服：请先在私聊中给机器人发送 /start，然后再试。"
 SENT_PRIVATELY = "已私信发给您。"
 
@@ -131,7 +114,7 @@ SENT_PRIVATELY = "已私信发给您。"
 async def on_stats(message: Message, bot: Bot, command: CommandObject, audit) -> None:
     period = _period(command.args, datetime.now(UTC))
     if period is None:
-        await send_answer(bot, message.chat.id, "Usage: /stats [today|7d]", **_reply_kwargs(message))
+        await send_answer(bot, message.chat.id, STATS_USAGE, **_reply_kwargs(message))
         return
     since, label = period
     records = await asyncio.to_thread(audit.since, since) if audit is not None else []
@@ -205,7 +188,7 @@ async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -
     await _privately(message, bot, deliver)
 
 
-ASK_USAGE = "Usage: /ask <question about orders>, e.g. /ask 上个月已签收订单一共多少钱 or /ask 最近7天各地区销售额 饼图"
+ASK_USAGE = "用法：/ask 订单统计问题，例如 /ask 上个月已签收订单一共多少钱，或 /ask 最近7天各地区销售额 饼图"
 
 
 async def on_ask(message: Message, bot: Bot, command: CommandObject, analyst, audit) -> None:

@@ -212,10 +212,10 @@ async def test_feedback_once_and_operator_commands(world):
     await fake.push(fake.group_message(GROUP, None, STRANGER, "/stats"))   # not an operator: nothing
     await fake.say(OPERATOR, "/stats")
     (stats,) = await fake.wait_replies(OPERATOR, 1)
-    assert stats.startswith("📊 Stats for today") and "Turns: 3" in stats and "👍 1 · 👎 1" in stats
-    assert "Handoffs: 1" in stats and "p50" in stats
+    assert stats.startswith("📊 客服统计：今天") and "对话轮次：3" in stats and "👍 1 · 👎 1" in stats
+    assert "转人工：1" in stats and "p50" in stats
     await fake.say(OPERATOR, "/stats yesterday")
-    assert (await fake.wait_replies(OPERATOR, 2))[1] == "Usage: /stats [today|7d]"
+    assert (await fake.wait_replies(OPERATOR, 2))[1] == "用法：/stats [today|7d]（今天，或最近7天）"
     await fake.say(OPERATOR, "/chat 51")
     chat = (await fake.wait_replies(OPERATOR, 3))[2]
     assert "足球多少钱" in chat and "feedback up" in chat and "handoff_start" in chat

@@ -127,3 +127,24 @@ def _cell(value: Any) -> str:
         return ""
     text = str(value)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def format_stats(stats: Stats, label: str) -> str:
+    """/stats and `bot.py stats`, in the operators' Chinese (reason codes kept beside their explanation)."""
+    from agent.analytics.labels import reason
+
+    blocked = "；".join(f"{reason(code)} ×{n}" for code, n in stats.blocked_by_code.items()) or "无"
+    latency = (f"p50 {stats.latency_p50_ms:.0f} 毫秒 · p95 {stats.latency_p95_ms:.0f} 毫秒"
+               if stats.latency_p50_ms is not None else "无对话")
+    calls = f"{stats.model_calls_per_turn:.2f}" if stats.model_calls_per_turn is not None else "—"
+    return "\n".join([
+        f"📊 客服统计：{label}",
+        f"对话轮次：{stats.turns}",
+        f"已核实 {stats.grounded}（{stats.share(stats.grounded)}）· 证据不足 {stats.insufficient}"
+        f"（{stats.share(stats.insufficient)}）· 兜底回复 {stats.fallback}（{stats.share(stats.fallback)}）",
+        f"降级轮次：{stats.degraded} · 未发送（期间已转人工）：{stats.muted}",
+        f"被拦截的草稿（按原因）：{blocked}",
+        f"转人工：{stats.handoffs} · 转发消息：{stats.relayed}",
+        f"反馈：👍 {stats.thumbs_up} · 👎 {stats.thumbs_down}",
+        f"耗时：{latency} · 每轮模型调用：{calls}",
+    ])
