@@ -350,3 +350,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     audit_export.add_argument("--output", "-o", help="file to write (default: standard output)")
     audit_export.add_argument("--db", help="audit store (default: AUDIT_DB)")
     audit_export.set_defaults(func=cmd_audit)
+
+    # ask, stats: /ask and /stats without Telegram
+    from agent.analytics.commands import add_analytics_commands
+
+    add_analytics_commands(sub)
