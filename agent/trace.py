@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agent.analytics.labels import figure_text
 from guardrails.validator import AnswerStatus
 
 FALLBACK = "fallback"   # the status of a turn that ended with the safe fallback text
@@ -35,7 +36,7 @@ class TurnTrace:
     tool_calls: list[ToolTrace] = field(default_factory=list)
     verdicts: list[VerdictTrace] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)
-    evidence_figures: dict[str, list[str]] = field(default_factory=dict)   # id → "price 120", "rate 0.9"…
+    evidence_figures: dict[str, list[str]] = field(default_factory=dict)   # id → "单价 ¥120.00（商品 001）", "折扣 9折"…
 
     def count_reply(self, reply: Any) -> None:
         """One model call: its tokens and retries."""
@@ -45,9 +46,10 @@ class TurnTrace:
         self.retries += reply.retries
 
     def file_ledger(self, ledger: Any) -> None:
-        """The verified evidence of the turn and the figures each holds, for the audit."""
+        """The verified evidence of the turn and the figures each holds, for the audit, as an operator reads
+        them (¥699.00, 09:00, 48小时)."""
         self.evidence_ids = list(ledger.entries)
-        self.evidence_figures = {eid: [f"{f.role} {f.value:f}" + (f" ({f.source})" if f.source else "")
+        self.evidence_figures = {eid: [figure_text(str(f.role), str(f.kind), f.value, f.source)
                                        for f in entry.figures][:40]
                                  for eid, entry in ledger.entries.items()}
     citations: list[str] = field(default_factory=list)

@@ -83,7 +83,7 @@ async def test_a_turn_appears_live_with_its_blocked_draft(tmp_path, browser):
         await until(lambda: any("篮球多少钱" in t for t in rows_text(browser)), what="the second turn")
         row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#rows tr") if "足球多少钱" in r.text)
         (code,) = [c.text for c in row.find_elements(By.CSS_SELECTOR, ".code")]   # why the first draft was blocked
-        assert code.startswith(("UNVERIFIED_", "WRONG_ROLE")) and "blocked" in row.text
+        assert code.startswith(("UNVERIFIED_", "WRONG_ROLE")) and "有拦截" in row.text
 
         await asyncio.to_thread(row.find_element(By.CSS_SELECTOR, "a.detail").click)
         await until(lambda: browser.find_elements(By.CSS_SELECTOR, "section.verdict.blocked"), what="the detail")

@@ -110,6 +110,9 @@ async def test_a_turn_shows_its_blocked_draft_beside_the_answer_sent(console):
     async with session:
         page = await (await session.get(f"{url}/turn/{record['id']}")).text()
         assert "足球售价108元。" in page and "WRONG_ROLE" in page and "is the total for 1 unit" in page
+        assert "数字是真的，但用错了含义" in page and "已核实" in page                 # the reason, in Chinese
+        shown = re.sub(r"<details>.*?</details>", "", page, flags=re.S)              # all but the raw record
+        assert "is the total for 1 unit" not in shown and "grounded" not in shown
         assert 'id="answer" class="released">足球售价120元。' in page and "get_product_details" in page
         assert "calc:001:1:regular" in page and 'id="evidence"' in page
         assert (await session.get(f"{url}/turn/999999")).status == 404
@@ -165,7 +168,7 @@ async def test_a_real_turn_shows_the_figures_its_evidence_holds(tmp_path, conn, 
     store = AuditStore(tmp_path / "audit.db")
     audit = AuditLog(store)
     answer = await Agent(conn, search).answer("足球多少钱", user_id="5")
-    assert any(f.startswith("price 120") for f in answer.trace.evidence_figures["product:001"])
+    assert any(f.startswith("单价 ¥120.00") for f in answer.trace.evidence_figures["product:001"])
     audit.record(chat_id="5", user_id="5", message="足球多少钱", result=answer)
     store.flush()
     runner, url = await serve(build_web_app(store, TOKEN))
@@ -174,7 +177,7 @@ async def test_a_real_turn_shows_the_figures_its_evidence_holds(tmp_path, conn, 
         async with session:
             (record,) = store.query()
             page = await (await session.get(f"{url}/turn/{record['id']}")).text()
-            assert "price 120" in page and "rate 0.9" in page
+            assert "单价 ¥120.00" in page and "折扣 9折" in page
     finally:
         await runner.cleanup()
         audit.close()
@@ -187,9 +190,10 @@ def test_a_feed_row_of_an_old_record_and_of_an_event():
     old = row_of(TurnRecord.from_row({"time": "2026-11-29T06:20:05+00:00", "chat_id": "3", "status": "grounded",
                                       "message": "足球多少钱", "verdicts": [{"ok": False, "codes": ["WRONG_ROLE"]}]}))
     assert (old["kind"], old["time"], old["codes"], old["flags"], old["latency_ms"]) == \
-        ("turn", "2026-11-29 14:20:05", ["WRONG_ROLE"], ["blocked"], None)
+        ("turn", "2026-11-29 14:20:05", ["WRONG_ROLE"], ["有拦截"], None)
+    assert old["status"] == "已核实" and old["reasons"] == ["数字是真的，但用错了含义（如把下单额说成销售额、把均价说成总额）（WRONG_ROLE）"]
     vote = row_of(TurnRecord.from_row({"time": "t", "kind": "feedback", "chat_id": "3", "value": "down", "id": 2}), "down")
-    assert (vote["status"], vote["answer"], vote["flags"], vote["id"]) == ("feedback", "down", ["👎"], 2)
+    assert (vote["status"], vote["answer"], vote["flags"], vote["id"]) == ("反馈", "down", ["👎"], 2)
 
 
 # --- hardening: login limits, sessions, headers, bad requests (issue 22) -------------------------------

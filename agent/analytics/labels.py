@@ -4,6 +4,8 @@ table for /stats, `bot.py stats`, `audit tail` and the web console; nothing Engl
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 STATUS_LABELS = {
     "grounded": "已核实",
     "insufficient_evidence": "证据不足",
@@ -71,3 +73,74 @@ def reason(code: str) -> str:
 
 def flag_label(flag: str) -> str:
     return FLAG_LABELS.get(flag, flag)
+
+
+# a verified figure's role, as the audit console shows it
+ROLE_LABELS = {
+    "price": "单价", "subtotal": "小计", "total": "合计", "saving": "优惠金额", "spend threshold": "满额门槛",
+    "reduction": "减免", "rate": "折扣", "minimum quantity": "起购数量", "paid units": "付费件数",
+    "free units": "赠送件数", "units received": "实得件数", "stock": "库存", "order total": "订单金额",
+    "order quantity": "订单件数", "text": "原文数字", "customer's budget": "顾客预算", "units wanted": "想要件数",
+    "amount short of a threshold": "距门槛还差", "units short of a threshold": "还需件数", "difference": "差额",
+    "amount dearer": "贵出", "amount cheaper": "便宜", "number of orders": "订单数", "average per order": "平均每单",
+    "largest order": "最高一单", "smallest order": "最低一单", "units sold": "售出件数", "share of the whole": "占比",
+}
+_SOURCE_WORDS = {"product": "商品", "promotion": "促销", "order": "订单", "doc": "文档", "document": "文档"}
+
+
+def _plain(value: Decimal) -> str:
+    text = format(value.normalize(), "f") if value == value.to_integral_value() else format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _hours(hours: Decimal) -> str:
+    if hours and hours % 720 == 0:
+        return f"{_plain(hours / 720)}个月"
+    if hours >= 72 and hours % 24 == 0:
+        return f"{_plain(hours / 24)}天"
+    if hours < 1:
+        return f"{_plain(hours * 60)}分钟"
+    return f"{_plain(hours)}小时"
+
+
+def figure_value(role: str, kind: str, value: Decimal) -> str:
+    """A figure as people read it: ¥699.00, 9折, 28.4%, 09:00, 48小时, 3个月, 50件."""
+    if kind == "money":
+        return f"¥{value:.2f}"
+    if kind == "clock":
+        minutes = int(value)
+        return f"{minutes // 60:02d}:{minutes % 60:02d}"
+    if kind == "duration":
+        return _hours(value)
+    if role == "share of the whole":
+        return f"{_plain(value)}%"
+    if kind == "discount":
+        return f"{_plain(value * 10)}折" if value < 1 else f"{_plain(value)}%"
+    if kind == "stock":
+        return f"{_plain(value)}件"
+    if role == "number of orders":
+        return f"{_plain(value)}单"
+    return _plain(value)
+
+
+def figure_text(role: str, kind: str, value: Decimal, source: str = "") -> str:
+    """"单价 ¥120.00（商品 001）": one verified figure of the audit's evidence."""
+    where = ""
+    if source:
+        head, _, rest = source.partition(" ")
+        where = f"（{_SOURCE_WORDS[head]} {rest}）" if head in _SOURCE_WORDS and rest else f"（{source}）"
+    return f"{ROLE_LABELS.get(role, role)} {figure_value(role, kind, value)}{where}"
+
+
+KIND_LABELS = {"turn": "对话", "handoff_start": "转人工", "handoff_claim": "客服接手", "handoff_end": "人工结束",
+               "relay": "转发", "feedback": "反馈", "unanswered": "未回复"}
+# what the console marks on a record (TurnRecord.marks)
+MARK_LABELS = {"degraded": "降级", "fallback": "兜底", "blocked": "有拦截", "not sent": "未发送"}
+
+
+def kind_label(kind: str | None) -> str:
+    return KIND_LABELS.get(kind or "", kind or "")
+
+
+def mark_label(mark: str) -> str:
+    return MARK_LABELS.get(mark, mark)

@@ -27,6 +27,7 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
+from agent.analytics.labels import kind_label, mark_label, reason, status_label
 from agent.analytics.stats import combine, from_counts
 from agent.audit import AuditFilter, AuditLog, TurnRecord
 from agent.clock import SHANGHAI, now_shanghai, start_of_day
@@ -170,9 +171,10 @@ def row_of(record: TurnRecord, vote: str | None = None) -> dict[str, Any]:
             "chat_id": record.chat_id, "user_id": record.user_id,
             "message": record.message or record.text or "",
             "answer": record.answer or record.value or record.direction or "",
-            "status": record.status or record.kind, "latency_ms": record.latency_ms,
-            "model_calls": record.model_calls, "flags": [*record.marks, *([VOTE[vote]] if vote in VOTE else [])],
-            "codes": list(record.blocked_codes)}
+            "status": status_label(record.status) if record.status else kind_label(record.kind),
+            "latency_ms": record.latency_ms, "model_calls": record.model_calls,
+            "flags": [*map(mark_label, record.marks), *([VOTE[vote]] if vote in VOTE else [])],
+            "codes": list(record.blocked_codes), "reasons": [reason(c) for c in record.blocked_codes]}
 
 
 def _parse_day(text: str | None, end: bool = False) -> datetime | None:
@@ -467,6 +469,7 @@ def build_web_app(reader: Any, token: str, *, clock: Callable[[], float] = time.
     app.on_shutdown.append(stop_streams)
     env = aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["pretty_json"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1)
+    env.filters.update(status_label=status_label, kind_label=kind_label, reason=reason)
     app.router.add_route("*", "/login", login)
     app.router.add_post("/logout", logout)
     app.router.add_get("/", feed)

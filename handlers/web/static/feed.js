@@ -35,10 +35,11 @@
     cell(tr, row.message, "text");
     cell(tr, row.answer, "text");
     var status = cell(tr, row.status);
-    row.codes.forEach(function (code) {
+    row.codes.forEach(function (code, i) {
       var span = document.createElement("span");
       span.className = "code";
       span.textContent = code;
+      span.title = row.reasons[i] || "";
       status.appendChild(document.createTextNode(" "));
       status.appendChild(span);
     });
