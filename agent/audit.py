@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.analytics.labels import kind_label, reason, status_label
 from agent.audit_record import TurnRecord
+from agent.clock import shop_iso
 from db.audit_store import (  # noqa: F401 - channels read the store through agent/
     AuditFilter,
     AuditReader,
@@ -166,8 +168,9 @@ def summary_line(record: TurnRecord | Mapping[str, Any]) -> str:
         details = {**r.event_fields(), **({"id": r.id} if r.id is not None else {})}
         details.pop("text", None)
         text = f"\n  {r.text}" if r.text else ""
-        return f"{r.time} chat={r.chat_id} {r.kind} {' '.join(f'{k}={v}' for k, v in details.items())}{text}"
-    flags = [name for name, on in (("blocked", r.blocked), ("degraded", r.degraded), ("fallback", r.fallback)) if on]
-    codes = " " + ",".join(r.blocked_codes) if r.blocked_codes else ""
-    return (f"{r.time} chat={r.chat_id} {r.status} calls={r.model_calls} {','.join(flags) or 'ok'}{codes}\n"
-            f"  Q: {r.message}\n  A: {r.answer}")
+        return (f"{shop_iso(r.time)} 会话={r.chat_id} {kind_label(r.kind)}（{r.kind}） "
+                f"{' '.join(f'{k}={v}' for k, v in details.items())}{text}")
+    flags = [name for name, on in (("有拦截", r.blocked), ("降级", r.degraded), ("兜底", r.fallback)) if on]
+    codes = "".join(f"\n  拦截原因：{reason(code)}" for code in r.blocked_codes)
+    return (f"{shop_iso(r.time)} 会话={r.chat_id} {status_label(r.status)}（{r.status or '—'}） 模型调用={r.model_calls} "
+            f"{'、'.join(flags) or '正常'}{codes}\n  问：{r.message}\n  答：{r.answer}")

@@ -18,7 +18,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from agent.clock import SHANGHAI
+from agent.clock import SHANGHAI, shop_iso
 from agent.settings import Settings, StartupError
 
 
@@ -272,8 +272,8 @@ def _export(reader, args: argparse.Namespace) -> int:
                 data = terminal_safe(data.decode("utf-8"), keep="\t\r\n").encode("utf-8")
             out.write(data)
         else:
-            for record in records:
-                out.write((_json_line(record) + "\n").encode("utf-8"))
+            for record in records:   # times in Asia/Shanghai, like the CSV and the console
+                out.write((_json_line({**record, "time": shop_iso(record.get("time"))}) + "\n").encode("utf-8"))
     finally:
         if args.output:
             out.close()

@@ -25,7 +25,8 @@ def test_records_are_written_and_filtered(tmp_path):
     assert [r["chat_id"] for r in lines] == ["1", "2"] and lines[1]["blocked"] and lines[1]["update_id"] == 5
     assert [r["chat_id"] for r in tail(path, chat="2")] == ["2"]
     assert [r["chat_id"] for r in tail(path, blocked=True)] == ["2"]
-    assert "UNVERIFIED_AMOUNT" in summary_line(lines[1]) and "blocked" in summary_line(lines[1])
+    assert "UNVERIFIED_AMOUNT" in summary_line(lines[1]) and "有拦截" in summary_line(lines[1])
+    assert "金额不在已核实的数据中（UNVERIFIED_AMOUNT）" in summary_line(lines[1]) and "已核实（grounded）" in summary_line(lines[1])
 
 
 def test_rotation_keeps_writing(tmp_path):
@@ -113,10 +114,12 @@ def test_audit_export_and_tail_on_the_command_line(tmp_path):
     assert b"2 audit records exported" in exported.stderr
     lines = run("export", "--format", "jsonl").stdout.decode().splitlines()
     assert len(lines) == 2 and '"value": "up"' in lines[1]
+    assert rows[0]["time"].endswith("+08:00") and json.loads(lines[0])["time"].endswith("+08:00")   # Asia/Shanghai
     assert run("export", "--since", "yesterday").stderr.decode().strip() == \
         "kefu-bot: --since: expected YYYY-MM-DD or an ISO 8601 time, got 'yesterday'"
     tail = run("tail", "--chat", "1").stdout.decode()
-    assert "=足球多少钱" in tail and "feedback" in tail and tail.index("Q: =足球") < tail.index("feedback")
+    assert "=足球多少钱" in tail and "feedback" in tail and tail.index("问：=足球") < tail.index("feedback")
+    assert tail.split(" ", 1)[0].endswith("+08:00")
 
 
 def test_two_writers_share_one_store(tmp_path):
@@ -194,7 +197,7 @@ def test_audit_tail_follows_new_records_in_the_store(tmp_path):
         audit.record(chat_id="2", user_id="u", message="新问题", result=result())
         store.flush()
         seen = read_until("新问题")
-        assert "新问题" in seen and "chat=2" in seen
+        assert "新问题" in seen and "会话=2" in seen
     finally:
         follower.terminate()
         follower.wait(10)
@@ -265,8 +268,9 @@ def test_a_record_from_an_old_row_reads_with_the_missing_fields_empty(tmp_path):
     stats = compute([row])
     assert (stats.turns, stats.fallback, stats.latency_p95_ms, stats.blocked_by_code) == (1, 1, 200, {"WRONG_ROLE": 1})
     line = to_csv([row]).decode("utf-8-sig").splitlines()[1]
-    assert line.startswith("2026-01-02T03:04:05.000+00:00,turn,9,,,fallback,在吗,抱歉,,,,WRONG_ROLE,,True,1,200,")
-    assert "fallback WRONG_ROLE" in summary_line(row) and "Q: 在吗" in summary_line(record)
+    assert line.startswith("2026-01-02T11:04:05.000+08:00,turn,9,,,fallback,在吗,抱歉,,,,WRONG_ROLE,,True,1,200,")
+    assert summary_line(row).startswith("2026-01-02T11:04:05.000+08:00 会话=9 兜底回复（fallback）")
+    assert "兜底" in summary_line(row) and "（WRONG_ROLE）" in summary_line(row) and "问：在吗" in summary_line(record)
 
 
 def test_an_event_record_keeps_what_it_says():
@@ -277,7 +281,7 @@ def test_an_event_record_keeps_what_it_says():
     record = TurnRecord.from_row(row)
     assert not record.is_turn and record.status is None and record.blocked_codes == () and record.muted
     assert record.as_row() == {k: v for k, v in row.items() if k != "id"}
-    assert summary_line(record) == "t chat=2 relay operator_id=7 direction=to_customer delivered=False id=4\n  您好"
+    assert summary_line(record) == "t 会话=2 转发（relay） operator_id=7 direction=to_customer delivered=False id=4\n  您好"
 
 
 def test_the_percentile_is_the_inclusive_quantile():

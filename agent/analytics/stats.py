@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.audit_record import TurnRecord
+from agent.clock import shop_iso
 from agent.trace import FALLBACK
 from guardrails.validator import AnswerStatus
 
@@ -116,7 +117,7 @@ def to_csv(records: Iterable[TurnRecord | Mapping[str, Any]]) -> bytes:
 def csv_cells(r: TurnRecord) -> tuple[Any, ...]:
     """A record's values in the order of CSV_COLUMNS."""
     citations = json.dumps(list(r.citations), ensure_ascii=False) if r.citations else ""
-    return (r.time, r.kind, r.chat_id, r.user_id, r.update_id, r.status, r.message, r.answer, r.text, r.delivered,
+    return (shop_iso(r.time), r.kind, r.chat_id, r.user_id, r.update_id, r.status, r.message, r.answer, r.text, r.delivered,
             r.blocked, " ".join(r.blocked_codes), r.degraded, r.fallback, r.model_calls, r.latency_ms, citations,
             r.operator_id, r.direction, r.value, r.reason)
 
