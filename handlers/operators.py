@@ -17,9 +17,10 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
 
+from agent.analytics.labels import kind_label, mark_label, reason, status_label
 from agent.analytics.stats import compute, format_stats, to_csv
 from agent.audit import TurnRecord
-from agent.clock import SHANGHAI
+from agent.clock import SHANGHAI, shop_iso
 from agent.handoff import Claim
 from handlers import buttons
 from handlers.handoff import Desk
@@ -138,11 +139,11 @@ async def _privately(message: Message, bot: Bot, deliver) -> None:
 async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> None:
     chat = (command.args or "").strip()
     if not chat.lstrip("-").isdigit():
-        await send_answer(bot, message.chat.id, "Usage: /chat <chat_id>", **_reply_kwargs(message))
+        await send_answer(bot, message.chat.id, "用法：/chat 会话编号（chat id）", **_reply_kwargs(message))
         return
     records = await asyncio.to_thread(audit.of_chat, chat, CHAT_TURNS * 3) if audit is not None else []
     if not records:
-        await send_answer(bot, message.chat.id, f"No audit records for chat {chat}.", **_reply_kwargs(message))
+        await send_answer(bot, message.chat.id, f"会话 {chat} 没有审计记录。", **_reply_kwargs(message))
         return
 
     async def deliver(chat_id: int, thread_id: int | None) -> None:
@@ -152,27 +153,29 @@ async def on_chat(message: Message, bot: Bot, command: CommandObject, audit) -> 
 
 
 def format_chat(chat: str, records: list[TurnRecord]) -> str:
-    """A chat's latest records for /chat: each turn with its outcome marks, question and answer; each event."""
-    lines = [f"💬 Chat {chat}: the latest {len(records)} records"]
+    """A chat's latest records for /chat: each turn with its outcome marks, question and answer; each event.
+    Times in Asia/Shanghai; statuses, marks and reasons in Chinese (codes kept beside them)."""
+    lines = [f"💬 会话 {chat}：最近 {len(records)} 条记录"]
     for r in records:
-        when = r.time[:19].replace("T", " ")
+        when = shop_iso(r.time)[:19].replace("T", " ")
         if r.is_turn:
-            flags = [mark for mark in r.marks if mark != "blocked"]   # the blocked codes are shown instead
-            lines.append(f"\n{when} UTC · {r.status}"
-                         f"{' · blocked: ' + ', '.join(r.blocked_codes) if r.blocked_codes else ''}"
-                         f"{' · ' + ', '.join(flags) if flags else ''}")
-            lines.append(f"Q: {r.message}")
-            lines.append(f"A: {r.answer}")
+            flags = [mark_label(mark) for mark in r.marks if mark != "blocked"]   # the blocked codes instead
+            lines.append(f"\n{when} · {status_label(r.status)}"
+                         f"{' · 拦截：' + '；'.join(map(reason, r.blocked_codes)) if r.blocked_codes else ''}"
+                         f"{' · ' + '、'.join(flags) if flags else ''}")
+            lines.append(f"问：{r.message}")
+            lines.append(f"答：{r.answer}")
         else:
-            extra = r.direction or r.value or r.reason or ""
-            lines.append(f"\n{when} UTC · {r.kind} {extra}".rstrip() + (f"\n  {r.text}" if r.text else ""))
+            extra = {"up": "👍", "down": "👎"}.get(r.value or "", r.direction or r.value or r.reason or "")
+            lines.append(f"\n{when} · {kind_label(r.kind)}（{r.kind}） {extra}".rstrip() +
+                         (f"\n  {r.text}" if r.text else ""))
     return "\n".join(lines)
 
 
 async def on_export(message: Message, bot: Bot, command: CommandObject, audit) -> None:
     arg = (command.args or "7").strip()
     if not arg.isdigit() or not 1 <= int(arg) <= EXPORT_MAX_DAYS:
-        await send_answer(bot, message.chat.id, f"Usage: /export [days], 1 to {EXPORT_MAX_DAYS} (default 7)",
+        await send_answer(bot, message.chat.id, f"用法：/export [天数]，1 到 {EXPORT_MAX_DAYS}（默认 7）",
                           **_reply_kwargs(message))
         return
     now = datetime.now(UTC)

@@ -351,13 +351,14 @@ def test_chat_renders_typed_records():
         TurnRecord.from_event("handoff_start", "51", time="2026-11-30T02:08:00.000+00:00", user_id="51"),
     ]
     assert format_chat("51", records) == "\n".join([
-        "💬 Chat 51: the latest 5 records",
-        "\n2026-11-30 02:03:04 UTC · grounded · blocked: UNVERIFIED_AMOUNT, WRONG_ROLE · degraded, not sent",
-        "Q: 足球多少钱", "A: 足球售价120元",
-        "\n2026-11-30 02:05:00 UTC · fallback · fallback", "Q: 在吗", "A: 抱歉",
-        "\n2026-11-30 02:06:00 UTC · feedback up",
-        "\n2026-11-30 02:07:00 UTC · relay to_operators\n  这个颜色有吗",
-        "\n2026-11-30 02:08:00 UTC · handoff_start"])
+        "💬 会话 51：最近 5 条记录",
+        "\n2026-11-30 10:03:04 · 已核实 · 拦截：金额不在已核实的数据中（UNVERIFIED_AMOUNT）；"
+        "数字是真的，但用错了含义（如把下单额说成销售额、把均价说成总额）（WRONG_ROLE） · 降级、未发送",
+        "问：足球多少钱", "答：足球售价120元",
+        "\n2026-11-30 10:05:00 · 兜底回复 · 兜底", "问：在吗", "答：抱歉",
+        "\n2026-11-30 10:06:00 · 反馈（feedback） 👍",
+        "\n2026-11-30 10:07:00 · 转发（relay） to_operators\n  这个颜色有吗",
+        "\n2026-11-30 10:08:00 · 转人工（handoff_start）"])
 
 
 def test_odd_rows_are_read_by_the_store_and_every_reader_without_crashing(tmp_path):
@@ -402,7 +403,7 @@ def test_odd_rows_are_read_by_the_store_and_every_reader_without_crashing(tmp_pa
     stats = compute(rows)
     assert stats.turns == 4 and stats.latency_p50_ms == 40.0 and from_counts(day).latency_p50_ms == 40.0
     assert to_csv(rows).decode("utf-8-sig").count("\r\n") == 5
-    assert "5 · blocked: MISSING_CONDITION" in format_chat("8", [TurnRecord_of(r) for r in rows])
+    assert "· 5 · 拦截：优惠的前提条件没有说明（MISSING_CONDITION）" in format_chat("8", [TurnRecord_of(r) for r in rows])
     assert all(summary_line(r) for r in rows)
 
 

@@ -218,7 +218,7 @@ async def test_feedback_once_and_operator_commands(world):
     assert (await fake.wait_replies(OPERATOR, 2))[1] == "用法：/stats [today|7d]（今天，或最近7天）"
     await fake.say(OPERATOR, "/chat 51")
     chat = (await fake.wait_replies(OPERATOR, 3))[2]
-    assert "足球多少钱" in chat and "feedback up" in chat and "handoff_start" in chat
+    assert "足球多少钱" in chat and "反馈（feedback） 👍" in chat and "转人工（handoff_start）" in chat
     await fake.say(OPERATOR, "/export 1")
     document = await fake.wait_for(lambda: [s for s in fake.sent if s.kind == "document"], what="the CSV")
     (document,) = document

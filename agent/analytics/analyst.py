@@ -167,6 +167,13 @@ _MEASURE_LABEL = {Metric.COUNT: "订单数", Metric.TOTAL: "金额", Metric.AVER
                   Metric.MIN: "最低一单", Metric.UNITS: "售出件数"}
 
 
+def _refusal(exc: AggregateError) -> str:
+    if "longer than" in str(exc):
+        return "抱歉，这个统计查询超时没能完成，请缩小时间范围后再试。"
+    return (f"抱歉，这个统计的条件不成立（地区只能是{'、'.join(REGIONS)}；日期范围的开始不能晚于结束；"
+            "排行最多前50名），请换个问法再试。")
+
+
 class Analyst:
     """`model`: a chat model for /ask (the operator tool set); None: the deterministic reading alone.
     Whatever the model does, an answer is released only when check_report passes; when the model
@@ -330,8 +337,9 @@ class Analyst:
                 if report.helped and ask.chart is not None and result.rows:
                     report.chart = await asyncio.to_thread(draw_chart, result, ask.chart, label)
                     report.caption = self._caption(report, ledger)
-        except AggregateError as exc:
-            report.answer, report.status = f"这个统计没能完成：{exc}", INSUFFICIENT
+        except AggregateError as exc:   # the reason in the operator's words (the English stays in the log)
+            log.warning("an /ask aggregate failed: %s", exc)
+            report.answer, report.status = _refusal(exc), INSUFFICIENT
         return self._finish(report, ledger, started)
 
     async def for_customer(self, text: str, user_id: str) -> Report | None:
