@@ -47,7 +47,7 @@ class Verdict:
 _TURN_FIELDS = ("time", "kind", "chat_id", "user_id", "update_id", "delivered", "message", "answer", "status",
                 "citations", "blocked", "model", "model_calls", "prompt_tokens", "completion_tokens", "retries",
                 "degraded", "degraded_reason", "fallback", "latency_ms", "evidence_ids", "evidence_figures",
-                "tool_calls", "verdicts")
+                "tool_calls", "verdicts", "flags")
 _EVENT_FIELDS = ("user_id", "update_id", "operator_id", "direction", "message_id", "delivered", "value", "reason",
                  "text")
 
@@ -79,6 +79,9 @@ class TurnRecord:
     evidence_figures: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # id → "price 120", …
     tool_calls: tuple[ToolCall, ...] = ()
     verdicts: tuple[Verdict, ...] = ()
+    flags: tuple[str, ...] = ()            # signs the bot misunderstood (agent/analytics/signals.py)
+    previous_flags: tuple[str, ...] = ()   # signs about the chat's turn before this one (not stored here:
+    #                                        the store attaches them to that turn)
     # events
     text: str | None = None                # what a relayed or unanswered message said
     operator_id: int | str | None = None
@@ -91,11 +94,14 @@ class TurnRecord:
 
     @classmethod
     def from_turn(cls, *, chat_id: str, user_id: str, message: str, result: TurnResult,
-                  update_id: int | None = None, delivered: bool = True, time: str | None = None) -> TurnRecord:
+                  update_id: int | None = None, delivered: bool = True, time: str | None = None,
+                  flags: tuple[str, ...] = (), previous_flags: tuple[str, ...] = ()) -> TurnRecord:
         trace = result.trace
+        own = tuple(dict.fromkeys([*flags, *(["fallback"] if trace is not None and trace.fallback or
+                                              result.status == FALLBACK else [])]))
         common = dict(time=time or now_iso(), chat_id=str(chat_id), user_id=str(user_id), update_id=update_id,
                       delivered=delivered, message=message, answer=result.answer, status=result.status,
-                      citations=tuple(result.citations))
+                      citations=tuple(result.citations), flags=own, previous_flags=tuple(previous_flags))
         if trace is None:
             return cls(**common, blocked=False)
         return cls(
@@ -140,7 +146,8 @@ class TurnRecord:
             latency_ms=_number(row.get("latency_ms")), evidence_ids=tuple(map(str, _list(row.get("evidence_ids")))),
             evidence_figures={str(k): tuple(map(str, _list(v))) for k, v in figures.items()}
             if isinstance(figures, Mapping) else {},
-            tool_calls=tools, verdicts=verdicts, text=_text(row.get("text")), operator_id=row.get("operator_id"),
+            tool_calls=tools, verdicts=verdicts, flags=tuple(map(str, _list(row.get("flags")))),
+            text=_text(row.get("text")), operator_id=row.get("operator_id"),
             direction=_text(row.get("direction")), message_id=_int(row.get("message_id")),
             value=_text(row.get("value")), reason=_text(row.get("reason")), id=_int(row.get("id")),
             extra={k: v for k, v in row.items() if k not in _KNOWN})
@@ -160,7 +167,7 @@ class TurnRecord:
                                     "duration_ms": t.duration_ms, "evidence_ids": list(t.evidence_ids)}
                                    for t in self.tool_calls],
                        verdicts=[{"ok": v.ok, "codes": list(v.codes), "model": v.model, "draft": v.draft,
-                                  "detail": v.detail} for v in self.verdicts])
+                                  "detail": v.detail} for v in self.verdicts], flags=list(self.flags))
             return {**row, **self.extra}
         return {"time": self.time, "kind": self.kind, "chat_id": self.chat_id, **self.event_fields()}
 
@@ -171,7 +178,11 @@ class TurnRecord:
                           user_id=self.user_id, update_id=self.update_id, status=self.status,
                           blocked=bool(self.blocked or self.blocked_codes), degraded=bool(self.degraded),
                           fallback=bool(self.fallback), latency_ms=self.latency_ms, model_calls=self.model_calls,
-                          message=self.message, answer=self.answer, codes=self.blocked_codes)
+                          message=self.message, answer=self.answer, codes=self.blocked_codes, flags=self.flags,
+                          flags_on_previous_turn=self.previous_flags or (
+                              ("human_after_answer",) if self.kind == "handoff_start" else ()),
+                          flags_on_answered_turn=("thumbs_down",) if self.kind == "feedback" and self.value == "down"
+                          else ())
 
     def event_fields(self) -> dict[str, Any]:
         """What an event says beyond its time, kind and chat: the fields it has."""
@@ -209,7 +220,7 @@ class TurnRecord:
                                            ("blocked", self.blocked_codes), ("not sent", self.muted)) if on)
 
 
-_KNOWN = frozenset(f.name for f in fields(TurnRecord)) - {"extra"}
+_KNOWN = frozenset(f.name for f in fields(TurnRecord)) - {"extra", "previous_flags"}
 
 
 def _list(value: Any) -> list[Any]:

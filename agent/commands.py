@@ -260,13 +260,23 @@ def _export(reader, args: argparse.Namespace) -> int:
     from agent.analytics.stats import to_csv
     from db.audit_store import AuditFilter
 
-    where = AuditFilter(since=_moment(args.since, "--since"), until=_moment(args.until, "--until"))
+    where = AuditFilter(since=_moment(args.since, "--since"), until=_moment(args.until, "--until"),
+                        misunderstood=args.flagged, kind="turn" if args.flagged else None)
     records = list(reader.iterate(where))
+    if args.flagged:   # dialogue-evaluation lines, one per turn the bot may have misunderstood
+        from agent.analytics.flagged import as_csv, as_jsonl, dialogues
+
+        lines = list(dialogues(reader, records))
+        records, data = lines, (as_csv(lines) if args.format == "csv" else as_jsonl(lines))
     out = sys.stdout.buffer
     if args.output:   # customers' messages: readable by the owner only when created here
         out = os.fdopen(os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
     try:
-        if args.format == "csv":
+        if args.flagged:
+            if not args.output and sys.stdout.isatty():   # shown, not saved: no control sequence acts
+                data = terminal_safe(data.decode("utf-8"), keep="\t\r\n").encode("utf-8")
+            out.write(data)
+        elif args.format == "csv":
             data = to_csv(records)
             if not args.output and sys.stdout.isatty():   # shown, not saved: no control sequence acts
                 data = terminal_safe(data.decode("utf-8"), keep="\t\r\n").encode("utf-8")
@@ -347,6 +357,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     audit_export.add_argument("--since", help="YYYY-MM-DD (Asia/Shanghai) or an ISO 8601 time; default: the beginning")
     audit_export.add_argument("--until", help="YYYY-MM-DD (Asia/Shanghai) or an ISO 8601 time, exclusive; default: now")
     audit_export.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    audit_export.add_argument("--flagged", action="store_true",
+                              help="only turns the bot may have misunderstood, as dialogue-evaluation lines "
+                                   "(what eval-dialogues reads; CSV one row per message, or JSON Lines)")
     audit_export.add_argument("--output", "-o", help="file to write (default: standard output)")
     audit_export.add_argument("--db", help="audit store (default: AUDIT_DB)")
     audit_export.set_defaults(func=cmd_audit)

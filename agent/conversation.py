@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from redis.exceptions import RedisError
 
+from agent.analytics.signals import own_flags, previous_flags
 from agent.handoff import asks_for_person
 from agent.memory import Turn
 from agent.session import ChatSession, Outcome, Sessions
@@ -147,15 +148,21 @@ class Conversation:
             result = reply.result
             outcome = Outcome(Turn(message.text.strip(), result.answer), list(result.focus_product_ids),
                               result.quantity, misses_reset=reply.offer_person)
-            self._record(message, result, delivered=True)
+            await self._record(message, result, delivered=True, earlier=session.memory.turns)
         elif isinstance(reply, Silent) and reply.result is not None:
-            self._record(message, reply.result, delivered=False)
+            await self._record(message, reply.result, delivered=False, earlier=session.memory.turns)
         await session.commit(outcome)
 
-    def _record(self, message: Incoming, result: TurnResult, delivered: bool) -> None:
-        if self.audit is not None:
-            self.audit.record(chat_id=message.chat_id, user_id=message.user_id, message=message.text.strip(),
-                              result=result, update_id=message.update_id, delivered=delivered)
+    async def _record(self, message: Incoming, result: TurnResult, delivered: bool, earlier=()) -> None:
+        """The turn in the audit, with its signs of a misunderstanding and those this message gives about
+        the answer before it (`earlier`: the chat's turns before this one)."""
+        if self.audit is None:
+            return
+        text, search = message.text.strip(), getattr(self.agent, "search", None)
+        flags = await own_flags(text, result.answer, bool(result.trace and result.trace.fallback), search)
+        about = await previous_flags(text, [t.user for t in earlier], getattr(search, "query_vector", None))
+        self.audit.record(chat_id=message.chat_id, user_id=message.user_id, message=text, result=result,
+                          update_id=message.update_id, delivered=delivered, flags=flags, previous_flags=about)
 
     def _event(self, kind: str, message: Incoming) -> None:
         if self.audit is not None:

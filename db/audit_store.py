@@ -61,7 +61,14 @@ CREATE TABLE IF NOT EXISTS audit_codes (
 );
 CREATE INDEX IF NOT EXISTS audit_codes_by_code ON audit_codes(code, audit_id);
 CREATE INDEX IF NOT EXISTS audit_codes_by_record ON audit_codes(audit_id);
+CREATE TABLE IF NOT EXISTS audit_flags (   -- signs a turn was misunderstood, some attached after it
+    audit_id  INTEGER NOT NULL REFERENCES audit(id) ON DELETE CASCADE,
+    flag      TEXT NOT NULL,
+    UNIQUE (audit_id, flag)
+);
+CREATE INDEX IF NOT EXISTS audit_flags_by_flag ON audit_flags(flag, audit_id);
 """
+FLAG_WINDOW = timedelta(minutes=30)   # a sign about "the answer before" counts within this time of it
 BUSY_MS = 5000
 QUEUE_SIZE = 10_000
 BATCH = 200
@@ -91,6 +98,9 @@ class AuditEntry:
     message: str | None = None       # the customer's message and the answer, for the text filter
     answer: str | None = None
     codes: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()                    # this record's own signs of a misunderstanding
+    flags_on_previous_turn: tuple[str, ...] = ()   # signs about the chat's latest turn before this record
+    flags_on_answered_turn: tuple[str, ...] = ()   # signs about the turn that answered `update_id` (a 👎)
 
     def columns(self) -> tuple:
         return (self.time, self.kind, self.chat_id, self.user_id, _int64(self.update_id), self.status,
@@ -129,6 +139,8 @@ class AuditFilter:
     code: str | None = None
     blocked_only: bool = False      # a blocked draft, a degraded turn or the fallback
     text: str | None = None         # in the customer's message or the answer
+    flag: str | None = None         # turns with this sign of a misunderstanding
+    misunderstood: bool = False     # turns with any such sign
 
     def where(self) -> tuple[str, list[Any]]:
         clauses, args = [], []
@@ -148,10 +160,22 @@ class AuditFilter:
             args.append(self.code)
         if self.blocked_only:
             clauses.append("(blocked = 1 OR degraded = 1 OR fallback = 1)")
+        if self.flag is not None:
+            clauses.append("id IN (SELECT audit_id FROM audit_flags WHERE flag = ?)")
+            args.append(self.flag)
+        if self.misunderstood:
+            clauses.append("id IN (SELECT audit_id FROM audit_flags)")
         if self.text:
             clauses.append("(instr(message, ?) > 0 OR instr(answer, ?) > 0)")
             args += [self.text, self.text]
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+
+def _is_time(text: str) -> bool:
+    try:
+        return datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _iso(moment: datetime) -> str:
@@ -246,7 +270,23 @@ class AuditReader:
             codes = self._reader.execute(
                 f"SELECT {day} AS day, c.code, count(*) FROM audit a JOIN audit_codes c ON c.audit_id = a.id "
                 "WHERE a.time >= ? GROUP BY day, c.code ORDER BY count(*) DESC", (start,)).fetchall()
-        out = {r["day"]: {**dict(r), "latencies": [], "model_calls": [], "codes": {}} for r in counts}
+            flags, misunderstood = [], []
+            if self._reader.execute("SELECT 1 FROM sqlite_master WHERE name = 'audit_flags'").fetchone():
+                # (a file no writer of this version has opened yet has no flags)
+                flags = self._reader.execute(
+                    f"SELECT {day} AS day, f.flag, count(*) FROM audit a JOIN audit_flags f ON f.audit_id = a.id "
+                    "WHERE a.time >= ? GROUP BY day, f.flag ORDER BY count(*) DESC", (start,)).fetchall()
+                misunderstood = self._reader.execute(
+                    f"SELECT {day} AS day, count(*) FROM audit a WHERE a.time >= ? AND a.kind = 'turn' "
+                    "AND a.id IN (SELECT audit_id FROM audit_flags) GROUP BY day", (start,)).fetchall()
+        out = {r["day"]: {**dict(r), "latencies": [], "model_calls": [], "codes": {}, "flags": {}, "misunderstood": 0}
+               for r in counts}
+        for d, flag, n in flags:
+            if d in out:
+                out[d]["flags"][flag] = n
+        for d, n in misunderstood:
+            if d in out:
+                out[d]["misunderstood"] = n
         for r in samples:
             if r["day"] in out:
                 if r["latency_ms"] is not None:
@@ -405,7 +445,35 @@ class AuditStore(AuditReader):
                 if entry.codes:
                     self._writer.executemany("INSERT INTO audit_codes VALUES (?, ?)",
                                              [(cursor.lastrowid, c) for c in entry.codes])
+                self._flag(entry, cursor.lastrowid)
         self.written += len(entries)
+
+    def _flag(self, entry: AuditEntry, own_id: int) -> None:
+        """Signs of a misunderstanding: the record's own, and those about an earlier turn of the chat (the
+        latest one within FLAG_WINDOW, or the one that answered the 👎'd update), added to that turn's
+        `audit_flags` rows and to the `flags` of its stored record."""
+        if entry.flags:
+            self._add_flags(own_id, entry.flags)
+        if entry.flags_on_previous_turn:
+            since = (datetime.fromisoformat(entry.time) - FLAG_WINDOW).astimezone(UTC).isoformat(timespec="milliseconds") \
+                if _is_time(entry.time) else ""
+            row = self._writer.execute("SELECT id FROM audit WHERE chat_id = ? AND kind = 'turn' AND id < ? "
+                                       "AND time >= ? ORDER BY id DESC LIMIT 1",
+                                       (entry.chat_id, own_id, since)).fetchone()
+            if row is not None:
+                self._add_flags(row[0], entry.flags_on_previous_turn)
+        if entry.flags_on_answered_turn and entry.update_id is not None:
+            row = self._writer.execute("SELECT id FROM audit WHERE update_id = ? AND chat_id = ? AND kind = 'turn' "
+                                       "ORDER BY id DESC LIMIT 1", (_int64(entry.update_id), entry.chat_id)).fetchone()
+            if row is not None:
+                self._add_flags(row[0], entry.flags_on_answered_turn)
+
+    def _add_flags(self, audit_id: int, flags: tuple[str, ...]) -> None:
+        self._writer.executemany("INSERT OR IGNORE INTO audit_flags VALUES (?, ?)", [(audit_id, f) for f in flags])
+        have = [r[0] for r in self._writer.execute("SELECT flag FROM audit_flags WHERE audit_id = ? ORDER BY rowid",
+                                                   (audit_id,))]
+        self._writer.execute("UPDATE audit SET record = json_set(record, '$.flags', json(?)) "
+                             "WHERE id = ? AND json_valid(record)", (json.dumps(have), audit_id))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued record is written (tests, shutdown); False if `timeout` passed first or
@@ -426,6 +494,8 @@ class AuditStore(AuditReader):
         cutoff = _iso((now or datetime.now(UTC)) - timedelta(days=self.retention_days))
         with self._writer:
             self._writer.execute("DELETE FROM audit_codes WHERE audit_id IN (SELECT id FROM audit WHERE time < ?)",
+                                 (cutoff,))
+            self._writer.execute("DELETE FROM audit_flags WHERE audit_id IN (SELECT id FROM audit WHERE time < ?)",
                                  (cutoff,))
             deleted = self._writer.execute("DELETE FROM audit WHERE time < ?", (cutoff,)).rowcount
         return deleted

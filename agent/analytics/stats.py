@@ -27,6 +27,8 @@ class Stats:
     degraded: int = 0
     muted: int = 0                      # answers not sent: the chat was handed to a person meanwhile
     blocked_by_code: dict[str, int] = field(default_factory=dict)
+    misunderstood: int = 0              # turns with a sign the bot misunderstood (agent/analytics/signals.py)
+    flags: dict[str, int] = field(default_factory=dict)   # the turns of each sign
     handoffs: int = 0
     relayed: int = 0
     thumbs_up: int = 0
@@ -69,6 +71,8 @@ def compute(records: Iterable[TurnRecord | Mapping[str, Any]]) -> Stats:
         turns=len(turns), grounded=outcomes[AnswerStatus.GROUNDED], insufficient=outcomes[AnswerStatus.INSUFFICIENT],
         fallback=outcomes[FALLBACK], degraded=sum(1 for t in turns if t.degraded),
         muted=sum(1 for t in turns if t.muted), blocked_by_code=dict(codes.most_common()),
+        misunderstood=sum(1 for t in turns if t.flags),
+        flags=dict(Counter(f for t in turns for f in dict.fromkeys(t.flags)).most_common()),
         handoffs=kinds["handoff_start"], relayed=kinds["relay"],
         thumbs_up=feedback["up"], thumbs_down=feedback["down"],
         **_latency([float(t.latency_ms) for t in turns if t.latency_ms is not None],
@@ -80,20 +84,21 @@ def from_counts(day: dict[str, Any]) -> Stats:
     n = lambda key: int(day.get(key) or 0)  # noqa: E731
     return Stats(turns=n("turns"), grounded=n("grounded"), insufficient=n("insufficient"), fallback=n("fallback"),
                  degraded=n("degraded"), muted=n("muted"), blocked_by_code=dict(day.get("codes") or {}),
+                 misunderstood=n("misunderstood"), flags=dict(day.get("flags") or {}),
                  handoffs=n("handoffs"), relayed=n("relayed"), thumbs_up=n("up"), thumbs_down=n("down"),
                  **_latency(day.get("latencies") or [], day.get("model_calls") or []))
 
 
 def combine(days: list[dict[str, Any]]) -> dict[str, Any]:
     """Several days' counts as one."""
-    total: dict[str, Any] = {"latencies": [], "model_calls": [], "codes": {}}
+    total: dict[str, Any] = {"latencies": [], "model_calls": [], "codes": {}, "flags": {}}
     for day in days:
         for key, value in day.items():
             if key in ("latencies", "model_calls"):
                 total[key] += value
-            elif key == "codes":
+            elif key in ("codes", "flags"):
                 for code, n in value.items():
-                    total["codes"][code] = total["codes"].get(code, 0) + n
+                    total[key][code] = total[key].get(code, 0) + n
             elif isinstance(value, int):
                 total[key] = total.get(key, 0) + value
     return total
@@ -132,8 +137,9 @@ def _cell(value: Any) -> str:
 
 def format_stats(stats: Stats, label: str) -> str:
     """/stats and `bot.py stats`, in the operators' Chinese (reason codes kept beside their explanation)."""
-    from agent.analytics.labels import reason
+    from agent.analytics.labels import flag_label, reason
 
+    signs = "；".join(f"{flag_label(flag)} ×{n}" for flag, n in stats.flags.items())
     blocked = "；".join(f"{reason(code)} ×{n}" for code, n in stats.blocked_by_code.items()) or "无"
     latency = (f"p50 {stats.latency_p50_ms:.0f} 毫秒 · p95 {stats.latency_p95_ms:.0f} 毫秒"
                if stats.latency_p50_ms is not None else "无对话")
@@ -143,6 +149,7 @@ def format_stats(stats: Stats, label: str) -> str:
         f"对话轮次：{stats.turns}",
         f"已核实 {stats.grounded}（{stats.share(stats.grounded)}）· 证据不足 {stats.insufficient}"
         f"（{stats.share(stats.insufficient)}）· 兜底回复 {stats.fallback}（{stats.share(stats.fallback)}）",
+        f"疑似没听懂：{stats.misunderstood}（{stats.share(stats.misunderstood)}）{'：' + signs if signs else ''}",
         f"降级轮次：{stats.degraded} · 未发送（期间已转人工）：{stats.muted}",
         f"被拦截的草稿（按原因）：{blocked}",
         f"转人工：{stats.handoffs} · 转发消息：{stats.relayed}",

@@ -27,7 +27,7 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from agent.analytics.labels import kind_label, mark_label, reason, status_label
+from agent.analytics.labels import FLAG_LABELS, flag_label, kind_label, mark_label, reason, status_label
 from agent.analytics.stats import combine, from_counts
 from agent.audit import AuditFilter, AuditLog, TurnRecord
 from agent.clock import SHANGHAI, now_shanghai, start_of_day
@@ -173,7 +173,8 @@ def row_of(record: TurnRecord, vote: str | None = None) -> dict[str, Any]:
             "answer": record.answer or record.value or record.direction or "",
             "status": status_label(record.status) if record.status else kind_label(record.kind),
             "latency_ms": record.latency_ms, "model_calls": record.model_calls,
-            "flags": [*map(mark_label, record.marks), *([VOTE[vote]] if vote in VOTE else [])],
+            "flags": [*map(mark_label, record.marks), *map(flag_label, record.flags),
+                      *([VOTE[vote]] if vote in VOTE else [])],
             "codes": list(record.blocked_codes), "reasons": [reason(c) for c in record.blocked_codes]}
 
 
@@ -196,7 +197,9 @@ def filter_of(query: dict[str, str]) -> AuditFilter:
         since=_parse_day(query.get("since")), until=_parse_day(query.get("until"), end=True),
         chat_id=query.get("chat") or None, user_id=query.get("user") or None, status=query.get("status") or None,
         kind=query.get("kind") or None, code=query.get("code") or None,
-        blocked_only=query.get("flagged") == "1", text=query.get("q") or None)
+        blocked_only=query.get("flagged") == "1", text=query.get("q") or None,
+        flag=query.get("sign") if query.get("sign") in FLAG_LABELS else None,
+        misunderstood=query.get("misunderstood") == "1")
 
 
 # --- sessions and protection --------------------------------------------------------------------------
@@ -469,7 +472,8 @@ def build_web_app(reader: Any, token: str, *, clock: Callable[[], float] = time.
     app.on_shutdown.append(stop_streams)
     env = aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["pretty_json"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1)
-    env.filters.update(status_label=status_label, kind_label=kind_label, reason=reason)
+    env.filters.update(status_label=status_label, kind_label=kind_label, reason=reason, flag_label=flag_label)
+    env.globals["FLAG_LABELS"] = FLAG_LABELS
     app.router.add_route("*", "/login", login)
     app.router.add_post("/logout", logout)
     app.router.add_get("/", feed)
