@@ -335,7 +335,9 @@ class Analyst:
                     lines = [f"{head}：没有符合条件的订单。"]
                 self._release("\n".join(lines), [result.evidence_id], ledger, report)
                 if report.helped and ask.chart is not None and result.rows:
-                    report.chart = await asyncio.to_thread(draw_chart, result, ask.chart, label)
+                    title = f"{period.phrase if period and period.phrase else _when(period)}{_where(ask)}" \
+                            f"按{_GROUP_LABEL[ask.group_by]}的{label}"
+                    report.chart = await asyncio.to_thread(draw_chart, result, ask.chart, title)
                     report.caption = self._caption(report, ledger)
         except AggregateError as exc:   # the reason in the operator's words (the English stays in the log)
             log.warning("an /ask aggregate failed: %s", exc)
