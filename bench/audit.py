@@ -33,6 +33,7 @@ from handlers.web.app import build_web_app  # noqa: E402
 from tests.fakes.local_http import serve  # noqa: E402
 
 TOKEN = "bench-token-123456"
+SIGNS = ("not_found_but_confident", "negative_reply", "rephrased", "thumbs_down")
 QUESTIONS = ["足球多少钱", "有优惠吗", "那买两个呢", "羽毛球拍买两支多少钱", "怎么退货", "我这个月花了多少钱"]
 
 
@@ -60,7 +61,8 @@ def write(audit: AuditLog, turns: int, flush) -> tuple[float, list[float]]:
     for n in range(turns):
         t0 = time.perf_counter()
         audit.record(chat_id=str(1000 + n % 5000), user_id=str(1000 + n % 5000), message=QUESTIONS[n % 6],
-                     result=results[n % 200], update_id=n)
+                     result=results[n % 200], update_id=n,
+                     flags=(SIGNS[n // 20 % len(SIGNS)],) if n % 20 == 0 else ())   # 5% flagged turns
         costs.append((time.perf_counter() - t0) * 1e6)
     flush()
     return turns / (time.perf_counter() - started), costs
@@ -91,6 +93,7 @@ async def pages(store: AuditStore, runs: int) -> dict[str, list[float]]:
             some = store.query(limit=1)[0]["id"]
             views = {"feed, page 1": "/", "feed, page 100": "/?page=100", "filter: one chat": "/?chat=1042",
                      "filter: reason code": "/?code=WRONG_ROLE", "filter: free text": "/?q=退货",
+                     "filter: misunderstood": "/?misunderstood=1", "filter: one sign": "/?sign=rephrased",
                      "a chat's thread": "/chat/1042", "a turn in detail": f"/turn/{some}",
                      "daily summary (14 days)": "/summary"}
             for name, path in views.items():

@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS audit (
     model_calls  INTEGER,
     message      TEXT,
     answer       TEXT,
-    record       TEXT NOT NULL           -- the whole record as JSON (tool trace, evidence ids, verdicts)
+    record       TEXT NOT NULL,          -- the whole record as JSON (tool trace, evidence ids, verdicts)
+    misunderstood INTEGER NOT NULL DEFAULT 0   -- 1: an audit_flags row names this turn (the filter's index)
 );
 CREATE INDEX IF NOT EXISTS audit_by_time ON audit(time);
 CREATE INDEX IF NOT EXISTS audit_by_chat ON audit(chat_id, time);
@@ -123,6 +124,9 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     else:
         conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, check_same_thread=False)
         conn.executescript(SCHEMA)
+        if "misunderstood" not in {r[1] for r in conn.execute("PRAGMA table_info(audit)")}:   # a store written
+            conn.execute("ALTER TABLE audit ADD COLUMN misunderstood INTEGER NOT NULL DEFAULT 0")   # before flags
+        conn.execute("CREATE INDEX IF NOT EXISTS audit_misunderstood ON audit(time) WHERE misunderstood = 1")
     conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
     conn.row_factory = sqlite3.Row
     return conn
@@ -164,7 +168,7 @@ class AuditFilter:
             clauses.append("id IN (SELECT audit_id FROM audit_flags WHERE flag = ?)")
             args.append(self.flag)
         if self.misunderstood:
-            clauses.append("id IN (SELECT audit_id FROM audit_flags)")
+            clauses.append("misunderstood = 1")
         if self.text:
             clauses.append("(instr(message, ?) > 0 OR instr(answer, ?) > 0)")
             args += [self.text, self.text]
@@ -221,8 +225,11 @@ class AuditReader:
             args.append(after_id)
         order = "DESC" if newest_first else "ASC"
         with self._read_lock:
-            rows = self._reader.execute(f"SELECT id, record FROM audit{sql} ORDER BY time {order}, id {order} "
-                                        "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+            # the page's ids first (sorted on the row's leading columns), then only their documents: a filter
+            # by flag or code reads its matches by id and must not carry every match's JSON through the sort
+            rows = self._reader.execute(f"SELECT id, record FROM audit WHERE id IN (SELECT id FROM audit{sql} "
+                                        f"ORDER BY time {order}, id {order} LIMIT ? OFFSET ?) "
+                                        f"ORDER BY time {order}, id {order}", [*args, limit, offset]).fetchall()
         return [_stored(r) for r in rows]
 
     def get(self, record_id: int) -> dict[str, Any] | None:
@@ -277,8 +284,8 @@ class AuditReader:
                     f"SELECT {day} AS day, f.flag, count(*) FROM audit a JOIN audit_flags f ON f.audit_id = a.id "
                     "WHERE a.time >= ? GROUP BY day, f.flag ORDER BY count(*) DESC", (start,)).fetchall()
                 misunderstood = self._reader.execute(
-                    f"SELECT {day} AS day, count(*) FROM audit a WHERE a.time >= ? AND a.kind = 'turn' "
-                    "AND a.id IN (SELECT audit_id FROM audit_flags) GROUP BY day", (start,)).fetchall()
+                    f"SELECT {day} AS day, count(*) FROM audit WHERE time >= ? AND misunderstood = 1 "
+                    "AND kind = 'turn' GROUP BY day", (start,)).fetchall()
         out = {r["day"]: {**dict(r), "latencies": [], "model_calls": [], "codes": {}, "flags": {}, "misunderstood": 0}
                for r in counts}
         for d, flag, n in flags:
@@ -472,8 +479,9 @@ class AuditStore(AuditReader):
         self._writer.executemany("INSERT OR IGNORE INTO audit_flags VALUES (?, ?)", [(audit_id, f) for f in flags])
         have = [r[0] for r in self._writer.execute("SELECT flag FROM audit_flags WHERE audit_id = ? ORDER BY rowid",
                                                    (audit_id,))]
-        self._writer.execute("UPDATE audit SET record = json_set(record, '$.flags', json(?)) "
-                             "WHERE id = ? AND json_valid(record)", (json.dumps(have), audit_id))
+        self._writer.execute("UPDATE audit SET misunderstood = 1, record = CASE WHEN json_valid(record) "
+                             "THEN json_set(record, '$.flags', json(?)) ELSE record END WHERE id = ?",
+                             (json.dumps(have), audit_id))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued record is written (tests, shutdown); False if `timeout` passed first or
