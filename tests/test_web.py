@@ -193,7 +193,9 @@ def test_a_feed_row_of_an_old_record_and_of_an_event():
         ("turn", "2026-11-29 14:20:05", ["WRONG_ROLE"], ["有拦截"], None)
     assert old["status"] == "已核实" and old["reasons"] == ["数字是真的，但用错了含义（如把下单额说成销售额、把均价说成总额）（WRONG_ROLE）"]
     vote = row_of(TurnRecord.from_row({"time": "t", "kind": "feedback", "chat_id": "3", "value": "down", "id": 2}), "down")
-    assert (vote["status"], vote["answer"], vote["flags"], vote["id"]) == ("反馈", "down", ["👎"], 2)
+    assert (vote["status"], vote["answer"], vote["flags"], vote["id"]) == ("反馈", "👎", ["👎"], 2)
+    relay = row_of(TurnRecord.from_row({"time": "t", "kind": "relay", "chat_id": "3", "direction": "to_customer"}))
+    assert (relay["status"], relay["answer"]) == ("转发", "客服 → 顾客")
 
 
 # --- hardening: login limits, sessions, headers, bad requests (issue 22) -------------------------------

@@ -163,6 +163,7 @@ def local_time(iso: str | None) -> str:
 
 
 VOTE = {"up": "👍", "down": "👎"}
+DIRECTION = {"to_operators": "顾客 → 客服", "to_customer": "客服 → 顾客"}
 
 
 def row_of(record: TurnRecord, vote: str | None = None) -> dict[str, Any]:
@@ -170,7 +171,8 @@ def row_of(record: TurnRecord, vote: str | None = None) -> dict[str, Any]:
     return {"id": record.id, "time": local_time(record.time), "kind": record.kind,
             "chat_id": record.chat_id, "user_id": record.user_id,
             "message": record.message or record.text or "",
-            "answer": record.answer or record.value or record.direction or "",
+            "answer": record.answer or VOTE.get(record.value or "", record.value or "") or
+            DIRECTION.get(record.direction or "", record.direction or ""),
             "status": status_label(record.status) if record.status else kind_label(record.kind),
             "latency_ms": record.latency_ms, "model_calls": record.model_calls,
             "flags": [*map(mark_label, record.marks), *map(flag_label, record.flags),
