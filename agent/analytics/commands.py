@@ -14,7 +14,7 @@ import hashlib
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from agent.settings import Settings, StartupError
+from agent.settings import Settings, StartupError, audit_db_path
 
 
 async def ask(settings: Settings, question: str):
@@ -84,7 +84,6 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     from agent.clock import SHANGHAI
-    from agent.startup import audit_db_path
     from db.audit_store import AuditFilter, AuditReader
 
     day = day_of(args.day, datetime.now(SHANGHAI).date())
