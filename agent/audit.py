@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.analytics.labels import kind_label, reason, status_label
+from agent.analytics.labels import flag_label, kind_label, reason, status_label
 from agent.audit_record import TurnRecord
 from agent.clock import shop_iso
 from db.audit_store import (  # noqa: F401 - channels read the store through agent/
@@ -172,5 +172,7 @@ def summary_line(record: TurnRecord | Mapping[str, Any]) -> str:
                 f"{' '.join(f'{k}={v}' for k, v in details.items())}{text}")
     flags = [name for name, on in (("有拦截", r.blocked), ("降级", r.degraded), ("兜底", r.fallback)) if on]
     codes = "".join(f"\n  拦截原因：{reason(code)}" for code in r.blocked_codes)
+    if r.flags:
+        codes += "\n  疑似没听懂：" + "、".join(f"{flag_label(f)}（{f}）" for f in r.flags)
     return (f"{shop_iso(r.time)} 会话={r.chat_id} {status_label(r.status)}（{r.status or '—'}） 模型调用={r.model_calls} "
             f"{'、'.join(flags) or '正常'}{codes}\n  问：{r.message}\n  答：{r.answer}")

@@ -17,7 +17,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import BufferedInputFile, CallbackQuery, Message
 from aiogram.utils.chat_action import ChatActionSender
 
-from agent.analytics.labels import kind_label, mark_label, reason, status_label
+from agent.analytics.labels import flag_label, kind_label, mark_label, reason, status_label
 from agent.analytics.stats import compute, format_stats, to_csv
 from agent.audit import TurnRecord
 from agent.clock import SHANGHAI, shop_iso
@@ -160,6 +160,7 @@ def format_chat(chat: str, records: list[TurnRecord]) -> str:
         when = shop_iso(r.time)[:19].replace("T", " ")
         if r.is_turn:
             flags = [mark_label(mark) for mark in r.marks if mark != "blocked"]   # the blocked codes instead
+            flags += [f"疑似没听懂：{flag_label(f)}" for f in r.flags if f != "fallback"]
             lines.append(f"\n{when} · {status_label(r.status)}"
                          f"{' · 拦截：' + '；'.join(map(reason, r.blocked_codes)) if r.blocked_codes else ''}"
                          f"{' · ' + '、'.join(flags) if flags else ''}")

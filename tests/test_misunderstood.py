@@ -14,6 +14,7 @@ import bot
 from agent.analytics import signals
 from agent.analytics.stats import compute, format_stats, from_counts
 from agent.audit import AuditLog
+from agent.audit_record import TurnRecord
 from agent.conversation import Answer, Conversation, Incoming
 from agent.evaluation import _parse
 from agent.handoff import LocalHandoffStore
@@ -31,6 +32,17 @@ from db.audit_store import AuditFilter, AuditStore
 ])
 def test_negative_replies(text, negative):
     assert signals.is_negative(text) is negative
+
+
+@pytest.mark.parametrize(("first", "second", "same"), [
+    ("足球多少钱", "足球的价格是多少", True), ("有没有瑜伽垫", "瑜伽垫有卖吗", True), ("足球多少钱", "足球多少钱", True),
+    ("足球多少钱", "篮球多少钱", False), ("篮球有什么优惠", "篮球多少钱", False), ("足球多少钱", "有优惠吗", False),
+    ("羽毛球拍有货吗", "退货政策是什么", False),
+])
+async def test_the_rephrase_threshold_on_the_local_embedder(search, first, second, same):
+    """REPHRASE_SIMILARITY against the shipped embedder: the same question in other words, not the next one."""
+    flags = await signals.previous_flags(second, [first], search.query_vector)
+    assert (flags == ("rephrased",)) is same, flags
 
 
 def _submit(answer: str, status: str = "insufficient_evidence"):
@@ -84,6 +96,11 @@ async def test_the_next_message_flags_the_answer_before(tmp_path, conn, search):
     await world.say("瑜伽垫多少钱", chat="3")                           # a new question: no sign
     one, two, three = (world.turns(chat_id=c) for c in ("1", "2", "3"))
     assert [t["flags"] for t in one] == [["negative_reply"], []]
+    from agent.audit import summary_line
+    from handlers.operators import format_chat
+
+    assert "疑似没听懂：顾客说不对/听不懂（negative_reply）" in summary_line(one[0])
+    assert "疑似没听懂：顾客说不对/听不懂" in format_chat("1", [TurnRecord.from_row(t) for t in one])
     assert [t["flags"] for t in two] == [["rephrased"], []]
     assert [t["flags"] for t in three] == [[], []]
     # a 👎 on the answer to an update, and a person asked for after an answer
