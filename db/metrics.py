@@ -57,6 +57,13 @@ class MetricDefinition:
         """The statuses a query counts: those the operator named, else this metric's own."""
         return tuple(named) if named else self.statuses
 
+    def label_for(self, statuses: tuple[str, ...] | None) -> str:
+        """The name of this metric over these statuses: 销售额 and 客单价 are of paid orders; over orders not
+        (all) paid the same sum is 订单金额, the same average 平均每单."""
+        if self.statuses == PAID and not set(statuses or PLACED) <= set(PAID):
+            return {Metric.TOTAL: "订单金额", Metric.AVERAGE: "平均每单"}.get(self.measure, self.label)
+        return self.label
+
 
 # Ordered: a more specific name is read before a general one ("退款金额" is 退款额, not 金额 of sales).
 DEFINITIONS: tuple[MetricDefinition, ...] = (

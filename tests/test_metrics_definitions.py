@@ -77,6 +77,22 @@ async def test_paid_is_not_placed(conn, demo_db):
     assert named.whole == sql_figure(demo_db, "sum", ("已签收", "运输中"), *OCTOBER)
 
 
+async def test_sales_of_unpaid_orders_is_not_called_sales(conn, demo_db):
+    """An operator may name any statuses; a sum over orders not paid is stated as 订单金额, never 销售额."""
+    report = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY).ask("上个月待付款订单的销售额")
+    unpaid = sql_figure(demo_db, "sum", ("待付款",), *OCTOBER)
+    assert report.status == "grounded" and "按待付款订单统计" in report.answer
+    assert f"订单金额：{unpaid}元" in report.answer and "销售额" not in report.answer
+    ledger = EvidenceLedger()
+    unpaid_sum = await query_orders(conn, metric_query(MetricKey.SALES, ("待付款",), start=OCTOBER[0], end=OCTOBER[1]))
+    cited = [ledger.add_aggregate(unpaid_sum)]
+    scope = "按待付款订单统计，2026-10-01 至 2026-10-31："
+    assert check_report(f"{scope}销售额{unpaid_sum.whole}元", cited, ledger).codes == ["WRONG_ROLE"]
+    assert check_report(f"{scope}订单金额{unpaid_sum.whole}元", cited, ledger).ok
+    signed = await Analyst(OrderAnalytics(conn), lambda: DEMO_DAY).ask("上个月已签收订单的销售额")
+    assert f"销售额：{sql_figure(demo_db, 'sum', ('已签收',), *OCTOBER)}元" in signed.answer
+
+
 def test_reading_metric_names_and_statuses():
     ask = read_question("上个月销售额和退款额分别多少", DEMO_DAY)
     assert ask.metrics == (MetricKey.SALES, MetricKey.REFUNDS) and ask.statuses == ()   # 退款 is the metric's

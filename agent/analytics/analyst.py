@@ -160,7 +160,7 @@ def counted(aggregate: Aggregate) -> str:
 
 def _label(aggregate: Aggregate) -> str:
     definition = aggregate.definition
-    return definition.label if definition else _MEASURE_LABEL[aggregate.query.metric]
+    return definition.label_for(aggregate.statuses) if definition else _MEASURE_LABEL[aggregate.query.metric]
 
 
 _MEASURE_LABEL = {Metric.COUNT: "订单数", Metric.TOTAL: "金额", Metric.AVERAGE: "平均每单", Metric.MAX: "最高一单",

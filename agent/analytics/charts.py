@@ -61,7 +61,7 @@ def scope_line(aggregate: Aggregate) -> str:
 
 def _label(aggregate: Aggregate) -> str:
     definition = aggregate.definition
-    name = definition.label if definition else {"count": "订单数", "total": "金额", "average": "平均每单",
+    name = definition.label_for(aggregate.statuses) if definition else {"count": "订单数", "total": "金额", "average": "平均每单",
                                                  "max": "最高一单", "min": "最低一单", "units": "售出件数"}[aggregate.metric]
     return f"{name}（{_UNIT.get(aggregate.metric, '元')}）"
 
