@@ -70,7 +70,7 @@ async def test_conversations_through_the_real_bot_process(world):
                                                 "-n", "2", cwd=workdir, env=process.env,
                                                 stdout=asyncio.subprocess.PIPE)
     shown = (await tail.stdout.read()).decode()
-    assert "那买两个呢" in shown and "chat=1" in shown and "羽毛球拍" not in shown
+    assert "那买两个呢" in shown and "会话=1" in shown and "羽毛球拍" not in shown
 
 
 async def test_restart_keeps_memory_and_flood_control_is_survived(world):
