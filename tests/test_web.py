@@ -389,3 +389,38 @@ async def test_a_weak_token_is_refused_at_start(tmp_path, monkeypatch, token):
             pass
     finally:
         store.close()
+
+
+async def test_a_degraded_turn_says_why_in_chinese_with_the_models_own_words_beside(tmp_path):
+    from agent.analytics.labels import degraded_reason
+    from agent.breaker import Breaker
+
+    breaker = Breaker("chat", 2, 30)
+    breaker.reached()
+    for _ in range(2):
+        breaker.unreachable()
+    reasons = ["turn budget spent", "the chat model timed out", "the chat model answered HTTP 503",
+               "the chat model failed: APIConnectionError", "the chat model returned no choices",
+               "the model kept answering without submit_answer", "answer rejected 3 times (WRONG_ROLE)",
+               "no releasable answer within 6 model calls", breaker.why_skipped()]
+    for text in reasons:   # every reason the turn can record (agent/turn.py, openai_model.py, loop.py, breaker.py)
+        shown = degraded_reason(text)
+        assert shown.endswith(f"（{text}）") and re.match(r"[\u4e00-\u9fff]", shown), shown
+        assert not shown.startswith("模型没有给出可发送的答案"), text    # each has its own explanation
+    assert degraded_reason(None) == "" and degraded_reason("something new").startswith("模型没有给出可发送的答案")
+
+    store = AuditStore(tmp_path / "audit.db")
+    audit = AuditLog(store)
+    result = turn("足球售价120元。")
+    result.trace.degraded, result.trace.degraded_reason = True, "turn budget spent"
+    audit.record(chat_id="9", user_id="u9", message="足球多少钱", result=result)
+    store.flush()
+    (record,) = store.query(where=AuditFilter(chat_id="9", kind="turn"))
+    runner, url = await serve(build_web_app(store, TOKEN))
+    try:
+        async with await logged_in(url) as session:
+            page = await (await session.get(f"{url}/turn/{record['id']}")).text()
+        assert "降级原因：本轮时限用尽（turn budget spent）" in page
+    finally:
+        await runner.cleanup()
+        audit.close()

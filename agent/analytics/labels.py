@@ -144,3 +144,19 @@ def kind_label(kind: str | None) -> str:
 
 def mark_label(mark: str) -> str:
     return MARK_LABELS.get(mark, mark)
+
+
+# why a turn fell back from the remote model to the offline one: the model's own words (English, from the
+# SDK or the loop) kept after the explanation, as the reason codes keep theirs
+_DEGRADED = (("turn budget spent", "本轮时限用尽"), ("timed out", "模型接口超时"), ("circuit open", "模型接口多次失败，暂时跳过"),
+             ("answered HTTP", "模型接口返回错误"), ("failed", "模型接口调用失败"), ("no choices", "模型没有返回内容"),
+             ("without submit_answer", "模型一直没有提交答案"), ("rejected", "模型的答案多次未通过核实"),
+             ("model calls", "模型调用次数用尽仍无可发送的答案"))
+
+
+def degraded_reason(text: str | None) -> str:
+    """Why the remote model was left for the offline one, as an operator reads it (the original kept)."""
+    if not text:
+        return ""
+    said = next((label for needle, label in _DEGRADED if needle in text), "模型没有给出可发送的答案")
+    return f"{said}（{text}）"

@@ -27,7 +27,15 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from agent.analytics.labels import FLAG_LABELS, flag_label, kind_label, mark_label, reason, status_label
+from agent.analytics.labels import (
+    FLAG_LABELS,
+    degraded_reason,
+    flag_label,
+    kind_label,
+    mark_label,
+    reason,
+    status_label,
+)
 from agent.analytics.stats import combine, from_counts
 from agent.audit import AuditFilter, AuditLog, TurnRecord
 from agent.clock import SHANGHAI, now_shanghai, start_of_day
@@ -474,7 +482,8 @@ def build_web_app(reader: Any, token: str, *, clock: Callable[[], float] = time.
     app.on_shutdown.append(stop_streams)
     env = aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["pretty_json"] = lambda v: json.dumps(v, ensure_ascii=False, indent=1)
-    env.filters.update(status_label=status_label, kind_label=kind_label, reason=reason, flag_label=flag_label)
+    env.filters.update(status_label=status_label, kind_label=kind_label, reason=reason, flag_label=flag_label,
+                       degraded_reason=degraded_reason)
     env.globals["FLAG_LABELS"] = FLAG_LABELS
     app.router.add_route("*", "/login", login)
     app.router.add_post("/logout", logout)
