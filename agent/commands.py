@@ -85,62 +85,90 @@ def _build_index(settings: Settings, catalog: Path, *, rebuild: bool, quiet: boo
 
 
 def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    """Measure product (or store-policy) search on one or more catalogs: per kind Recall@1/@3, MRR@10 and
+    how often a query with nothing relevant got candidates, for each split of the query set."""
     from agent.startup import embedder_from
-    from db.build import write_catalog
-    from db.connection import open_readonly
     from db.records import CatalogError, demo_catalog, read_catalog_json
     from retrieval.embedders import EmbeddingError
-    from retrieval.evaluation import QueriesError, evaluate, format_report, load_queries
-    from retrieval.index import build_index
-    from retrieval.service import catalog_docs, load_passages, load_search
+    from retrieval.evaluation import (
+        SHIPPED,
+        QueriesError,
+        by_split,
+        evaluate,
+        format_report,
+        load_queries,
+        open_search,
+    )
 
+    evalsets = Path(__file__).resolve().parent.parent / "retrieval" / "evalsets"
+    runs = []   # (title, catalog, queries)
     try:
-        catalog = read_catalog_json(Path(args.catalog)) if args.catalog else demo_catalog(settings.today)
-        default = "policy_queries.jsonl" if args.policies else "demo_queries.jsonl"
-        queries = load_queries(Path(args.queries) if args.queries else
-                               Path(__file__).resolve().parent.parent / "retrieval" / "evalsets" / default)
+        for name in args.catalog or [None]:
+            shipped = SHIPPED.get(name or "")
+            path = shipped[0] if shipped else (Path(name) if name else None)
+            catalog = read_catalog_json(path) if path else demo_catalog(settings.today)
+            default = shipped[1] if shipped else evalsets / ("policy_queries.jsonl" if args.policies
+                                                             else "demo_queries.jsonl")
+            runs.append((name or "demo", catalog, load_queries(Path(args.queries) if args.queries else default)))
     except (CatalogError, QueriesError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
 
-    async def run() -> dict:
-        with tempfile.TemporaryDirectory(prefix="kefu-eval-") as tmp:
-            db_path, index_path = Path(tmp) / "catalog.db", Path(tmp) / "catalog.index"
-            write_catalog(db_path, catalog, source="eval")
-            embedder = embedder_from(settings)
-            conn = await open_readonly(db_path)
-            try:
-                if args.policies:   # store-policy chunks: BM25 alone, or fused with the embedder
-                    passages = await load_passages(conn, None if args.lexical_only else embedder)
+    async def measure(catalog, queries) -> dict:
+        embedder = None if args.lexical_only else embedder_from(settings)
+        if args.policies:   # store-policy chunks: BM25 alone, or fused with the embedder
+            return {split: await _eval_policies(catalog, embedder, qs) for split, qs in by_split(queries, args.split).items()}
+        search = await open_search(catalog, embedder, progress=not args.json)
+        await search.prime([q.query for q in queries])
 
-                    async def retrieve_chunks(query: str) -> list[str]:
-                        return [pid for pid, _ in await passages.search(query, top_k=10)]
+        async def retrieve(query: str) -> list[str]:
+            return [c.product_id for c in await search.search(query, top_k=10)]
 
-                    return await evaluate(retrieve_chunks, queries)
-                if not args.lexical_only:
-                    await build_index(index_path, await catalog_docs(conn), embedder, progress=not args.json)
-                search = await load_search(conn, index_path, embedder)
+        return {split: await evaluate(retrieve, qs) for split, qs in by_split(queries, args.split).items()}
 
-                async def retrieve(query: str) -> list[str]:
-                    return [c.product_id for c in await search.search(query, top_k=10)]
-
-                return await evaluate(retrieve, queries)
-            finally:
-                await conn.close()
-
+    reports = {}
     try:
-        report = asyncio.run(run())
+        for title, catalog, queries in runs:
+            reports[title] = asyncio.run(measure(catalog, queries))
     except EmbeddingError as exc:
         raise StartupError(str(exc)) from None
     if args.json:
-        print(json.dumps({k: report[k] for k in ("overall", "by_kind", "empty")}, ensure_ascii=False))
-    else:
-        what = "store-policy chunks" if args.policies else "products"
-        print(format_report(report, f"kefu-bot {'lexical' if args.lexical_only else 'hybrid'} retrieval of {what}"))
-        if args.show_misses:
-            for miss in report["misses"]:
-                print("  miss:", json.dumps(miss, ensure_ascii=False))
+        keep = lambda r: {k: r[k] for k in ("overall", "by_kind", "empty")}  # noqa: E731
+        out = {t: {s: keep(r) for s, r in splits.items()} for t, splits in reports.items()}
+        only = next(iter(out.values()))
+        print(json.dumps(only["all"] if len(out) == 1 and list(only) == ["all"] else out, ensure_ascii=False))
+        return 0
+    what = "store-policy chunks" if args.policies else "products"
+    for title, splits in reports.items():
+        for split, report in splits.items():
+            print(format_report(report, f"kefu-bot {'lexical' if args.lexical_only else 'hybrid'} retrieval of "
+                                        f"{what} · {title} · {split}"))
+            if args.show_misses:
+                for miss in report["misses"]:
+                    print("  miss:", json.dumps(miss, ensure_ascii=False))
+            print()
     return 0
+
+
+async def _eval_policies(catalog, embedder, queries) -> dict:
+    from db.build import write_catalog
+    from db.connection import open_readonly
+    from retrieval.evaluation import evaluate
+    from retrieval.service import load_passages
+
+    with tempfile.TemporaryDirectory(prefix="kefu-eval-") as tmp:
+        db_path = Path(tmp) / "catalog.db"
+        write_catalog(db_path, catalog, source="eval")
+        conn = await open_readonly(db_path)
+        try:
+            passages = await load_passages(conn, embedder)
+        finally:
+            await conn.close()
+
+    async def retrieve_chunks(query: str) -> list[str]:
+        return [pid for pid, _ in await passages.search(query, top_k=10)]
+
+    return await evaluate(retrieve_chunks, queries)
 
 
 def cmd_eval_dialogues(args: argparse.Namespace, settings: Settings) -> int:
@@ -317,8 +345,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     idx.set_defaults(func=cmd_build_index)
 
     ev = sub.add_parser("eval-retrieval", help="measure retrieval on a catalog and a query set")
-    ev.add_argument("--catalog", help="catalog JSON (a list of product records); default: the demo catalog")
-    ev.add_argument("--queries", help="queries JSON Lines; default: the shipped demo evaluation set")
+    ev.add_argument("--catalog", action="append",
+                    help="`demo` or `outdoor` (a shipped catalog with its held-out query set), or a catalog JSON "
+                         "(a list of product records); may be repeated; default: the demo catalog")
+    ev.add_argument("--queries", help="queries JSON Lines; default: the catalog's shipped set "
+                                      "(retrieval/evalsets/demo_queries.jsonl for the default demo catalog)")
+    ev.add_argument("--split", choices=("each", "train", "test", "all"), default="each",
+                    help="report each split of the query set apart (default), one split, or all queries together")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--lexical-only", action="store_true", help="measure without the vector index")
     ev.add_argument("--show-misses", action="store_true", help="list the queries missed at rank 3")

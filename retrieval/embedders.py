@@ -168,6 +168,16 @@ class QueryVectorCache:
         self._size = size
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
+    async def prime(self, queries: list[str], batch: int = 64) -> None:
+        """Embed many queries in batches ahead of time (an evaluation run): one model call per batch."""
+        todo = list(dict.fromkeys(q for q in queries if q not in self._vectors))[-self._size:]
+        for start in range(0, len(todo), batch):
+            chunk = todo[start:start + batch]
+            for query, vector in zip(chunk, await self.embedder.embed_queries(chunk), strict=True):
+                self._vectors[query] = vector
+        while len(self._vectors) > self._size:
+            self._vectors.popitem(last=False)
+
     async def vector(self, query: str) -> np.ndarray:
         cached = self._vectors.get(query)
         if cached is not None:
