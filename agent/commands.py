@@ -150,6 +150,25 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_train_retrieval(args: argparse.Namespace, settings: Settings) -> int:
+    """Refit the learned fusion of product search on the train split of the shipped query sets."""
+    from agent.startup import embedder_from
+    from db.records import demo_catalog, read_catalog_json
+    from retrieval.evaluation import SHIPPED, load_queries
+    from retrieval.ranker import MODEL_PATH, save_rankers
+    from retrieval.training import train
+
+    catalogs = [(read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
+                for path, queries in SHIPPED.values()]
+    trained_on = "train split of " + ", ".join(q.name for _, q in SHIPPED.values())
+    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on))
+    out = Path(args.out) if args.out else MODEL_PATH
+    save_rankers(rankers, out)
+    print(f"Ranker written to {out} ({trained_on}); measure it: python bot.py eval-retrieval "
+          "--catalog demo --catalog outdoor")
+    return 0
+
+
 async def _eval_policies(catalog, embedder, queries) -> dict:
     from db.build import write_catalog
     from db.connection import open_readonly
@@ -358,6 +377,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--policies", action="store_true",
                     help="measure the search over store-policy chunks (default set: retrieval/evalsets/policy_queries.jsonl)")
     ev.set_defaults(func=cmd_eval_retrieval)
+    tr = sub.add_parser("train-retrieval", help="refit product search's learned fusion on the train split "
+                                                "(retrieval/models/ranker.json)")
+    tr.add_argument("--out", help="file to write (default: the shipped retrieval/models/ranker.json)")
+    tr.set_defaults(func=cmd_train_retrieval)
 
     dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")
     dia.add_argument("--dialogues", help="dialogues JSON Lines; default: every shipped set (train and frozen test)")

@@ -19,7 +19,7 @@ from pathlib import Path
 from db.build import write_catalog
 from db.connection import open_readonly
 from db.records import Catalog
-from retrieval.documents import RECIPE, RetrievalDoc
+from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder
 from retrieval.index import VectorIndex, build_index
 from retrieval.search import ProductSearch
@@ -131,8 +131,9 @@ def index_cache_dir() -> Path:
 
 def cached_index_path(docs: Sequence[RetrievalDoc], model: str, cache_dir: Path | None = None) -> Path:
     """The cached index for this catalog (its product ids) and model. The build is incremental by each
-    document's hash, so a changed document recipe re-embeds only what changed."""
-    key = hashlib.sha256("\x1f".join([model, RECIPE, *sorted(d.product_id for d in docs)]).encode()).hexdigest()
+    document's hash (and adds what an index of the previous recipe lacks), so a change re-embeds only what
+    changed."""
+    key = hashlib.sha256("\x1f".join([model, *sorted(d.product_id for d in docs)]).encode()).hexdigest()
     return (cache_dir or index_cache_dir()) / f"{key[:20]}.index"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.documents import RECIPE, VIEWS, RetrievalDoc
+from retrieval.documents import PREVIOUS_RECIPE, RECIPE, VIEWS, RetrievalDoc
 from retrieval.embedders import Embedder
 
 FORMAT_VERSION = 2
@@ -35,6 +35,18 @@ class VectorIndex:
     ids: list[str]
     hashes: list[str]
     vectors: np.ndarray
+    # each product's bare name as a query would be embedded (the query role): how close a customer's words
+    # are to what the product is called; a row of zeros where not embedded yet (an index of PREVIOUS_RECIPE)
+    names: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.names is None:
+            self.names = np.zeros((len(self.ids), self.dimensions), dtype=np.float32)
+
+    @property
+    def named(self) -> np.ndarray:
+        """Which rows have their name vector."""
+        return np.abs(self.names).sum(axis=1) > 0 if len(self.ids) else np.zeros(0, dtype=bool)
 
     @classmethod
     def empty(cls, model: str, dimensions: int) -> VectorIndex:
@@ -49,11 +61,13 @@ class VectorIndex:
                 ids = [str(x) for x in data["ids"]]
                 hashes = [str(x) for x in data["hashes"]]
                 vectors = np.asarray(data["vectors"], dtype=np.float32)
+                names = np.asarray(data["names"], dtype=np.float32) if "names" in data else None
         except FileNotFoundError:
             raise
         except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
             raise IndexProblem(f"the search index {path} is unreadable ({type(exc).__name__}); {FIX}") from None
-        if meta.get("format_version") != FORMAT_VERSION or meta.get("recipe") != RECIPE:
+        # an index of the previous recipe is read as it is: build_index adds the name vectors it lacks
+        if meta.get("format_version") != FORMAT_VERSION or meta.get("recipe") not in (RECIPE, PREVIOUS_RECIPE):
             raise IndexProblem(f"the search index {path} was made by another version of kefu-bot; {FIX}")
         if not len(ids) == len(hashes) == len(vectors):
             raise IndexProblem(f"the search index {path} is inconsistent; {FIX}")
@@ -63,7 +77,9 @@ class VectorIndex:
                 f"but the bot is configured for {model} ({dimensions or 'any'} dimensions); {FIX}")
         if vectors.ndim != 3 or (len(ids) and vectors.shape[1:] != (VIEWS, meta["dimensions"])):
             raise IndexProblem(f"the search index {path} has vectors of the wrong shape; {FIX}")
-        return cls(meta["model"], int(meta["dimensions"]), ids, hashes, vectors)
+        if names is not None and names.shape != (len(ids), meta["dimensions"]):
+            raise IndexProblem(f"the search index {path} has name vectors of the wrong shape; {FIX}")
+        return cls(meta["model"], int(meta["dimensions"]), ids, hashes, vectors, names)
 
     def save(self, path: Path) -> None:
         """Write to a temporary file beside `path`, then atomically replace it."""
@@ -72,21 +88,23 @@ class VectorIndex:
         try:
             with os.fdopen(fd, "wb") as handle:
                 np.savez(handle, ids=np.array(self.ids, dtype=str), hashes=np.array(self.hashes, dtype=str),
-                         vectors=self.vectors.astype(np.float32),
+                         vectors=self.vectors.astype(np.float32), names=self.names.astype(np.float32),
                          meta=np.array(json.dumps({"format_version": FORMAT_VERSION, "recipe": RECIPE,
                                                    "model": self.model, "dimensions": self.dimensions})))
             os.replace(tmp, path)
         finally:
             Path(tmp).unlink(missing_ok=True)
 
-    def vectors_for(self, product_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(row positions in `product_ids`, their (views × dimensions) vectors) for the ids this index holds."""
+    def vectors_for(self, product_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row positions in `product_ids`, their (views × dimensions) vectors, their name vectors) for the
+        ids this index holds."""
         where = {pid: i for i, pid in enumerate(self.ids)}
         rows = [(pos, where[pid]) for pos, pid in enumerate(product_ids) if pid in where]
         if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, VIEWS, self.dimensions), dtype=np.float32)
+            return (np.zeros(0, dtype=np.int64), np.zeros((0, VIEWS, self.dimensions), dtype=np.float32),
+                    np.zeros((0, self.dimensions), dtype=np.float32))
         positions, idx = zip(*rows, strict=True)
-        return np.asarray(positions), self.vectors[list(idx)]
+        return np.asarray(positions), self.vectors[list(idx)], self.names[list(idx)]
 
 
 @dataclass
@@ -120,15 +138,24 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
     ids = [index.ids[i] for i in keep]
     hashes = [index.hashes[i] for i in keep]
     blocks = [index.vectors[keep]] if keep else []
+    name_blocks = [index.names[keep]] if keep else []
     done = set(ids)
     todo = [d for d in docs if d.product_id not in done]
     unsaved = bool(removed or not exists or rebuild)
+    unnamed = [i for i, named in enumerate(index.named[keep]) if not named] if keep else []
+    if unnamed:   # an index of the previous recipe: only the name vectors are embedded
+        names = name_blocks[0]
+        for start in range(0, len(unnamed), chunk):
+            rows = unnamed[start:start + chunk]
+            names[rows] = await embedder.embed_queries([wanted[ids[i]].base_name for i in rows])
+        unsaved = True
 
     async def save() -> None:
         nonlocal unsaved
         dims = embedder.dimensions or (blocks[-1].shape[-1] if blocks else 0)
         vectors = np.vstack(blocks) if blocks else np.zeros((0, VIEWS, dims), dtype=np.float32)
-        await asyncio.to_thread(VectorIndex(embedder.name, dims, list(ids), list(hashes), vectors).save, path)
+        names = np.vstack(name_blocks) if name_blocks else np.zeros((0, dims), dtype=np.float32)
+        await asyncio.to_thread(VectorIndex(embedder.name, dims, list(ids), list(hashes), vectors, names).save, path)
         unsaved = False
 
     bar = None
@@ -142,6 +169,7 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
             batch = todo[start:start + chunk]
             flat = await embedder.embed_passages([text for d in batch for text in d.views])
             blocks.append(flat.reshape(len(batch), VIEWS, -1))
+            name_blocks.append(await embedder.embed_queries([d.base_name for d in batch]))
             ids.extend(d.product_id for d in batch)
             hashes.extend(d.content_hash for d in batch)
             unsaved = True

@@ -61,22 +61,78 @@ class LexicalIndex:
         sounds: dict[str, list[tuple[int, float]]] = defaultdict(list)
         pairs: dict[str, set[int]] = defaultdict(set)
         self._brands: dict[str, list[int]] = defaultdict(list)
+        heads: dict[str, list[int]] = defaultdict(list)
+        kinds: dict[str, list[int]] = defaultdict(list)
 
         bags: list[Counter[str]] = []
+        self._letters: list[frozenset[str]] = []   # each product's characters and their syllables
         for i, doc in enumerate(docs):
+            chars = {c for c in compact(" ".join((doc.text, doc.category, *doc.aliases))) if _is_han(c)}
+            self._letters.append(frozenset(chars | {pinyin_of(c) for c in chars}))
             name_tokens = self.tokenizer.tokens(doc.base_name)
             bag = Counter(self.tokenizer.tokens(doc.text))
             for token in name_tokens:
                 bag[token] += NAME_WEIGHT
             for token in self.tokenizer.tokens(doc.brand):
                 bag[token] += BRAND_WEIGHT
+            # product-side expansion: what kind of thing it is and its other names are words it is found by
+            for token in self.tokenizer.tokens(" ".join((doc.category, *doc.aliases))):
+                bag[token] += 1
             bags.append(bag)
             self._index_name(i, doc, name_tokens, names, sounds, pairs)
+            head = self._head(doc)
+            if head:
+                heads[head].append(i)
+            for token in {t for t in self.tokenizer.tokens(doc.category) if len(t) >= 2}:
+                kinds[token].append(i)
         self.vocabulary: set[str] = {t for bag in bags for t in bag}
         self._postings = self._build_postings(bags)
         self._names = {k: _as_arrays(v) for k, v in names.items()}
         self._sounds = {k: _as_arrays(v) for k, v in sounds.items()}
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
+        self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
+        self._kinds = {k: np.array(v) for k, v in kinds.items()}
+
+    def _head(self, doc: RetrievalDoc) -> str:
+        """The head noun of a name, the thing it is ('…双人四季帐篷' → '帐篷'): its last word of two or
+        more Chinese characters that is not the brand."""
+        brand = compact(doc.brand)
+        words = [w for w in self.tokenizer.words(doc.base_name) if len(w) >= 2 and _is_han(w) and w != brand]
+        return words[-1] if words else ""
+
+    def token_cover(self, tokens: Sequence[str]) -> np.ndarray:
+        """Per product, the share of the query's words that its document holds (a query naming a type and
+        its attributes, '双人 四季 帐篷', is best served by the product holding all of them)."""
+        distinct = set(tokens)
+        hits = [self._postings[t][0] for t in distinct if t in self._postings]
+        if not hits:
+            return np.zeros(self.size, dtype=np.float32)
+        return (np.bincount(np.concatenate(hits), minlength=self.size) / len(distinct)).astype(np.float32)
+
+    def unexplained(self, q: QueryText, doc: int) -> tuple[float, float]:
+        """(share of the query's Chinese characters that product `doc` lacks, 1.0 if its last one is among
+        them): 篮球架 asked, 篮球 found — 架 is unexplained, and it is the thing asked for. A homophone
+        (an input-method typo) counts as present."""
+        letters = self._letters[doc]
+        asked = [c for w in self.content_words(q) for c in w if _is_han(c)]
+        if not asked:
+            return 0.0, 0.0
+        missing = [c not in letters and pinyin_of(c) not in letters for c in asked]
+        return sum(missing) / len(missing), float(missing[-1])
+
+    def kind_match(self, q: QueryText) -> tuple[np.ndarray, np.ndarray]:
+        """(head, category): 1 where the query names the product's head noun (literally or as a homophone)
+        or a word of its category."""
+        head = np.zeros(self.size, dtype=np.float32)
+        sound = f" {pinyin_of(q.folded)} "
+        for word, (docs, word_sound) in self._heads.items():
+            if word in q.folded or (word_sound and f" {word_sound} " in sound):
+                head[docs] = 1.0
+        kind = np.zeros(self.size, dtype=np.float32)
+        for token in set(q.tokens):
+            if token in self._kinds:
+                kind[self._kinds[token]] = 1.0
+        return head, kind
 
     def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs) -> None:
         whole = compact(doc.base_name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,26 +14,10 @@ from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
 from retrieval.lexical import LexicalIndex
+from retrieval.ranker import Ranker, load_rankers
 
 log = logging.getLogger(__name__)
 
-
-
-@dataclass(frozen=True)
-class FusionWeights:
-    """How the signals add up and when to trust them. Dense cosine is standardized over the catalog
-    (z-score) first, so the numbers do not depend on the embedding model's score range."""
-
-    name: float = 2.0
-    brand: float = 1.0
-    bm25: float = 1.0
-    dense_floor_z: float = 3.3        # a short query without a name anchor: trust dense from this z-score
-    dense_floor_z_latin: float = 2.3  # …or this for a query in Latin letters (the catalog is Chinese)
-    described_words: int = 3          # a query of this many content words describes a need…
-    described_floor_z: float = 2.0    # …and is trusted from this z-score
-    lexical_coverage: float = 0.5     # …or when this share of its words is in the catalog
-    lexical_floor: float = 4.0        # …and the best raw BM25 score reaches this
-    keep_within: float = 2.5          # candidates must score within this of the best one
 
 
 @dataclass
@@ -49,6 +33,33 @@ class Signals:
     words: int                 # content words in the query: a short noun phrase or a described need
     dense_z: np.ndarray | None = None   # ranking: mean of the product's views
     best_document_z: float | None = None  # the confidence rule: best document-view z among the top ranked
+    view_z: tuple[np.ndarray, ...] = ()   # each view's z-scores (document, name+usage, bare name)
+    token_cover: np.ndarray | None = None  # share of the query's words each product holds
+    head: np.ndarray | None = None         # the query names the product's head noun
+    category: np.ndarray | None = None     # the query names a word of the product's category
+    unexplained: Callable[[int], tuple[float, float]] | None = None   # the query's words a product lacks
+
+    def features(self) -> np.ndarray:
+        """The ranker's per-product features (retrieval/ranker.py FEATURES), one row per product."""
+        zero = np.zeros_like(self.name)
+        dense = self.dense_z if self.dense_z is not None else zero
+        document, usage, name = self.view_z if self.view_z else (zero, zero, zero)
+        described = float(self.words >= 3)
+        return np.stack([self.name, self.brand, self.bm25, self.bm25 * self.coverage, dense, document, usage, name,
+                         self.token_cover, self.head, self.category, dense * float(self.latin),
+                         dense * described, self.name * self.head], axis=1).astype(np.float32)
+
+    def gate_features(self, scores: np.ndarray, best: int, runner_up: float) -> np.ndarray:
+        """The gate's per-query features (retrieval/ranker.py GATE_FEATURES), read at the best product."""
+        dense = float(self.dense_z[best]) if self.dense_z is not None else 0.0
+        document_z = self.best_document_z if self.best_document_z is not None else 0.0
+        name = self.view_z[2] if self.view_z else np.zeros(1)
+        share, last = self.unexplained(best) if self.unexplained is not None else (0.0, 0.0)
+        return np.array([scores[best], scores[best] - runner_up, self.name.max(), self.brand.max(),
+                         self.head[best], self.category[best], self.token_cover[best], self.coverage,
+                         document_z, dense, float(self.latin), float(self.words >= 3),
+                         np.log1p(self.bm25_max), name[best] if self.view_z else 0.0, float(name.max()),
+                         share, last], dtype=np.float32)
 
 
 CONFIDENCE_POOL = 64
@@ -92,15 +103,15 @@ class ProductSearch:
     """Holds the catalog's retrieval documents, the lexical index and (optionally) the vectors."""
 
     def __init__(self, docs: Sequence[RetrievalDoc], embedder: Embedder | None = None,
-                 index: VectorIndex | None = None, weights: FusionWeights | None = None):
+                 index: VectorIndex | None = None, rankers: dict[str, Ranker] | None = None):
         self.docs = list(docs)
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
-        self.weights = weights or FusionWeights()
+        self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
         self._matrix: np.ndarray | None = None
         if self._cache is not None:
-            positions, vectors = index.vectors_for([d.product_id for d in self.docs])
+            positions, vectors, names = index.vectors_for([d.product_id for d in self.docs])
             self._has_vector = np.zeros(len(self.docs), dtype=bool)
             self._has_vector[positions] = True
             missing = len(self.docs) - len(positions)
@@ -110,7 +121,10 @@ class ProductSearch:
             # Ranking reads the mean of the views; the confidence rule reads the document view alone.
             self._matrix = self._rows(positions, vectors.mean(axis=1), index.dimensions)
             self._document = self._rows(positions, vectors[:, 0], index.dimensions)
-            self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document))}
+            self._usage = self._rows(positions, vectors[:, 1], index.dimensions)
+            self._names = self._rows(positions, names, index.dimensions)
+            self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document),
+                                                                  ("usage", self._usage), ("name", self._names))}
 
     @property
     def embedder(self) -> Embedder | None:
@@ -141,6 +155,11 @@ class ProductSearch:
     async def query_vector(self, query: str) -> np.ndarray | None:
         """The query's vector from this search's embedder (cached), or None when the search is lexical."""
         return await self._cache.vector(query) if self._cache is not None else None
+
+    async def prime(self, queries: Sequence[str]) -> None:
+        """Embed a batch of queries ahead of their searches (an evaluation run)."""
+        if self._cache is not None:
+            await self._cache.prime(list(queries))
 
     async def closeness(self, query: str, product_ids: Sequence[str]) -> dict[str, float]:
         """How close each of `product_ids` is to `query` by meaning (z-scores against the whole catalog);
@@ -180,28 +199,34 @@ class ProductSearch:
             bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
             coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
-            words=len(self.lexical.content_words(q)))
+            words=len(self.lexical.content_words(q)), token_cover=self.lexical.token_cover(q.tokens))
+        out.head, out.category = self.lexical.kind_match(q)
+        out.unexplained = lambda i: self.lexical.unexplained(q, i)
         if vector is not None and self._matrix is not None:
             out.dense_z = self._z(vector, self._matrix, self._stats["rank"], self._has_vector)
+            out.view_z = (self._z(vector, self._document, self._stats["doc"], self._has_vector),
+                          self._z(vector, self._usage, self._stats["usage"], self._has_vector),
+                          self._z(vector, self._names, self._stats["name"], self._has_vector))
             # The document view is scored only for the top of the ranking: its best z-score is all the
             # confidence rule needs, and a second full pass over the catalog would double the cost.
             top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
             out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
         return out
 
+    def ranker(self, s: Signals) -> Ranker:
+        """The learned fusion for these signals: with the dense side, or for lexical signals alone."""
+        if self._rankers is None:
+            self._rankers = load_rankers()
+        return self._rankers["hybrid" if s.dense_z is not None else "lexical"]
+
     def fuse(self, s: Signals) -> tuple[np.ndarray, bool]:
-        """(fused scores, confident?): something the shop does not sell should not be confident."""
-        w = self.weights
-        described = s.words >= w.described_words
-        # BM25 counts in proportion to how many of the query's words the catalog uses at all.
-        lexical = w.name * s.name + w.brand * s.brand * ((s.name + s.bm25) > 0) + w.bm25 * s.coverage * s.bm25
-        confident = bool((s.name > 0).any() or (s.brand > 0).any()) or (
-            described and s.coverage >= w.lexical_coverage and s.bm25_max >= w.lexical_floor)
-        if s.dense_z is None:
-            return lexical, confident
-        best_z = s.best_document_z if s.best_document_z is not None else float(s.dense_z.max())
-        floor = w.dense_floor_z_latin if s.latin else w.dense_floor_z
-        return s.dense_z + lexical, confident or best_z >= floor or (described and best_z >= w.described_floor_z)
+        """(scores, confident?): the learned ranker's score per product, and the learned gate's verdict on
+        the best one — something the shop does not sell should not be confident."""
+        ranker = self.ranker(s)
+        scores = ranker.score(s.features())
+        order = _top_indices(scores, 2)
+        runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
+        return scores, ranker.gate(s.gate_features(scores, int(order[0]), runner_up)) >= ranker.gate_threshold
 
     async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
         """The best candidates for `query`; `within` widens the band below the best one that is kept
@@ -225,10 +250,11 @@ class ProductSearch:
 
     async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None) -> list[Candidate]:
         top_k = max(1, min(int(top_k), 10))
-        fused, confident = self.fuse(await asyncio.to_thread(self._signals, query, vector))
+        signals = await asyncio.to_thread(self._signals, query, vector)
+        fused, confident = self.fuse(signals)
         if not confident:
             return []
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
         return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
-                for i in order if float(fused[i]) >= best - (within or self.weights.keep_within)]
+                for i in order if float(fused[i]) >= best - (within or self.ranker(signals).keep_within)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiosqlite
 
-from db.catalog import products_for_retrieval
+from db.catalog import catalog_words, products_for_retrieval
 from db.knowledge import all_documents
 from retrieval.documents import RetrievalDoc, doc_from_product
 from retrieval.embedders import Circuit, Embedder, LocalE5Embedder, OpenAIEmbedder
@@ -45,7 +45,10 @@ async def load_passages(conn: aiosqlite.Connection, embedder: Embedder | None,
 
 
 async def catalog_docs(conn: aiosqlite.Connection) -> list[RetrievalDoc]:
-    return [doc_from_product(row) for row in await products_for_retrieval(conn)]
+    """Every product's retrieval document, with its category (what kind of thing it is) beside it."""
+    category = {pid: cat for pid, _, _, cat in await catalog_words(conn)}
+    return [doc_from_product({**row, "category": category.get(row["product_id"], "")})
+            for row in await products_for_retrieval(conn)]
 
 
 async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Embedder, *,

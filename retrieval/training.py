@@ -1,0 +1,108 @@
+"""Fitting the learned fusion (retrieval/ranker.py) on the `train` split of the shipped query sets of
+every shipped catalog. The `test` split is never read here: it measures what this produced."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from db.records import Catalog
+from retrieval.embedders import Embedder
+from retrieval.evaluation import EvalQuery, open_search
+from retrieval.ranker import MODES, Ranker, fit_logistic, fit_pairwise
+from retrieval.search import ProductSearch, Signals
+
+HARD_NEGATIVES = 25      # the strongest irrelevant products under each signal, per query
+PAIRS_PER_QUERY = 300    # every query weighs about the same, however many products are relevant to it
+ABSENT_REJECTED = 0.95   # the gate's threshold rejects this share of the train split's absent queries
+
+
+@dataclass
+class Example:
+    """One training query, its per-product features and which products are relevant."""
+
+    signals: Signals
+    features: np.ndarray
+    relevant: np.ndarray   # bool per product
+
+
+async def examples(search: ProductSearch, queries: Sequence[EvalQuery]) -> dict[str, list[Example]]:
+    """Per search mode (retrieval/ranker.py MODES), one Example per query: the lexical mode sees the same
+    signals without the dense ones."""
+    if any(q.split == "test" for q in queries):
+        raise ValueError("the ranker is fitted on the train split only")
+    await search.prime([q.query for q in queries])
+    position = {d.product_id: i for i, d in enumerate(search.docs)}
+    out: dict[str, list[Example]] = {mode: [] for mode in MODES}
+    for q in queries:
+        relevant = np.zeros(len(search.docs), dtype=bool)
+        relevant[[position[p] for p in q.relevant if p in position]] = True
+        s = await search.signals(q.query)
+        lexical = replace(s, dense_z=None, view_z=(), best_document_z=None)
+        out["hybrid"].append(Example(s, s.features(), relevant))
+        out["lexical"].append(Example(lexical, lexical.features(), relevant))
+    return out
+
+
+async def train(catalogs: Sequence[tuple[Catalog, Sequence[EvalQuery]]], embedder: Embedder,
+                trained_on: str) -> dict[str, Ranker]:
+    """Fit one ranker per search mode on the train split of every (catalog, queries) pair."""
+    found: dict[str, list[Example]] = {mode: [] for mode in MODES}
+    for catalog, queries in catalogs:
+        search = await open_search(catalog, embedder, progress=True)
+        for mode, rows in (await examples(search, [q for q in queries if q.split == "train"])).items():
+            found[mode] += rows
+    return {mode: fit(rows, trained_on) for mode, rows in found.items()}
+
+
+def _pairs(examples: Sequence[Example], rng: np.random.Generator) -> np.ndarray:
+    blocks = []
+    for ex in examples:
+        pos = np.flatnonzero(ex.relevant)
+        if not len(pos):
+            continue
+        hard: set[int] = set()
+        for column in range(ex.features.shape[1]):
+            ranked = np.argsort(-ex.features[:, column], kind="stable")
+            hard.update(int(i) for i in ranked[:HARD_NEGATIVES + len(pos)] if not ex.relevant[i])
+        hard.update(int(i) for i in rng.choice(len(ex.relevant), size=min(20, len(ex.relevant)), replace=False)
+                    if not ex.relevant[i])
+        neg = np.array(sorted(hard))
+        if not len(neg):
+            continue
+        pi, ni = np.meshgrid(pos, neg, indexing="ij")
+        pairs = ex.features[pi.ravel()] - ex.features[ni.ravel()]
+        if len(pairs) > PAIRS_PER_QUERY:
+            pairs = pairs[rng.choice(len(pairs), PAIRS_PER_QUERY, replace=False)]
+        blocks.append(pairs)
+    return np.vstack(blocks)
+
+
+KEEP_WITHIN = 2.5   # the band below the best candidate that a search keeps, in the scaled score's units
+
+
+def fit(examples: Sequence[Example], trained_on: str) -> Ranker:
+    """The ranker from pairs, its scores scaled so that KEEP_WITHIN below the best keeps 95% of the train
+    split's relevant products (agent/tools.py widens that band for a filtered search), then the gate."""
+    rng = np.random.default_rng(24)
+    weights = fit_pairwise(_pairs(examples, rng))
+    gaps = []
+    for ex in examples:
+        if ex.relevant.any():
+            scores = ex.features @ weights
+            gaps.append(float(scores.max() - scores[ex.relevant].max()))
+    weights *= KEEP_WITHIN / max(float(np.quantile(gaps, 0.95)), 1e-6)
+    rows, labels = [], []
+    for ex in examples:
+        scores = ex.features @ weights
+        order = np.argsort(-scores, kind="stable")[:2]
+        rows.append(ex.signals.gate_features(scores, int(order[0]), float(scores[order[1]])))
+        labels.append(float(ex.relevant.any()))
+    x, y = np.array(rows), np.array(labels)
+    gate_w, gate_b = fit_logistic(x, y)
+    p = 1 / (1 + np.exp(-(x @ gate_w + gate_b)))
+    threshold = float(np.quantile(p[y == 0], ABSENT_REJECTED)) if (y == 0).any() else 0.0
+    return Ranker(weights.astype(np.float32), gate_w.astype(np.float32), float(gate_b), threshold, KEEP_WITHIN,
+                  trained_on)
