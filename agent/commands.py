@@ -158,10 +158,12 @@ def cmd_train_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     from retrieval.ranker import MODEL_PATH, save_rankers
     from retrieval.training import train
 
+    if not 0 < args.absent_rejected < 1:
+        raise StartupError("--absent-rejected: a share between 0 and 1, e.g. 0.95")
     catalogs = [(read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
                 for path, queries in SHIPPED.values()]
     trained_on = "train split of " + ", ".join(q.name for _, q in SHIPPED.values())
-    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on))
+    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on, args.absent_rejected))
     out = Path(args.out) if args.out else MODEL_PATH
     save_rankers(rankers, out)
     print(f"Ranker written to {out} ({trained_on}); measure it: python bot.py eval-retrieval "
@@ -380,6 +382,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     tr = sub.add_parser("train-retrieval", help="refit product search's learned fusion on the train split "
                                                 "(retrieval/models/ranker.json)")
     tr.add_argument("--out", help="file to write (default: the shipped retrieval/models/ranker.json)")
+    tr.add_argument("--absent-rejected", type=float, default=0.85,
+                    help="share of the train split's absent queries the gate must reject (default 0.85, "
+                         "see retrieval/training.py)")
     tr.set_defaults(func=cmd_train_retrieval)
 
     dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")

@@ -47,6 +47,16 @@ def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) ->
     scores[docs] = np.maximum(scores[docs], weights)
 
 
+# numerals and measure words say how many, not what: 羽毛球拍买两支 asks for 羽毛球拍
+_COUNTING = frozenset("一二两三四五六七八九十百千万几多个支只双件条套副把盒罐瓶包块元")
+
+
+def _syllables(folded: str) -> list[str]:
+    """One pinyin syllable (or the character itself) per character."""
+    syllables = lazy_pinyin(folded, errors=lambda run: list(run))
+    return syllables if len(syllables) == len(folded) else [pinyin_of(c) or c for c in folded]
+
+
 def _is_han(text: str) -> bool:
     return all("\u4e00" <= c <= "\u9fff" for c in text)
 
@@ -89,6 +99,8 @@ class LexicalIndex:
         self._postings = self._build_postings(bags)
         self._names = {k: _as_arrays(v) for k, v in names.items()}
         self._sounds = {k: _as_arrays(v) for k, v in sounds.items()}
+        # how the catalog writes each name piece it knows by sound (the longest piece first wins a span)
+        self._spelling = {pinyin_of(k): k for k in sorted(names, key=len) if _is_han(k) and len(k) >= 2}
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
@@ -114,7 +126,7 @@ class LexicalIndex:
         them): 篮球架 asked, 篮球 found — 架 is unexplained, and it is the thing asked for. A homophone
         (an input-method typo) counts as present."""
         letters = self._letters[doc]
-        asked = [c for w in self.content_words(q) for c in w if _is_han(c)]
+        asked = [c for w in self.content_words(q) for c in w if _is_han(c) and c not in _COUNTING]
         if not asked:
             return 0.0, 0.0
         missing = [c not in letters and pinyin_of(c) not in letters for c in asked]
@@ -166,9 +178,37 @@ class LexicalIndex:
         return {t: (np.array(ix), np.array(w, dtype=np.float32)) for t, (ix, w) in rows.items()}
 
     def analyze(self, query: str) -> QueryText:
-        """Fold and tokenize a query once, for every lexical signal."""
-        folded = compact(query)[:MAX_QUERY_CHARS]
-        return QueryText(folded, self.tokenizer.tokens(query), self.tokenizer.words(folded))
+        """Fold and tokenize a query once, for every lexical signal; a homophone of a name piece the catalog
+        knows is spelled as the catalog spells it (input-method typos: 哑玲 → 哑铃, 兰球 → 篮球)."""
+        plain = compact(query)[:MAX_QUERY_CHARS]
+        folded = self.respell(plain)
+        # (tokens come from the query as written when nothing was respelled: its spaces separate Latin words)
+        return QueryText(folded, self.tokenizer.tokens(query if folded == plain else folded),
+                         self.tokenizer.words(folded))
+
+    def respell(self, folded: str) -> str:
+        syllables = _syllables(folded)
+        out, i = [], 0
+        while i < len(folded):
+            for j in range(min(len(folded), i + 8), i + 1, -1):
+                piece = folded[i:j]
+                if not _is_han(piece):
+                    continue
+                if piece in self._names:
+                    break
+                spelled = self._spelling.get(" ".join(syllables[i:j]))
+                if spelled is not None:
+                    out.append(spelled)
+                    i = j
+                    break
+            else:
+                out.append(folded[i])
+                i += 1
+                continue
+            if piece in self._names:
+                out.append(folded[i:j])
+                i = j
+        return "".join(out)
 
     def content_words(self, q: QueryText) -> list[str]:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""
@@ -191,9 +231,7 @@ class LexicalIndex:
         (拳击手套 is not 健身手套)."""
         scores = np.zeros(self.size, dtype=np.float32)
         folded, words = q.folded, q.words
-        syllables = lazy_pinyin(folded, errors=lambda run: list(run))
-        if len(syllables) != len(folded):
-            syllables = [pinyin_of(c) or c for c in folded]
+        syllables = _syllables(folded)
         foreign = [w for w in plain_words(folded) if len(w) >= 3 and w not in self.vocabulary
                    and w not in self._names]
 

@@ -54,7 +54,10 @@ class Signals:
         dense = float(self.dense_z[best]) if self.dense_z is not None else 0.0
         document_z = self.best_document_z if self.best_document_z is not None else 0.0
         name = self.view_z[2] if self.view_z else np.zeros(1)
-        share, last = self.unexplained(best) if self.unexplained is not None else (0.0, 0.0)
+        # characters unexplained by the product say "not sold" of a short noun phrase (篮球架 → 篮球); a described
+        # need is explained by meaning, not by its characters (骑车时头老出汗 → 运动头带)
+        short = self.unexplained is not None and self.words < 3
+        share, last = self.unexplained(best) if short else (0.0, 0.0)
         return np.array([scores[best], scores[best] - runner_up, self.name.max(), self.brand.max(),
                          self.head[best], self.category[best], self.token_cover[best], self.coverage,
                          document_z, dense, float(self.latin), float(self.words >= 3),
