@@ -66,7 +66,8 @@ async def measure(size: int, queries: list[str], embedder, base_vectors: dict[st
     products = synthetic_catalog(size)
     docs = [doc_from_product(p.__dict__) for p in products]
     rng = np.random.default_rng(size)
-    base_ids = {p.product_id: demo_catalog().products[i % 55].product_id for i, p in enumerate(products)}
+    demo = demo_catalog().products   # once: it also generates a year of demo orders
+    base_ids = {p.product_id: demo[i % len(demo)].product_id for i, p in enumerate(products)}
     vectors = np.stack([base_vectors[base_ids[d.product_id]] + rng.normal(0, 0.01, (VIEWS, 384)).astype(np.float32)
                         for d in docs]).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=2, keepdims=True)

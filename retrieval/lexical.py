@@ -7,6 +7,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from pypinyin import lazy_pinyin
@@ -74,6 +75,7 @@ class LexicalIndex:
         heads: dict[str, list[int]] = defaultdict(list)
         kinds: dict[str, list[int]] = defaultdict(list)
 
+        tokens_of = lru_cache(maxsize=None)(self.tokenizer.tokens)   # brands and categories repeat
         bags: list[Counter[str]] = []
         self._letters: list[frozenset[str]] = []   # each product's characters and their syllables
         for i, doc in enumerate(docs):
@@ -83,17 +85,17 @@ class LexicalIndex:
             bag = Counter(self.tokenizer.tokens(doc.text))
             for token in name_tokens:
                 bag[token] += NAME_WEIGHT
-            for token in self.tokenizer.tokens(doc.brand):
+            for token in tokens_of(doc.brand):
                 bag[token] += BRAND_WEIGHT
             # product-side expansion: what kind of thing it is and its other names are words it is found by
-            for token in self.tokenizer.tokens(" ".join((doc.category, *doc.aliases))):
+            for token in tokens_of(doc.category) + [t for a in doc.aliases for t in self.tokenizer.tokens(a)]:
                 bag[token] += 1
             bags.append(bag)
             self._index_name(i, doc, name_tokens, names, sounds, pairs)
             head = self._head(doc)
             if head:
                 heads[head].append(i)
-            for token in {t for t in self.tokenizer.tokens(doc.category) if len(t) >= 2}:
+            for token in {t for t in tokens_of(doc.category) if len(t) >= 2}:
                 kinds[token].append(i)
         self.vocabulary: set[str] = {t for bag in bags for t in bag}
         self._postings = self._build_postings(bags)
