@@ -18,6 +18,7 @@ from typing import Protocol
 from redis.asyncio import Redis
 
 from agent.clock import SHANGHAI
+from agent.memory_redis import ChatKeys
 
 STATE_TTL_SECONDS = 180 * 24 * 3600   # a chat's topic is remembered for half a year of silence
 
@@ -179,15 +180,21 @@ return 1
 
 class RedisHandoffStore:
     """Handoff state shared by every bot process: a hash per chat, a sorted set of muted chats by last
-    activity (for the idle timeout), topic → chat keys, and a miss counter per chat."""
+    activity (for the idle timeout), topic → chat keys, and a miss counter per chat. The chat's hash, its
+    counter and the muted set its scripts update carry the chat's hash tag (`ChatKeys`): one muted set per
+    tag, so each script touches one Redis Cluster slot."""
 
-    def __init__(self, redis: Redis, prefix: str = "kefu:", lock_seconds: float = 30.0):
+    def __init__(self, redis: Redis, prefix: str = "kefu:", lock_seconds: float = 30.0, keys: ChatKeys | None = None):
         self.redis, self.prefix, self.lock_seconds = redis, prefix, lock_seconds
+        self.keys = keys or ChatKeys(prefix)
         self._begin, self._claim = redis.register_script(_BEGIN), redis.register_script(_CLAIM)
         self._touch, self._end = redis.register_script(_TOUCH), redis.register_script(_END)
 
     def _keys(self, chat_id: str) -> list[str]:
-        return [f"{self.prefix}handoff:{chat_id}", f"{self.prefix}handoff:muted"]
+        return [self.keys.key(chat_id, f"handoff:{chat_id}"), self.keys.key(chat_id, "handoff:muted")]
+
+    def _misses_key(self, chat_id: str) -> str:
+        return self.keys.key(chat_id, f"misses:{chat_id}")
 
     async def get(self, chat_id: str) -> HandoffState:
         return self.state_of(await self.redis.hgetall(self._keys(chat_id)[0]))
@@ -200,7 +207,7 @@ class RedisHandoffStore:
 
     def queue_misses(self, pipe, chat_id: str, helped: bool) -> int:
         """The miss counter's update; returns how many commands it queued (the first reply is the count)."""
-        key = f"{self.prefix}misses:{chat_id}"
+        key = self._misses_key(chat_id)
         if helped:
             pipe.delete(key)
             return 1
@@ -235,10 +242,12 @@ class RedisHandoffStore:
                                     args=[repr(now), chat_id, "" if idle_before is None else repr(idle_before)]))
 
     async def set_topic(self, chat_id, topic_id) -> None:
-        async with self.redis.pipeline(transaction=True) as pipe:
+        """One round trip, not one transaction: the topic → chat key is found by the topic alone, so it
+        cannot share the chat's slot. It is written first; alone (a crash between) it is harmless."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(f"{self.prefix}topic:{topic_id}", chat_id, ex=STATE_TTL_SECONDS)
             pipe.hset(self._keys(chat_id)[0], "topic", str(topic_id))
             pipe.expire(self._keys(chat_id)[0], STATE_TTL_SECONDS)
-            pipe.set(f"{self.prefix}topic:{topic_id}", chat_id, ex=STATE_TTL_SECONDS)
             await pipe.execute()
 
     async def chat_of_topic(self, topic_id) -> str | None:
@@ -246,10 +255,16 @@ class RedisHandoffStore:
         return _text(value) if value is not None else None
 
     async def idle(self, before) -> list[str]:
-        return [_text(c) for c in await self.redis.zrangebyscore(self._keys("")[1], "-inf", f"({before!r}")]
+        """The muted chats idle since before `before`, from every tag's muted set: one round trip (one per
+        master on a cluster)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in self.keys.every("handoff:muted"):
+                pipe.zrangebyscore(key, "-inf", f"({before!r}")
+            found = await pipe.execute()
+        return [_text(c) for chats in found for c in chats]
 
     async def misses(self, chat_id, helped) -> int:
-        key = f"{self.prefix}misses:{chat_id}"
+        key = self._misses_key(chat_id)
         if helped:
             await self.redis.delete(key)
             return 0

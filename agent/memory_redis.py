@@ -4,20 +4,39 @@ Append-and-trim is one MULTI/EXEC transaction; both keys expire after the config
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 
 from redis.asyncio import Redis
 
 from agent.memory import MAX_TURNS, ChatMemory, Turn
 
 
+class ChatKeys:
+    """The names of a chat's keys: `<prefix>{<tag>}:<name>`. Everything of one chat carries one Redis
+    Cluster hash tag, so what one transaction or script writes for it lives in one slot; the composition
+    root gives the inbox partition's tag (handlers/delivery/partitions.py), which the turn's transaction
+    shares with the partition's stream. The default, one tag for every chat, is right on one node."""
+
+    def __init__(self, prefix: str = "kefu:", tag_of: Callable[[str], str] = lambda chat_id: "chats",
+                 tags: Sequence[str] = ("chats",)):
+        self.prefix, self._tag_of, self.tags = prefix, tag_of, tags
+
+    def key(self, chat_id: str, name: str) -> str:
+        return f"{self.prefix}{{{self._tag_of(chat_id)}}}:{name}"
+
+    def every(self, name: str) -> list[str]:
+        """A key that exists once per tag (e.g. the muted chats of each partition)."""
+        return [f"{self.prefix}{{{tag}}}:{name}" for tag in self.tags]
+
+
 class RedisMemory:
     def __init__(self, redis: Redis, ttl_seconds: int = 7 * 24 * 3600, max_turns: int = MAX_TURNS,
-                 prefix: str = "kefu:"):
-        self._redis, self._ttl, self._max_turns, self._prefix = redis, ttl_seconds, max_turns, prefix
+                 prefix: str = "kefu:", keys: ChatKeys | None = None):
+        self._redis, self._ttl, self._max_turns = redis, ttl_seconds, max_turns
+        self.keys = keys or ChatKeys(prefix)
 
     def _keys(self, chat_id: str) -> tuple[str, str]:
-        base = f"{self._prefix}chat:{chat_id}"
-        return f"{base}:turns", f"{base}:focus"
+        return self.keys.key(chat_id, f"chat:{chat_id}:turns"), self.keys.key(chat_id, f"chat:{chat_id}:focus")
 
     async def load(self, chat_id: str) -> ChatMemory:
         async with self._redis.pipeline(transaction=False) as pipe:

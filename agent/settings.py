@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     webhook_port: int = Field(8080, ge=1, le=65535)
     health_host: str = "127.0.0.1"   # /healthz and /metrics outside webhook mode
     redis_url: RedisDsn | None = None
+    redis_cluster: bool = False   # REDIS_URL names one node of a Redis Cluster
     database_path: Path = Path("data/shop.db")
     index_path: Path | None = None
     openai_api_key: SecretStr | None = None

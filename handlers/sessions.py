@@ -1,13 +1,16 @@
 """The chat sessions in Redis (agent/session.py's port): opening reads the handoff state and the memory in
 one round trip; the re-check after a turn reads the state and counts the miss in one; the commit writes
 the memory, the miss counter and — for an update from the durable inbox — its done-marker and
-acknowledgement in one MULTI/EXEC transaction."""
+acknowledgement in one MULTI/EXEC transaction. The chat's keys carry its inbox partition's hash tag, so on a
+Redis Cluster all of that is one slot; a receipt from another partition (not a customer's own update) is
+settled in a transaction of its own after the chat's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
+from redis.crc import key_slot
 
 from agent.handoff import HandoffState, RedisHandoffStore
 from agent.memory import ChatMemory
@@ -34,15 +37,22 @@ class RedisSession:
         owner = self._sessions
         if outcome.turn is None and not outcome.misses_reset and self._receipt is None:
             return   # nothing to write
-        async with owner.redis.pipeline(transaction=True) as pipe:
-            if outcome.turn is not None:
-                owner.memories.queue_append(pipe, self.chat_id, outcome.turn, outcome.focus_product_ids,
-                                            outcome.quantity)
-            if outcome.misses_reset:
-                owner.handoffs.queue_misses(pipe, self.chat_id, helped=True)
-            if self._receipt is not None:
+        apart = self._receipt is not None and \
+            key_slot(self._receipt.done_key.encode()) != key_slot(owner.memories.keys.key(self.chat_id, "").encode())
+        if outcome.turn is not None or outcome.misses_reset or (self._receipt is not None and not apart):
+            async with owner.redis.pipeline(transaction=True) as pipe:
+                if outcome.turn is not None:
+                    owner.memories.queue_append(pipe, self.chat_id, outcome.turn, outcome.focus_product_ids,
+                                                outcome.quantity)
+                if outcome.misses_reset:
+                    owner.handoffs.queue_misses(pipe, self.chat_id, helped=True)
+                if self._receipt is not None and not apart:
+                    self._receipt.queue(pipe)
+                await pipe.execute()
+        if self._receipt is not None and apart:
+            async with owner.redis.pipeline(transaction=True) as pipe:
                 self._receipt.queue(pipe)
-            await pipe.execute()
+                await pipe.execute()
         if self._receipt is not None:
             self._receipt.entry.acked = True
 

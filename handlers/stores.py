@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from agent.handoff import HandoffStore, LocalHandoffStore, RedisHandoffStore
 from agent.memory import InProcessMemory
@@ -16,22 +16,26 @@ from agent.session import InProcessSessions, Sessions
 from agent.settings import Settings, StartupError
 from handlers.delivery.guards import LocalGuards, RedisGuards
 from handlers.delivery.metrics import CountingConnection
+from handlers.delivery.partitions import Partitions
 from handlers.sessions import RedisSessions
 
 
 @asynccontextmanager
-async def redis_client(settings: Settings) -> AsyncIterator[Redis | None]:
-    """A Redis client that answers, or None without REDIS_URL; an unreachable Redis stops start-up."""
+async def redis_client(settings: Settings) -> AsyncIterator[Redis | RedisCluster | None]:
+    """A Redis client that answers, or None without REDIS_URL; an unreachable Redis stops start-up. With
+    REDIS_CLUSTER=1 the URL names one node of a Redis Cluster and the client finds the others."""
     if settings.redis_url is None:
         yield None
         return
-    client = Redis.from_url(str(settings.redis_url), socket_timeout=5, socket_connect_timeout=5,
-                            health_check_interval=30, connection_class=CountingConnection)
+    client = cluster_client(str(settings.redis_url)) if settings.redis_cluster else \
+        Redis.from_url(str(settings.redis_url), socket_timeout=5, socket_connect_timeout=5,
+                       health_check_interval=30, connection_class=CountingConnection)
     try:
         try:
             await client.ping()
         except Exception as exc:   # noqa: BLE001 - whatever the reason, the line below says what to fix
-            raise StartupError(f"REDIS_URL: Redis does not answer ({type(exc).__name__})") from None
+            raise StartupError(f"REDIS_URL: Redis does not answer ({type(exc).__name__}"
+                               f"{': ' + str(exc)[:200] if settings.redis_cluster else ''})") from None
         yield client
     finally:
         await client.aclose()
@@ -41,9 +45,9 @@ def chat_stores(settings: Settings, redis: Redis | None, *, inbox_mode: bool = F
                 warn: bool = True) -> tuple[Sessions, HandoffStore, LocalGuards | RedisGuards]:
     """The chats' sessions, handoff store and guards: in Redis with REDIS_URL, in this process otherwise."""
     if redis is not None:
-        handoffs = RedisHandoffStore(redis, settings.redis_prefix)
-        sessions = RedisSessions(redis, RedisMemory(redis, settings.memory_ttl_seconds, prefix=settings.redis_prefix),
-                                 handoffs)
+        keys = Partitions(settings.redis_prefix, settings.inbox_partitions).chat_keys()   # a chat with its partition
+        handoffs = RedisHandoffStore(redis, settings.redis_prefix, keys=keys)
+        sessions = RedisSessions(redis, RedisMemory(redis, settings.memory_ttl_seconds, keys=keys), handoffs)
         guards = RedisGuards(redis, settings.redis_prefix, settings.rate_limit_messages,
                              settings.rate_limit_window_seconds, lock_seconds=settings.turn_budget_seconds + 30,
                              rate_in_process=inbox_mode)
@@ -51,3 +55,14 @@ def chat_stores(settings: Settings, redis: Redis | None, *, inbox_mode: bool = F
     handoffs = LocalHandoffStore()
     return InProcessSessions(InProcessMemory(warn=warn), handoffs), handoffs, \
         LocalGuards(settings.rate_limit_messages, settings.rate_limit_window_seconds)
+
+
+def cluster_client(url: str) -> RedisCluster:
+    """redis-py's asyncio cluster client from one node's URL (db 0: a cluster has no other), its round
+    trips counted like the single node's; MOVED/ASK and a failover are followed within bounded retries."""
+    client = RedisCluster.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=30)
+    # the cluster client fixes its connection class; every node it finds is made from these arguments
+    client.nodes_manager.connection_kwargs["connection_class"] = CountingConnection
+    for node in client.nodes_manager.startup_nodes.values():
+        node.connection_class = CountingConnection
+    return client

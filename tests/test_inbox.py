@@ -42,8 +42,9 @@ def worker_parts(inbox: Inbox, conn, search) -> tuple[RecordingSession, Bot, obj
     chats' sessions in the inbox's Redis."""
     session = RecordingSession()
     bot = Bot("42:TEST", session=session)
-    handoffs = RedisHandoffStore(inbox.redis, inbox.prefix)
-    sessions = RedisSessions(inbox.redis, RedisMemory(inbox.redis, prefix=inbox.prefix), handoffs)
+    keys = inbox.layout.chat_keys()
+    handoffs = RedisHandoffStore(inbox.redis, inbox.prefix, keys=keys)
+    sessions = RedisSessions(inbox.redis, RedisMemory(inbox.redis, keys=keys), handoffs)
     guards = LocalGuards()
     conversation = Conversation(Agent(conn, search), sessions, rate=guards.rate)
     dispatcher = build_dispatcher(conversation=conversation, desk=Desk(bot, handoffs, conversation),
@@ -96,7 +97,7 @@ async def test_a_worker_answers_in_order_and_a_successor_reruns_what_was_left(re
     await inbox.append(again)
     stream = inbox.stream(inbox.partition_of(again))
     await redis.xreadgroup(GROUP, "died-after-replying", {stream: ">"}, count=1)   # delivered to it ...
-    await inbox.mark_done(again.update_id)                                       # ... answered, never acked
+    await inbox.mark_done(again.update_id, stream)                               # ... answered, never acked
     stop = asyncio.Event()
     running = asyncio.create_task(Worker(inbox, dispatcher, bot, "w2", lease_ms=2000).run(stop))
     (last_id, _), = await redis.xrevrange(stream, count=1)
@@ -235,9 +236,10 @@ async def test_a_turn_reads_state_and_memory_together_and_writes_memory_done_and
 
     counted = Redis.from_url(REDIS_TEST_URL, connection_class=CountingConnection)
     try:
-        memory, store = RedisMemory(counted, prefix=redis.test_prefix), RedisHandoffStore(counted, redis.test_prefix)
-        sessions = RedisSessions(counted, memory, store)
         inbox = Inbox(counted, redis.test_prefix, partitions=1)
+        keys = inbox.layout.chat_keys()   # a chat's keys beside its partition's stream, as bot.py wires them
+        memory, store = RedisMemory(counted, keys=keys), RedisHandoffStore(counted, redis.test_prefix, keys=keys)
+        sessions = RedisSessions(counted, memory, store)
         await inbox.ensure_groups()
         await inbox.append(update(61, "足球多少钱", update_id=7001))
         ((_, ((entry_id, _),)),) = await counted.xreadgroup(GROUP, "w", {inbox.stream(0): ">"}, count=1)

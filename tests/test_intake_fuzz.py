@@ -167,7 +167,7 @@ def test_any_request_to_the_intake_is_answered_and_the_receiver_goes_on(intake, 
     assert status in ((200, 400) if secret == SECRET.encode() else (400, 401)), (status, body, secret)
     genuine = next(_ids)                                          # and the next genuine update is taken
     assert loop.run_until_complete(post(port, update_json(genuine, 9, "足球多少钱"))) == 200
-    assert loop.run_until_complete(inbox.redis.exists(f"{inbox.prefix}seen:{genuine}"))
+    assert loop.run_until_complete(inbox.redis.exists(inbox.marker(inbox.layout.of_chat(9), "seen", genuine)))
     assert not errors, [r.getMessage() for r in errors]
 
 

@@ -54,7 +54,7 @@ async def test_redis_memory_expires_and_survives_a_new_client(redis):
 
     store = RedisMemory(redis, ttl_seconds=60, prefix=redis.test_prefix)
     await store.append("c", Turn("足球多少钱", "120元"), ["001"], 1)
-    ttl = await redis.ttl(f"{redis.test_prefix}chat:c:turns")
+    ttl = await redis.ttl(store.keys.key("c", "chat:c:turns"))
     assert 0 < ttl <= 60
     other = await connect()   # a restarted bot: a new process, the same Redis
     try:
@@ -66,5 +66,5 @@ async def test_redis_memory_expires_and_survives_a_new_client(redis):
 
 async def test_damaged_entries_are_skipped(redis):
     store = RedisMemory(redis, prefix=redis.test_prefix)
-    await redis.rpush(f"{redis.test_prefix}chat:c:turns", "not json", '{"user": "q", "assistant": "a"}')
+    await redis.rpush(store.keys.key("c", "chat:c:turns"), "not json", '{"user": "q", "assistant": "a"}')
     assert (await store.load("c")).turns == [Turn("q", "a")]

@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 import re
-import zlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -22,9 +21,10 @@ from aiogram import Bot
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware
 from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError
 from aiogram.types import Update
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError, ResponseError
 
+from handlers.delivery.partitions import Partitions
 from handlers.delivery.receipt import DONE_SECONDS, GROUP, Entry, Receipt
 
 log = logging.getLogger(__name__)
@@ -94,18 +94,30 @@ def chat_of(update: Update) -> int | None:
 
 
 class Inbox:
-    def __init__(self, redis: Redis, prefix: str = "kefu:", partitions: int = 4):
+    """The inbox's keys (handlers/delivery/partitions.py has the layout): per partition, under its hash
+    tag T, the stream `<prefix>inbox:{T}` and the markers `<prefix>{T}:seen:<update>` and
+    `<prefix>{T}:done:<update>`; the leases and the workers' registry share the tag `{workers}`."""
+
+    def __init__(self, redis: Redis | RedisCluster, prefix: str = "kefu:", partitions: int = 4):
         self.redis, self.prefix, self.partitions = redis, prefix, partitions
+        self.layout = Partitions(prefix, partitions)
+        self.cluster = isinstance(redis, RedisCluster)
+        self._streams = {self.stream(p): p for p in range(partitions)}
         self._append = redis.register_script(_APPEND)
         self._renew = redis.register_script(_RENEW)
 
     def stream(self, partition: int) -> str:
-        return f"{self.prefix}inbox:{partition}"
+        return f"{self.prefix}inbox:{{{self.layout.tags[partition]}}}"
+
+    def partition_of_stream(self, stream: bytes | str) -> int:
+        return self._streams[_str(stream)]
+
+    def marker(self, partition: int, name: str, update_id: int) -> str:
+        return f"{self.prefix}{{{self.layout.tags[partition]}}}:{name}:{update_id}"
 
     def partition_of(self, update: Update) -> int:
         chat = chat_of(update)
-        key = str(chat) if chat is not None else f"u{update.update_id}"
-        return zlib.crc32(key.encode()) % self.partitions
+        return self.layout.of_chat(chat if chat is not None else f"u{update.update_id}")
 
     async def ensure_groups(self) -> None:
         for p in range(self.partitions):
@@ -116,7 +128,8 @@ class Inbox:
                     raise
 
     def _append_args(self, update: Update, payload: str) -> dict:
-        return {"keys": [f"{self.prefix}seen:{update.update_id}", self.stream(self.partition_of(update))],
+        partition = self.partition_of(update)
+        return {"keys": [self.marker(partition, "seen", update.update_id), self.stream(partition)],
                 "args": [payload, SEEN_SECONDS]}
 
     @property
@@ -154,8 +167,9 @@ class Inbox:
         if not good:
             return
         async with self.redis.pipeline(transaction=False) as pipe:
-            for update, payload in good:
-                await self._append(**self._append_args(update, payload), client=pipe)
+            for update, payload in good:   # EVAL, not a script object: no SCRIPT EXISTS round trip first
+                args = self._append_args(update, payload)
+                pipe.eval(_APPEND, 2, *args["keys"], *args["args"])
             await pipe.execute()
 
     async def _park(self, dead: list[tuple[Update, str]]) -> None:
@@ -177,22 +191,27 @@ class Inbox:
             return False
         fields = {_str(k): _str(v) for k, v in found[0][1].items()}
         update = Update.model_validate(_without_surrogates(json.loads(fields["update"])))
-        await self.redis.delete(f"{self.prefix}seen:{update.update_id}")
+        await self.redis.delete(self.marker(self.partition_of(update), "seen", update.update_id))
         appended = await self.append(update)
         await self.redis.xdel(self.dead_letters, entry_id)
         return appended
 
     # --- the done-marker: an update handled is never handled again ------------------------------------
 
-    async def is_done(self, update_id: int) -> bool:
-        return bool(await self.redis.exists(f"{self.prefix}done:{update_id}"))
+    def _done_key(self, update_id: int, stream: str | None) -> str:
+        """Beside its entry's stream (one slot for the marker and the XACK); an update from no stream has
+        the first partition's."""
+        return self.marker(self.partition_of_stream(stream) if stream is not None else 0, "done", update_id)
 
-    async def mark_done(self, update_id: int) -> None:
-        await self.redis.set(f"{self.prefix}done:{update_id}", 1, ex=DONE_SECONDS)
+    async def is_done(self, update_id: int, stream: str | None = None) -> bool:
+        return bool(await self.redis.exists(self._done_key(update_id, stream)))
+
+    async def mark_done(self, update_id: int, stream: str | None = None) -> None:
+        await self.redis.set(self._done_key(update_id, stream), 1, ex=DONE_SECONDS)
 
     def receipt(self, update_id: int, entry: Entry) -> Receipt:
         """What marks the update done and acknowledges its entry, for the chat's session to settle."""
-        return Receipt(f"{self.prefix}done:{update_id}", entry)
+        return Receipt(self._done_key(update_id, entry.stream), entry)
 
     async def finish(self, update_id: int, entry: Entry | None) -> None:
         """Mark the update done and, with its entry, acknowledge it: one round trip (none if the chat's
@@ -215,7 +234,7 @@ class Inbox:
             try:
                 if not delivery.sent:
                     # a first delivery cannot have been handled before: only a re-run asks
-                    if not (entry and entry.first) and await self.is_done(update_id):
+                    if not (entry and entry.first) and await self.is_done(update_id, entry and entry.stream):
                         log.info("update %s was handled before a restart: not answered twice", update_id)
                         return None
                     token = _delivery.set(delivery)
@@ -234,15 +253,42 @@ class Inbox:
 
     # --- leases --------------------------------------------------------------------------------------
 
+    def lease(self, partition: int) -> str:
+        return f"{self.prefix}{{workers}}:lease:{partition}"
+
+    @property
+    def registry(self) -> str:
+        """The workers alive (a sorted set by last lease cycle), beside the leases."""
+        return f"{self.prefix}{{workers}}:registry"
+
     async def take(self, partition: int, owner: str, lease_ms: int) -> bool:
-        return bool(await self.redis.set(f"{self.prefix}lease:{partition}", owner, nx=True, px=lease_ms))
+        return bool(await self.redis.set(self.lease(partition), owner, nx=True, px=lease_ms))
 
     async def renew(self, partition: int, owner: str, lease_ms: int) -> bool:
-        return bool(await self._renew(keys=[f"{self.prefix}lease:{partition}"], args=[owner, lease_ms]))
+        return bool(await self._renew(keys=[self.lease(partition)], args=[owner, lease_ms]))
 
     async def release(self, partition: int, owner: str) -> None:
-        if (await self.redis.get(f"{self.prefix}lease:{partition}") or b"").decode() == owner:
-            await self.redis.delete(f"{self.prefix}lease:{partition}")
+        if (await self.redis.get(self.lease(partition)) or b"").decode() == owner:
+            await self.redis.delete(self.lease(partition))
+
+    # --- reading: one XREADGROUP over the partitions on one node; one per partition on a cluster ----------
+
+    def queue_read(self, pipe, consumer: str, streams: dict[str, str], count: int, block: int | None) -> int:
+        """Queue the read of `streams` ({stream: id}); returns how many replies `entries_of` takes. A
+        cluster cannot read streams of different slots in one command, and one blocking read per slot in
+        a pipeline would hold the others back: there each stream is read without blocking (the worker
+        waits a moment when nothing came)."""
+        if not self.cluster:
+            pipe.xreadgroup(GROUP, consumer, streams, count=count, block=block)
+            return 1
+        for stream, start in streams.items():
+            pipe.xreadgroup(GROUP, consumer, {stream: start}, count=count)
+        return len(streams)
+
+    @staticmethod
+    def entries_of(replies: list) -> list:
+        """[(stream, entries)] from the replies of `queue_read`."""
+        return [item for reply in replies for item in (reply or [])]
 
 
 async def receive(bot: Bot, inbox: Inbox, stop: asyncio.Event, allowed_updates: list[str] | None = None,

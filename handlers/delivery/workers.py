@@ -20,6 +20,8 @@ from handlers.delivery.inbox import GROUP, RETRY_SECONDS, TRANSIENT, Entry, Inbo
 
 log = logging.getLogger(__name__)
 
+CLUSTER_POLL_SECONDS = 0.02   # on a cluster the reads do not block (Inbox.queue_read): the pause when idle
+
 
 @dataclass
 class Worker:
@@ -96,11 +98,12 @@ class Worker:
         # in flight when asked: still pending at Redis, answered by their own task (a re-run would only
         # find them done); a failed acknowledgement marks its partition for the next re-read anyway
         asked = frozenset(self._in_flight)
-        found = await self.inbox.redis.xreadgroup(GROUP, self.name, {self.inbox.stream(p): "0" for p in parts},
-                                                  count=1000)
+        async with self.inbox.redis.pipeline(transaction=False) as pipe:
+            self.inbox.queue_read(pipe, self.name, {self.inbox.stream(p): "0" for p in parts}, 1000, None)
+            found = self.inbox.entries_of(await pipe.execute())
         self._rerun -= set(parts)
-        for stream, entries in found or []:
-            self._start(_partition(stream), entries, skip=asked)
+        for stream, entries in found:
+            self._start(self.inbox.partition_of_stream(stream), entries, skip=asked)
 
     async def _take_over(self) -> None:
         """What predecessors read and never acknowledged in the partitions this worker took: claim it and
@@ -157,7 +160,7 @@ class Worker:
     async def _fair_share(self) -> int:
         """Partitions this worker should hold: an even share among the workers seen alive (each one
         announces itself at every lease cycle), so a worker that joins gets partitions to serve."""
-        key, now = f"{self.inbox.prefix}workers", time.time()
+        key, now = self.inbox.registry, time.time()
         async with self.inbox.redis.pipeline(transaction=False) as pipe:
             pipe.zadd(key, {self.name: now})
             pipe.zremrangebyscore(key, "-inf", now - self.lease_ms / 1000)   # three missed cycles: gone
@@ -222,19 +225,22 @@ class Worker:
                             await asyncio.wait_for(self._room.wait(), cycle)
                         continue
                     streams = {self.inbox.stream(p): ">" for p in sorted(serving)}
-                    async with self.inbox.redis.pipeline(transaction=False) as pipe:   # one round trip
-                        pipe.xreadgroup(GROUP, self.name, streams, count=max(room // len(streams), 1), block=500)
+                    async with self.inbox.redis.pipeline(transaction=False) as pipe:   # one round trip (per node)
+                        reads = self.inbox.queue_read(pipe, self.name, streams, max(room // len(streams), 1), 500)
                         for stream in streams:   # after the read: an older entry read by another consumer shows
                             pipe.xpending(stream, GROUP)
-                        found, *summaries = await pipe.execute()
+                        replies = await pipe.execute()
+                    found, summaries = self.inbox.entries_of(replies[:reads]), replies[reads:]
                     behind = {p for p, summary in zip(sorted(serving), summaries, strict=True)
                               if _others_pending(summary, self.name)}
                     if behind:   # what was just read waits, pending here, until the older entries were claimed
                         self._foreign |= behind
                         self._rerun |= behind
-                    for stream, entries in found or []:
-                        if _partition(stream) not in behind:
-                            self._start(_partition(stream), entries, first=True)
+                    for stream, entries in found:
+                        if self.inbox.partition_of_stream(stream) not in behind:
+                            self._start(self.inbox.partition_of_stream(stream), entries, first=True)
+                    if self.inbox.cluster and not any(entries for _, entries in found):
+                        await asyncio.sleep(CLUSTER_POLL_SECONDS)   # the reads did not block: wait a moment
                 except (RedisError, OSError) as exc:
                     log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
                     self.recheck_pending()
@@ -245,7 +251,7 @@ class Worker:
             try:
                 for p in list(self.held):
                     await self.inbox.release(p, self.name)
-                await self.inbox.redis.zrem(f"{self.inbox.prefix}workers", self.name)
+                await self.inbox.redis.zrem(self.inbox.registry, self.name)
             except RedisError:
                 pass   # the leases expire by themselves
 
@@ -255,7 +261,3 @@ def _others_pending(summary: dict, name: str) -> bool:
     return any((c["name"].decode() if isinstance(c["name"], bytes) else c["name"]) != name and int(c["pending"])
                for c in summary.get("consumers") or [])
 
-
-def _partition(stream: bytes | str) -> int:
-    """The partition number of a stream name (`<prefix>inbox:<n>`)."""
-    return int((stream.decode() if isinstance(stream, bytes) else stream).rsplit(":", 1)[1])
