@@ -4,11 +4,14 @@ latency from the update being available to its reply arriving, Redis round trips
 message, lost, duplicate and out-of-order replies — and the same figures for a bare aiogram echo bot
 (bench/echo_bot.py) through the same fake server in the same run, with ours as ratios to it.
 
-    python bench/load.py [--chats 1000] [--messages 5] [--workers 1] [--burst]
+    python bench/load.py [--chats 1000] [--messages 5] [--workers 1] [--burst] [--cluster]
 
 Default: each chat waits for its reply before its next message (a conversation; the questions include
 follow-ups that need the chat's memory). --burst: each chat sends all its messages at once (price
 questions whose answers name their own figure, so the order of the replies can be checked).
+--cluster: instead of the echo bot, the same load on a Redis Cluster (six redis-server processes, three
+masters and three replicas, started here: tests/fakes/redis_cluster.py) after the single node, in the same
+run, with the cluster's figures as ratios to the single node's.
 Needs Redis on 127.0.0.1:6379 (db 15 is used, under a key prefix of its own)."""
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from handlers import texts  # noqa: E402
+from handlers.delivery.inbox import Inbox  # noqa: E402
+from handlers.stores import cluster_client  # noqa: E402
 from tests.fakes.bot_process import BotProcess  # noqa: E402
+from tests.fakes.redis_cluster import RedisClusterNodes  # noqa: E402
 from tests.fakes.redis_support import connect, drop_prefix, unique_prefix  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 
@@ -124,21 +130,31 @@ async def scraped(processes, name: str) -> float:
 
 async def balanced(redis, prefix: str, workers: int, partitions: int = 4) -> None:
     """Wait until every inbox partition is leased and each worker holds its share."""
-    deadline = time.monotonic() + 60
+    deadline, inbox = time.monotonic() + 60, Inbox(redis, prefix, partitions)
     while time.monotonic() < deadline:
-        owners = [await redis.get(f"{prefix}lease:{p}") for p in range(partitions)]
+        owners = [await redis.get(inbox.lease(p)) for p in range(partitions)]
         if all(owners) and len(set(owners)) == min(workers, partitions):
             return
         await asyncio.sleep(0.2)
     raise RuntimeError("the workers did not share the inbox partitions within 60 s")
 
 
-async def ours(args):
+async def commands_processed(redis, cluster: bool) -> int:
+    """Commands Redis executed so far (on a cluster: summed over its masters)."""
+    if not cluster:
+        return int((await redis.info("stats"))["total_commands_processed"])
+    found = await redis.info("stats", target_nodes=redis.PRIMARIES)
+    return sum(int(stats["total_commands_processed"]) for stats in found.values())
+
+
+async def ours(args, cluster: RedisClusterNodes | None = None):
     fake = await FakeTelegram().start()
-    redis = await connect()
+    redis = cluster_client(cluster.url) if cluster else await connect()
     prefix = unique_prefix()
     with tempfile.TemporaryDirectory() as tmp:
         env = {"RATE_LIMIT_MESSAGES": "1000", "AUDIT_PATH": None}   # as deployed: the audit store, no JSONL copy
+        if cluster:
+            env.update({"REDIS_URL": cluster.url, "REDIS_CLUSTER": "1"})
         processes = [BotProcess(fake, Path(tmp), prefix, **env)]
         processes += [BotProcess(fake, Path(tmp), prefix, "work", **env) for _ in range(args.workers - 1)]
         try:
@@ -147,23 +163,49 @@ async def ours(args):
             await balanced(redis, prefix, len(processes))
             await fake.say(1, "足球多少钱")   # warm-up
             await fake.wait_replies(1, 1)
-            commands = int((await redis.info("stats"))["total_commands_processed"])
+            commands = await commands_processed(redis, cluster is not None)
             trips = await scraped(processes, "kefu_redis_round_trips_total")
             rate, latencies = await drive(fake, args)
-            commands = int((await redis.info("stats"))["total_commands_processed"]) - commands
+            commands = await commands_processed(redis, cluster is not None) - commands
             trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
             found = faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=False)
         finally:
             for process in reversed(processes):
                 await process.stop()
-            await drop_prefix(redis, prefix)
+            if cluster is None:   # the cluster is stopped afterwards, with everything in it
+                await drop_prefix(redis, prefix)
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
     return rate, latencies, found, trips / total, commands / total
 
 
+async def against_cluster(args) -> None:
+    """The same load on one node, then on a three-master cluster, in one run."""
+    single = await ours(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        nodes = await asyncio.to_thread(RedisClusterNodes.start, Path(tmp))
+        try:
+            clustered = await ours(args, nodes)
+        finally:
+            nodes.stop()
+    mode = "each chat sends all its messages at once" if args.burst else \
+        "each chat waits for its reply before its next message"
+    print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
+    print("| Redis | replies/s | p50 ms | p99 ms | round trips / message | commands / message | lost / dup / disorder |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, (rate, latencies, found, trips, commands) in (("one node", single), ("cluster, 3 masters", clustered)):
+        print(f"| {name} | {rate:.1f} | {np.percentile(latencies, 50):.0f} | {np.percentile(latencies, 99):.0f} | "
+              f"{trips:.2f} | {commands:.2f} | {found[0]} / {found[1]} / {found[2]} |")
+    p99 = np.percentile(clustered[1], 99) / np.percentile(single[1], 99)
+    print(f"cluster / one node: throughput {clustered[0] / single[0]:.2f}×, p99 {p99:.2f}×, "
+          f"round trips per message {clustered[3] / single[3]:.2f}×")
+
+
 async def main(args) -> None:
+    if args.cluster:
+        await against_cluster(args)
+        return
     echo_rate, echo_latencies, echo_faults = await echo_baseline(args)
     rate, latencies, found, trips, commands = await ours(args)
     mode = "each chat sends all its messages at once" if args.burst else \
@@ -188,4 +230,6 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1, help="workers in all (python bot.py is the first)")
     parser.add_argument("--burst", action="store_true", help="each chat sends all its messages at once")
+    parser.add_argument("--cluster", action="store_true",
+                        help="one node, then a Redis Cluster started here, in one run (no echo bot)")
     asyncio.run(main(parser.parse_args()))
