@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis, RedisCluster
+from redis.exceptions import RedisClusterException
 
 from agent.handoff import HandoffStore, LocalHandoffStore, RedisHandoffStore
 from agent.memory import InProcessMemory
@@ -27,15 +28,18 @@ async def redis_client(settings: Settings) -> AsyncIterator[Redis | RedisCluster
     if settings.redis_url is None:
         yield None
         return
-    client = cluster_client(str(settings.redis_url)) if settings.redis_cluster else \
-        Redis.from_url(str(settings.redis_url), socket_timeout=5, socket_connect_timeout=5,
-                       health_check_interval=30, connection_class=CountingConnection)
+    cluster = " as a Redis Cluster node (REDIS_CLUSTER=1)" if settings.redis_cluster else ""
+    try:
+        client = cluster_client(str(settings.redis_url)) if settings.redis_cluster else \
+            Redis.from_url(str(settings.redis_url), socket_timeout=5, socket_connect_timeout=5,
+                           health_check_interval=30, connection_class=CountingConnection)
+    except RedisClusterException:   # its only complaint about a URL: a db other than 0
+        raise StartupError("REDIS_URL: a Redis Cluster has only db 0 (redis://host:port/0)") from None
     try:
         try:
             await client.ping()
         except Exception as exc:   # noqa: BLE001 - whatever the reason, the line below says what to fix
-            raise StartupError(f"REDIS_URL: Redis does not answer ({type(exc).__name__}"
-                               f"{': ' + str(exc)[:200] if settings.redis_cluster else ''})") from None
+            raise StartupError(f"REDIS_URL: Redis does not answer{cluster} ({type(exc).__name__})") from None
         yield client
     finally:
         await client.aclose()

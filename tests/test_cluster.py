@@ -243,3 +243,16 @@ async def test_a_master_killed_mid_stream_its_replica_takes_over_and_every_messa
     finally:
         await client.aclose()
         await asyncio.to_thread(nodes.stop)
+
+
+async def test_a_cluster_url_the_bot_cannot_use_stops_start_up_with_one_line(cluster_nodes):
+    from agent.settings import StartupError
+    from handlers.stores import redis_client
+
+    for url, says in [(cluster_nodes.url.replace("/0", "/15"), "only db 0"),
+                      ("redis://127.0.0.1:1/0", "does not answer as a Redis Cluster node")]:
+        with pytest.raises(StartupError, match=says):
+            async with redis_client(Settings(_env_file=None, redis_url=url, redis_cluster=True)):
+                pass
+    async with redis_client(Settings(_env_file=None, redis_url=cluster_nodes.url, redis_cluster=True)) as client:
+        assert len(client.get_primaries()) == 3
