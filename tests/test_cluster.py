@@ -187,64 +187,6 @@ async def wait_acknowledged(client, inbox: Inbox, fake, within: float = 60) -> N
         await fake.changed(0.05)
 
 
-@pytest.mark.slow
-async def test_a_master_killed_mid_stream_its_replica_takes_over_and_every_message_is_answered_once(world,
-                                                                                                       tmp_path):
-    """A cluster of the test's own: one master is SIGKILLed while chats on its partition and on others are
-    sending; its replica takes over (node timeout 1 s) and every message is answered once, in order."""
-    from tests.fakes.redis_cluster import RedisClusterNodes
-
-    nodes = await asyncio.to_thread(RedisClusterNodes.start, tmp_path / "cluster")
-    fake, bot, _ = world
-    try:
-        process = bot(REDIS_URL=nodes.url, REDIS_CLUSTER="1")
-        client = cluster_client(nodes.url)
-        await client.initialize()
-        inbox = Inbox(client, process.env["REDIS_PREFIX"], Settings(_env_file=None).inbox_partitions)
-        # the victim: a master other than the one the URL names, holding at least one partition
-        by_partition = {p: client.get_node_from_key(inbox.stream(p)) for p in range(inbox.partitions)}
-        victim = next(n for n in by_partition.values() if n.port != nodes.ports[0])
-        on_victim = [p for p, n in by_partition.items() if n.name == victim.name]
-        chats = [c for c in range(9600, 9700) if inbox.layout.of_chat(c) in on_victim][:2] + \
-            [c for c in range(9600, 9700) if inbox.layout.of_chat(c) not in on_victim][:2]
-        questions = [("足球多少钱", "120元"), ("篮球多少钱", "200元"), ("瑜伽垫多少钱", "150元"), ("排球多少钱", "229元"),
-                     ("跑步鞋多少钱", "500元")]
-        asked: dict[int, list[str]] = {c: [] for c in chats}
-
-        async def say(round_: int) -> None:
-            for i, chat in enumerate(chats):
-                text, figure = questions[(round_ + i) % len(questions)]
-                asked[chat].append(figure)
-                await fake.say(chat, text)
-
-        await process.start()
-        await say(0)
-        for chat in chats:
-            await fake.wait_replies(chat, 1, within=60)
-        await say(1)
-        await asyncio.to_thread(nodes.kill, victim.port)        # mid-stream: the second round is in flight
-        await say(2)
-        await say(3)
-        for chat in chats:
-            await fake.wait_replies(chat, len(asked[chat]), within=120)
-        await client.aclose()
-        client = cluster_client(nodes.url)
-        await client.initialize()
-        inbox = Inbox(client, process.env["REDIS_PREFIX"], inbox.partitions)
-        assert client.get_node_from_key(inbox.stream(on_victim[0])).port != victim.port   # the replica took over
-        await wait_acknowledged(client, inbox, fake, within=90)
-        for chat in chats:
-            replies = fake.replies(chat)
-            assert len(replies) == len(asked[chat]), (chat, replies)                 # none lost, none twice
-            for figure, reply in zip(asked[chat], replies, strict=True):
-                assert figure in reply, (chat, figure, reply)                        # in the order asked
-        code, output = await process.stop()
-        assert code == 0, output[-3000:]
-    finally:
-        await client.aclose()
-        await asyncio.to_thread(nodes.stop)
-
-
 async def test_a_cluster_url_the_bot_cannot_use_stops_start_up_with_one_line(cluster_nodes):
     from agent.settings import StartupError
     from handlers.stores import redis_client
