@@ -271,10 +271,10 @@ def _json_line(record) -> str:
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     from agent.audit import summary_line
-    from agent.settings import audit_db_path
+    from agent.settings import audit_db_for
     from db.audit_store import AuditFilter, AuditReader
 
-    path = audit_db_path(Path(args.db), "--db") if args.db else audit_db_path(settings.audit_db)
+    path = audit_db_for(args.db, settings)
     if not path.exists():
         print(f"No audit store at {path} (the bot creates it on its first turn; AUDIT_DB chooses where).")
         return 0 if args.audit_command == "tail" else 1

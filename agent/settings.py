@@ -152,3 +152,8 @@ def audit_db_path(path: Path, name: str = "AUDIT_DB") -> Path:
         raise StartupError(f"{name}: {what} — {name} takes the path of a SQLite file (default data/audit.db), "
                            "not a URL")
     return path
+
+
+def audit_db_for(db_option: str | None, settings: Settings) -> Path:
+    """The audit store a command reads: its `--db` option, else AUDIT_DB (a URL refused in either)."""
+    return audit_db_path(Path(db_option), "--db") if db_option else audit_db_path(settings.audit_db)

@@ -14,7 +14,7 @@ import hashlib
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from agent.settings import Settings, StartupError, audit_db_path
+from agent.settings import Settings, StartupError, audit_db_for
 
 
 async def ask(settings: Settings, question: str):
@@ -83,11 +83,11 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.clock import SHANGHAI
+    from agent.clock import today_shanghai
     from db.audit_store import AuditFilter, AuditReader
 
-    day = day_of(args.day, datetime.now(SHANGHAI).date())
-    path = audit_db_path(Path(args.db), "--db") if args.db else audit_db_path(settings.audit_db)
+    day = day_of(args.day, today_shanghai())
+    path = audit_db_for(args.db, settings)
     if not path.exists():
         print(stats_text([], day))
         return 0
