@@ -93,7 +93,7 @@ async def build_search_index(settings: Settings, *, rebuild: bool, progress: boo
             await conn.close()
         embedder, index = embedder_from(settings), index_path_for(settings, catalog)
         report = await build_index(index, docs, embedder, rebuild=rebuild, progress=progress)
-        await save_vectors(stored_vectors_path(index), passages, embedder)
+        await save_vectors(stored_vectors_path(index), passages, embedder, keep=not rebuild)
         return report
     except (CatalogUnavailable, IndexProblem, EmbeddingError) as exc:
         raise StartupError(str(exc)) from None

@@ -61,11 +61,12 @@ def read_stored_vectors(path: Path, model: str) -> dict[str, np.ndarray]:
         return {}
 
 
-async def save_vectors(path: Path, passages: Sequence[Passage], embedder: Embedder) -> None:
+async def save_vectors(path: Path, passages: Sequence[Passage], embedder: Embedder, *, keep: bool = True) -> None:
     """Embed the chunks and keep their vectors beside the index (written atomically), so that a start reads
-    them instead of embedding them again (~1 s of CPU with the local model, at every start)."""
+    them instead of embedding them again (~1 s of CPU with the local model, at every start). `keep`: the
+    chunks already in the file are read, not embedded again (a build after an import changes few)."""
     texts = [p.indexed for p in passages]
-    vectors = await _passage_vectors(texts, embedder) if texts else np.zeros((0, 0), dtype=np.float32)
+    vectors = await _passage_vectors(texts, embedder, path if keep else None) if texts else np.zeros((0, 0), dtype=np.float32)
 
     def write() -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp.npz", delete=False) as out:

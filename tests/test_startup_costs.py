@@ -95,3 +95,18 @@ def test_the_built_demo_data_keeps_its_policy_vectors(shared_builds, tmp_path):
     db, index = prebuilt.demo_data(tmp_path / "data")
     kept = read_stored_vectors(stored_vectors_path(index), LocalE5Embedder.name)
     assert len(kept) >= 10
+
+
+async def test_saving_again_embeds_only_the_changed_chunks_unless_rebuilding(conn, tmp_path, local_embedder):
+    passages = (await policy_passages(conn))[:6]
+    stored = stored_vectors_path(tmp_path / "shop.index")
+    await save_vectors(stored, passages, local_embedder)
+    edited = [*passages[:-1], type(passages[-1])(passages[-1].passage_id, passages[-1].title, "已修改的政策正文")]
+    builder = CountingEmbedder(local_embedder)
+    await save_vectors(stored, edited, builder)
+    assert builder.embedded == 1                                    # the others read from the file
+    assert len(read_stored_vectors(stored, local_embedder.name)) == len(edited)
+    rebuilding = CountingEmbedder(local_embedder)
+    await save_vectors(stored, edited, rebuilding, keep=False)
+    assert rebuilding.embedded == len(edited)
+
