@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from agent.commands import add_commands
-from agent.settings import Settings, StartupError, audit_db_path, load_settings
+from agent.settings import Settings, StartupError, audit_target, load_settings
 from handlers.delivery.dead_letters import add_inbox_commands
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
@@ -61,9 +61,9 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
         if telegram:   # aiogram loads only where Telegram is used (the console chat starts seconds sooner)
             from handlers.delivery.runners import TelegramOptions, open_bot
         bot = await closing.enter_async_context(await open_bot(TelegramOptions.of(settings))) if telegram else None
-        audit_db_path(settings.audit_db)   # a URL is told before the catalog loads, like every quick check
+        audit_target(settings.audit_db)   # a bad URL is told before the catalog loads, like every quick check
         agent = await closing.enter_async_context(open_agent(settings))
-        audit = open_audit(settings)
+        audit = await asyncio.to_thread(open_audit, settings)   # PostgreSQL: connects off the loop
         closing.callback(audit.close)
         await closing.enter_async_context(audit_console(settings, audit))
         yield App(agent, audit, client, bot, closing)

@@ -270,15 +270,15 @@ def _json_line(record) -> str:
 
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.audit import summary_line
+    from agent.audit import open_audit_reader, summary_line
     from agent.settings import audit_db_for
-    from db.audit_store import AuditFilter, AuditReader
+    from db.audit_store import AuditFilter
 
     path = audit_db_for(args.db, settings)
-    if not path.exists():
+    reader = open_audit_reader(path, "--db" if args.db else "AUDIT_DB")
+    if reader is None:
         print(f"No audit store at {path} (the bot creates it on its first turn; AUDIT_DB chooses where).")
         return 0 if args.audit_command == "tail" else 1
-    reader = AuditReader(path)
     try:
         if args.audit_command == "export":
             return _export(reader, args)

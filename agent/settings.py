@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from agent.clock import today_shanghai
 from agent.handoff import ServiceHours
+from db.audit_store import DatabaseUrl
 
 DEFAULT_CATALOG = Path("data/shop.db")
 
@@ -56,7 +57,7 @@ class Settings(BaseSettings):
     rate_limit_messages: int = Field(20, ge=1, le=10_000)
     rate_limit_window_seconds: int = Field(60, ge=1, le=86_400)
     max_message_chars: int = Field(1000, ge=10, le=4096)
-    audit_db: Path = Path("data/audit.db")
+    audit_db: Path | SecretStr = Path("data/audit.db")   # a SQLite file, or a postgresql:// URL (kept secret)
     audit_retention_days: int = Field(90, ge=1, le=3650)
     audit_path: Path | None = None   # an optional JSON Lines copy, for log shippers
     audit_web_port: int | None = Field(None, ge=1, le=65535)
@@ -92,6 +93,14 @@ class Settings(BaseSettings):
     def today(self) -> date:
         """KEFU_TODAY when set (demos and tests are then deterministic), else today in Asia/Shanghai."""
         return self.kefu_today or today_shanghai()
+
+    @field_validator("audit_db", mode="before")
+    @classmethod
+    def _audit_db(cls, value: object) -> object:
+        """A URL is kept as a secret (it may hold a password), never read as a path; anything else is a path."""
+        if isinstance(value, str):
+            return SecretStr(value) if _URL.match(value) else Path(value)
+        return value
 
     @field_validator("operator_ids", mode="before")
     @classmethod
@@ -137,23 +146,26 @@ def load_settings() -> Settings:
         raise StartupError(f"invalid {name}: {first['msg']}") from None
 
 
-# a scheme of two letters or more and a colon: `postgresql://…` reads as the path `postgresql:/…`
+# a scheme of two letters or more and a colon: `postgresql://…` would read as the path `postgresql:/…`
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
-def audit_db_path(path: Path, name: str = "AUDIT_DB") -> Path:
-    """AUDIT_DB as the path of a SQLite file; a database URL is refused in one line (its scheme named, the
-    rest — it may hold a password — not echoed), never taken as a folder to create."""
-    url = _URL.match(str(path))
-    if url:
-        scheme = url.group(1).lower()
-        what = "PostgreSQL is not supported yet" if scheme.startswith("postgres") else \
-            f"a {scheme}: URL is not supported"
-        raise StartupError(f"{name}: {what} — {name} takes the path of a SQLite file (default data/audit.db), "
-                           "not a URL")
-    return path
+def audit_target(value: Path | SecretStr | str, name: str = "AUDIT_DB") -> Path | DatabaseUrl:
+    """AUDIT_DB (or a command's --db) as the store it names: the path of a SQLite file, or a PostgreSQL URL
+    (`postgresql://…`, kept whole but shown without its password). Any other URL is refused in one line
+    (its scheme named, the rest — it may hold a password — not echoed), never taken as a folder to create."""
+    text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+    url = _URL.match(text)
+    if not url:
+        return Path(text)
+    scheme = url.group(1).lower()
+    if scheme in POSTGRES_SCHEMES:
+        return DatabaseUrl(text)
+    raise StartupError(f"{name}: a {scheme}: URL is not supported — {name} takes the path of a SQLite file "
+                       "(default data/audit.db) or a postgresql:// URL")
 
 
-def audit_db_for(db_option: str | None, settings: Settings) -> Path:
-    """The audit store a command reads: its `--db` option, else AUDIT_DB (a URL refused in either)."""
-    return audit_db_path(Path(db_option), "--db") if db_option else audit_db_path(settings.audit_db)
+def audit_db_for(db_option: str | None, settings: Settings) -> Path | DatabaseUrl:
+    """The audit store a command reads: its `--db` option, else AUDIT_DB."""
+    return audit_target(db_option, "--db") if db_option else audit_target(settings.audit_db)

@@ -5,17 +5,15 @@ and by the maintenance commands (agent/commands.py)."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.audit import AuditLog
+from agent.audit import AuditLog, open_audit_store
 from agent.breaker import Breaker
-from agent.settings import Settings, StartupError, audit_db_path
-from db.audit_store import AuditStore
+from agent.settings import Settings, StartupError
 from db.build import write_catalog
 from db.connection import CatalogUnavailable, open_readonly
 from db.records import Catalog, demo_catalog
@@ -139,15 +137,7 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
 
 
 def open_audit(settings: Settings) -> AuditLog:
-    """The audit log: the SQLite store (AUDIT_DB) and, when AUDIT_PATH is set, a JSON Lines copy. An
-    AUDIT_DB of one's own must be in a folder that exists (a typo must not start a second audit trail),
-    and must be a path, not a database URL."""
-    audit_db_path(settings.audit_db)
-    if settings.explicit("audit_db", Path("data/audit.db")) and not settings.audit_db.parent.is_dir():
-        raise StartupError(f"AUDIT_DB: the folder {settings.audit_db.parent} does not exist — check the path, "
-                           "or create the folder first")
-    try:
-        store = AuditStore(settings.audit_db, settings.audit_retention_days)
-    except (OSError, sqlite3.Error) as exc:
-        raise StartupError(f"AUDIT_DB: cannot open the audit store at {settings.audit_db} ({exc})") from None
+    """The audit log: the store AUDIT_DB names (a SQLite file, or PostgreSQL for a postgresql:// URL) and,
+    when AUDIT_PATH is set, a JSON Lines copy."""
+    store = open_audit_store(settings)
     return AuditLog(store, settings.audit_path)

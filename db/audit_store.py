@@ -1,17 +1,19 @@
-"""The audit store: a SQLite file in WAL mode, apart from the catalog, the only thing the bot writes.
+"""The audit store: a SQLite file in WAL mode, apart from the catalog, the only thing the bot writes (or, for
+workers on several hosts, PostgreSQL: db/audit_postgres.py, chosen by `open_store` on AUDIT_DB's scheme).
 One row per turn and per handoff, relay, feedback or unanswered event, indexed by time, chat, user,
 status and reason code; the whole record kept as JSON beside the indexed columns. What is written is an
 `AuditEntry`: the indexed columns typed, and the record as an opaque JSON document (its shape is the
 agent's, `agent/audit_record.py`, which builds the entries; the store never reads inside it). Records are
-written by one thread in batches from a bounded queue, so a slow disk never slows a reply; a full queue is
-counted and logged. Several bot processes on one host may share the file (WAL, busy timeout). Reading
-gives each stored document back with its row `id`; a row whose document is not a JSON object (a damaged
-or foreign row) reads as its row id alone, and a non-numeric latency or model-call count is left out of
-the daily figures, so one odd row never breaks a page or /stats. Nothing stops the writer: an integer
-column SQLite cannot hold (an update id of 2^63 or more) is stored empty (the record keeps it), a batch
-that fails is written again record by record, and a record that still fails is logged with its ids,
-counted and skipped. A dead or stuck writer shows in `writer_problems()` (/healthz and /metrics read it),
-and `close()` gives up after `CLOSE_SECONDS`, logging how many records it could not write."""
+written by one thread in batches from a bounded queue (`QueuedWriter`, shared by both stores), so a slow
+disk or database never slows a reply; a full queue is counted and logged. Several bot processes on one host
+may share the file (WAL, busy timeout). Reading gives each stored document back with its row `id`; a row
+whose document is not a JSON object (a damaged or foreign row) reads as its row id alone, and a non-numeric
+latency or model-call count is left out of the daily figures, so one odd row never breaks a page or /stats.
+Nothing stops the writer: an integer column SQLite cannot hold (an update id of 2^63 or more) is stored
+empty (the record keeps it), a batch that fails is written again record by record, and a record that still
+fails is logged with its ids, counted and skipped; a database out of reach keeps its batch and is tried
+again after a pause. A dead, stuck or cut-off writer shows in `writer_problems()` (/healthz and /metrics
+read it), and `close()` gives up after `CLOSE_SECONDS`, logging how many records it could not write."""
 
 from __future__ import annotations
 
@@ -76,6 +78,7 @@ BATCH = 200
 PURGE_EVERY_SECONDS = 6 * 3600
 CLOSE_SECONDS = 10.0        # close() waits at most about this long for the writer, then drops what is left
 STUCK_SECONDS = 60.0        # a batch taking longer than this marks the writer stuck (/healthz not ok)
+PAUSES = (0.5, 2.0, 5.0, 15.0, 30.0, 60.0)   # a database out of reach: wait this long before each retry
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
 
 
@@ -146,7 +149,8 @@ class AuditFilter:
     flag: str | None = None         # turns with this sign of a misunderstanding
     misunderstood: bool = False     # turns with any such sign
 
-    def where(self) -> tuple[str, list[Any]]:
+    def where(self, postgres: bool = False) -> tuple[str, list[Any]]:
+        """The WHERE clause and its arguments, with `?` placeholders (PostgreSQL: `%s`, and `strpos`)."""
         clauses, args = [], []
         for column, value in (("chat_id", self.chat_id), ("user_id", self.user_id), ("status", self.status),
                               ("kind", self.kind)):
@@ -170,9 +174,11 @@ class AuditFilter:
         if self.misunderstood:
             clauses.append("misunderstood = 1")
         if self.text:
-            clauses.append("(instr(message, ?) > 0 OR instr(answer, ?) > 0)")
+            find = "strpos" if postgres else "instr"
+            clauses.append(f"({find}(message, ?) > 0 OR {find}(answer, ?) > 0)")
             args += [self.text, self.text]
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+        sql = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        return (sql.replace("?", "%s") if postgres else sql), args
 
 
 def _is_time(text: str) -> bool:
@@ -323,11 +329,12 @@ class AuditReader:
         self._reader.close()
 
 
-_OPEN_STORES: weakref.WeakSet[AuditStore] = weakref.WeakSet()
+_OPEN_STORES: weakref.WeakSet[QueuedWriter] = weakref.WeakSet()
 
 
 def writer_problems() -> list[str]:
-    """What is wrong with the writer of each open store in this process: dead or stuck (empty: all well)."""
+    """What is wrong with the writer of each open store in this process: dead, stuck or cut off from its
+    database (empty: all well)."""
     return [problem for store in list(_OPEN_STORES) if (problem := store.problem()) is not None]
 
 
@@ -345,27 +352,50 @@ def _describe(entry: Any) -> str:
     return f"kind={entry.kind!r} chat={entry.chat_id!r} update_id={entry.update_id!r} time={entry.time!r}"
 
 
-class AuditStore(AuditReader):
-    """Writes through a bounded queue and one thread, in batches; reads like an AuditReader."""
+class StoreError(Exception):
+    """A store that could not be opened; the message names the host and database, never a URL's password."""
 
-    def __init__(self, path: Path, retention_days: int = 90, queue_size: int = QUEUE_SIZE):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # customers' messages: a new store is the owner's alone (SQLite gives its -wal and -shm files the
-        # database file's mode); created 0600 here, before SQLite opens it, so it is never readable to others
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-        self.retention_days = retention_days
-        self._writer = _connect(path)
-        super().__init__(path)
+
+class StoreUnavailable(Exception):
+    """The database cannot be reached: the records not yet written are kept and tried again after a pause
+    (`remaining`: those records, when only some of a batch were written)."""
+
+    def __init__(self, reason: str, remaining: list[AuditEntry] | None = None):
+        super().__init__(reason)
+        self.remaining = remaining
+
+
+class QueuedWriter:
+    """The writing half of a store: a bounded queue and one thread writing it in batches. A subclass writes
+    a batch in one transaction (`_write`), deletes old records (`purge`), says which errors mean the
+    database is out of reach (`_unreachable`: the batch is kept, tried again after PAUSES, and the queue,
+    full meanwhile, drops and counts what comes) and closes its connection (`_close_writer`)."""
+
+    def _start_writer(self, queue_size: int) -> None:
         self._queue: queue.Queue[AuditEntry | None] = queue.Queue(maxsize=queue_size)
         self.dropped = 0
         self.written = 0
         self.failed = 0                       # records that could not be written alone: logged and skipped
         self._busy_since: float | None = None  # monotonic start of the batch being written
+        self._unreachable_since: float | None = None   # monotonic: the database out of reach since
+        self._closing = threading.Event()
         self._closed = False
-        self.purge()
         self._thread = threading.Thread(target=self._run, name="audit-writer", daemon=True)
         self._thread.start()
         _OPEN_STORES.add(self)
+
+    def _unreachable(self, exc: Exception) -> bool:
+        """The error says the database is out of reach (not that this record is bad)."""
+        return False
+
+    def _close_writer(self) -> None:
+        """Close the writer's connection (the writer thread is gone)."""
+
+    def purge(self, now: datetime | None = None) -> int:
+        raise NotImplementedError
+
+    def _write(self, entries: list[AuditEntry]) -> None:
+        raise NotImplementedError
 
     def add(self, entry: AuditEntry) -> bool:
         """Queue an entry; False (counted and logged) when the queue is full."""
@@ -385,6 +415,10 @@ class AuditStore(AuditReader):
             return None
         if not self._thread.is_alive():
             return f"audit writer stopped ({self._queue.qsize()} record(s) waiting)"
+        since = self._unreachable_since
+        if since is not None:
+            return (f"audit store unreachable for {time.monotonic() - since:.0f} s "
+                    f"({self._queue.qsize()} record(s) waiting)")
         busy_since = self._busy_since
         if busy_since is not None and time.monotonic() - busy_since > STUCK_SECONDS:
             return (f"audit writer stuck for {time.monotonic() - busy_since:.0f} s "
@@ -398,8 +432,8 @@ class AuditStore(AuditReader):
                 purged = time.monotonic()
                 try:
                     self.purge()
-                except Exception:
-                    log.exception("could not purge old audit records")
+                except Exception as exc:
+                    log.error("could not purge old audit records (%s)", type(exc).__name__)
             batch = [self._queue.get()]
             while len(batch) < BATCH:
                 try:
@@ -411,7 +445,7 @@ class AuditStore(AuditReader):
             self._busy_since = time.monotonic()
             try:
                 if entries:
-                    self._write_batch(entries)
+                    self._deliver(entries)
             except Exception:   # never expected (each record is guarded); the thread must go on regardless
                 log.exception("audit writer: %d record(s) lost", len(entries))
             finally:
@@ -419,28 +453,118 @@ class AuditStore(AuditReader):
                 for _ in batch:
                     self._queue.task_done()
 
+    def _deliver(self, entries: list[AuditEntry]) -> None:
+        """Write the batch; while the database is out of reach, keep it and try again after each of PAUSES
+        (the last one repeating): bounded retries, then the database is left alone for a while. Closing
+        meanwhile drops what is kept, counted and logged."""
+        attempt = 0
+        while True:
+            try:
+                self._write_batch(entries)
+            except StoreUnavailable as exc:
+                entries = exc.remaining if exc.remaining is not None else entries
+                pause = PAUSES[min(attempt, len(PAUSES) - 1)]
+                attempt += 1
+                if self._unreachable_since is None:
+                    self._unreachable_since = time.monotonic()
+                if attempt == 1 or attempt % 10 == 0:
+                    log.error("audit store unreachable (%s): %d record(s) kept, %d waiting; trying again in %.1f s",
+                              exc, len(entries), self._queue.qsize(), pause)
+                self._busy_since = None      # waiting, not stuck
+                if self._closing.wait(pause):
+                    self.dropped += len(entries)
+                    log.error("audit store unreachable at close: %d record(s) dropped", len(entries))
+                    return
+                self._busy_since = time.monotonic()
+                continue
+            if self._unreachable_since is not None:
+                log.warning("audit store reachable again after %.0f s", time.monotonic() - self._unreachable_since)
+                self._unreachable_since = None
+            return
+
     def _write_batch(self, entries: list[AuditEntry]) -> None:
         """The batch in one transaction; if that fails, each record alone, skipping (logged, counted) any
-        record that fails by itself, so one bad record never costs the others."""
+        record that fails by itself, so one bad record never costs the others. A database out of reach
+        raises StoreUnavailable with the records not yet written."""
         try:
             self._write(entries)
             return
         except Exception as exc:
+            if self._unreachable(exc):
+                raise StoreUnavailable(type(exc).__name__, entries) from None
             if len(entries) == 1:
                 self._skip(entries[0], exc)
                 return
             log.warning("could not write a batch of %d audit records (%s: %s); writing them one by one",
                         len(entries), type(exc).__name__, exc)
-        for entry in entries:
+        for n, entry in enumerate(entries):
             try:
                 self._write([entry])
             except Exception as exc:
+                if self._unreachable(exc):
+                    raise StoreUnavailable(type(exc).__name__, entries[n:]) from None
                 self._skip(entry, exc)
 
     def _skip(self, entry: AuditEntry, exc: Exception) -> None:
         self.failed += 1
         log.error("audit record skipped (%s: %s): %s; %d skipped so far", type(exc).__name__, exc, _describe(entry),
                   self.failed)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued record is written (tests, shutdown); False if `timeout` passed first or
+        the writer is gone with records waiting."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                if not self._thread.is_alive():
+                    return False
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(0.5 if left is None else min(left, 0.5))
+        return True
+
+    def _stop_writer(self, timeout: float | None = None) -> None:
+        """Stop the writer after what is queued; never waits much longer than `timeout` (CLOSE_SECONDS): a
+        dead, stuck or cut-off writer's records are dropped, and how many is logged."""
+        timeout = CLOSE_SECONDS if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        try:
+            if self._thread.is_alive():
+                self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Full:
+            pass
+        if self._unreachable_since is not None:
+            self._closing.set()               # the database is away: do not wait for it
+        self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._closing.set()
+        self._closed = True
+        _OPEN_STORES.discard(self)
+        left = sum(1 for e in list(self._queue.queue) if e is not None)
+        if self._thread.is_alive():
+            self.dropped += left
+            log.error("audit writer did not finish within %.0f s (%s): about %d queued record(s) dropped at close",
+                      timeout, "stuck on a batch" if self._busy_since is not None else "still writing", left)
+        else:
+            if left:
+                self.dropped += left
+                log.error("audit writer had stopped: %d queued record(s) dropped at close", left)
+            self._close_writer()   # the writer thread is gone: closing its connection is safe
+
+
+class AuditStore(AuditReader, QueuedWriter):
+    """The SQLite store: writes through a bounded queue and one thread, in batches; reads like an AuditReader."""
+
+    def __init__(self, path: Path, retention_days: int = 90, queue_size: int = QUEUE_SIZE):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # customers' messages: a new store is the owner's alone (SQLite gives its -wal and -shm files the
+        # database file's mode); created 0600 here, before SQLite opens it, so it is never readable to others
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        self.retention_days = retention_days
+        self._writer = _connect(path)
+        super().__init__(path)
+        self.purge()
+        self._start_writer(queue_size)
 
     def _write(self, entries: list[AuditEntry]) -> None:
         with self._writer:
@@ -462,11 +586,9 @@ class AuditStore(AuditReader):
         if entry.flags:
             self._add_flags(own_id, entry.flags)
         if entry.flags_on_previous_turn:
-            since = (datetime.fromisoformat(entry.time) - FLAG_WINDOW).astimezone(UTC).isoformat(timespec="milliseconds") \
-                if _is_time(entry.time) else ""
             row = self._writer.execute("SELECT id FROM audit WHERE chat_id = ? AND kind = 'turn' AND id < ? "
                                        "AND time >= ? ORDER BY id DESC LIMIT 1",
-                                       (entry.chat_id, own_id, since)).fetchone()
+                                       (entry.chat_id, own_id, flag_window_start(entry))).fetchone()
             if row is not None:
                 self._add_flags(row[0], entry.flags_on_previous_turn)
         if entry.flags_on_answered_turn and entry.update_id is not None:
@@ -483,20 +605,6 @@ class AuditStore(AuditReader):
                              "THEN json_set(record, '$.flags', json(?)) ELSE record END WHERE id = ?",
                              (json.dumps(have), audit_id))
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every queued record is written (tests, shutdown); False if `timeout` passed first or
-        the writer is gone with records waiting."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._queue.all_tasks_done:
-            while self._queue.unfinished_tasks:
-                if not self._thread.is_alive():
-                    return False
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(0.5 if left is None else min(left, 0.5))
-        return True
-
     def purge(self, now: datetime | None = None) -> int:
         """Delete records older than the retention; how many were."""
         cutoff = _iso((now or datetime.now(UTC)) - timedelta(days=self.retention_days))
@@ -508,27 +616,74 @@ class AuditStore(AuditReader):
             deleted = self._writer.execute("DELETE FROM audit WHERE time < ?", (cutoff,)).rowcount
         return deleted
 
+    def _close_writer(self) -> None:
+        self._writer.close()
+
     def close(self, timeout: float | None = None) -> None:
-        """Stop the writer after what is queued; never waits much longer than `timeout` (CLOSE_SECONDS): a
-        dead or stuck writer's records are dropped, and how many is logged."""
-        timeout = CLOSE_SECONDS if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        try:
-            if self._thread.is_alive():
-                self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Full:
-            pass
-        self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        self._closed = True
-        _OPEN_STORES.discard(self)
-        left = sum(1 for e in list(self._queue.queue) if e is not None)
-        if self._thread.is_alive():
-            self.dropped += left
-            log.error("audit writer did not finish within %.0f s (%s): about %d queued record(s) dropped at close",
-                      timeout, "stuck on a batch" if self._busy_since is not None else "still writing", left)
-        else:
-            if left:
-                self.dropped += left
-                log.error("audit writer had stopped: %d queued record(s) dropped at close", left)
-            self._writer.close()   # the writer thread is gone: closing its connection is safe
+        """Stop the writer (see QueuedWriter._stop_writer), then the reader."""
+        self._stop_writer(timeout)
         super().close()
+
+
+def flag_window_start(entry: AuditEntry) -> str:
+    """The earliest time of the turn a sign "about the answer before" may name ("" when the entry's own
+    time cannot be read: any earlier turn)."""
+    if not _is_time(entry.time):
+        return ""
+    return (datetime.fromisoformat(entry.time) - FLAG_WINDOW).astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+class DatabaseUrl:
+    """AUDIT_DB as a database URL (`postgresql://…`): the URL, which may hold a password, is kept inside
+    and shown nowhere — `str()` and `repr()` give the scheme, host, port and database only."""
+
+    def __init__(self, url: str):
+        self._url = url
+
+    def secret(self) -> str:
+        return self._url
+
+    @property
+    def scheme(self) -> str:
+        return self._url.split(":", 1)[0].lower()
+
+    def __str__(self) -> str:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(self._url)
+            where = f"{parts.hostname or 'localhost'}{f':{parts.port}' if parts.port else ''}"
+        except ValueError:
+            return f"{self.scheme}://…"
+        return f"{self.scheme}://{where}{parts.path or ''}"
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DatabaseUrl) and other._url == self._url
+
+    def __hash__(self) -> int:
+        return hash(self._url)
+
+
+def is_postgres(target: Path | DatabaseUrl) -> bool:
+    return isinstance(target, DatabaseUrl) and target.scheme in ("postgres", "postgresql")
+
+
+def open_store(target: Path | DatabaseUrl, retention_days: int = 90, queue_size: int = QUEUE_SIZE):
+    """The audit store for AUDIT_DB, chosen here and only here: a SQLite file, or PostgreSQL for a
+    `postgresql://` URL. Callers see the same methods either way."""
+    if is_postgres(target):
+        from db.audit_postgres import PostgresStore
+
+        return PostgresStore(target, retention_days, queue_size)
+    return AuditStore(Path(target), retention_days, queue_size)
+
+
+def open_reader(target: Path | DatabaseUrl):
+    """A reader of the store for AUDIT_DB (the command line): read-only SQLite, or a PostgreSQL pool."""
+    if is_postgres(target):
+        from db.audit_postgres import PostgresReader
+
+        return PostgresReader(target)
+    return AuditReader(Path(target))

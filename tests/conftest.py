@@ -114,6 +114,26 @@ def search(docs, local_embedder, demo_index):
 
 
 @pytest.fixture
+def pg_url():
+    """A PostgreSQL URL (real server on 127.0.0.1:5432) whose connections use a schema of this test's own."""
+    from tests.fakes.postgres import own_schema
+
+    with own_schema() as (_, url):
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def audit_target(request, tmp_path):
+    """Where an audit store lives, once for each kind: a SQLite file, and a PostgreSQL schema of this test's
+    own (db.audit_store.open_store opens either)."""
+    from db.audit_store import DatabaseUrl
+
+    if request.param == "sqlite":
+        return tmp_path / "audit.db"
+    return DatabaseUrl(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
 async def redis():
     """A real Redis connection and a key prefix of this test's own, cleaned afterwards."""
     from tests.fakes.redis_support import connect, drop_prefix, unique_prefix

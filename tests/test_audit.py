@@ -40,24 +40,27 @@ def test_rotation_keeps_writing(tmp_path):
 
 # --- the audit store (SQLite, WAL) ---------------------------------------------------------------------
 
-def test_the_store_keeps_turns_and_events_queryable(tmp_path):
+def test_the_store_keeps_turns_and_events_queryable(audit_target):
     import sqlite3
     from datetime import UTC, datetime, timedelta
 
-    from db.audit_store import AuditFilter, AuditStore
+    from db.audit_store import AuditFilter, DatabaseUrl, open_store
 
-    store = AuditStore(tmp_path / "audit.db")
+    store = open_store(audit_target)
     audit = AuditLog(store)
     audit.record(chat_id="1", user_id="u1", message="足球多少钱", result=result())
     audit.record(chat_id="2", user_id="u2", message="<script>篮球</script>", result=result(blocked=True), update_id=5)
     audit.event("relay", "2", direction="to_operators", text="在吗")
     store.flush()
-    assert sqlite3.connect(tmp_path / "audit.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    if not isinstance(audit_target, DatabaseUrl):
+        assert sqlite3.connect(audit_target).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert [r["kind"] for r in store.query()] == ["relay", "turn", "turn"]          # newest first, with row ids
     assert [r["chat_id"] for r in store.query(AuditFilter(code="UNVERIFIED_AMOUNT"))] == ["2"]
     assert [r["chat_id"] for r in store.query(AuditFilter(blocked_only=True))] == ["2"]
     assert [r["message"] for r in store.query(AuditFilter(text="篮球"))] == ["<script>篮球</script>"]
     assert [r["kind"] for r in store.query(AuditFilter(chat_id="2"), newest_first=False)] == ["turn", "relay"]
+    assert store.count() == 3 and store.count(AuditFilter(kind="turn", user_id="u2")) == 1
+    assert store.get(store.latest_id())["kind"] == "relay" and store.get(store.latest_id() + 1) is None
     assert [r.chat_id for r in audit.of_chat("1", 5)] == ["1"]                     # typed records
     assert len(audit.since(datetime.now(UTC) - timedelta(minutes=1))) == 3
     assert store.purge(now=datetime.now(UTC) + timedelta(days=91)) == 3 and store.query() == []
@@ -122,12 +125,12 @@ def test_audit_export_and_tail_on_the_command_line(tmp_path):
     assert tail.split(" ", 1)[0].endswith("+08:00")
 
 
-def test_two_writers_share_one_store(tmp_path):
-    """Two bot processes on one host: two stores (two connections, two writer threads) on one WAL file."""
+def test_two_writers_share_one_store(audit_target):
+    """Two bot processes: two stores (two connections, two writer threads) on one WAL file, or one database."""
     from agent.audit_record import TurnRecord
-    from db.audit_store import AuditStore
+    from db.audit_store import open_store
 
-    first, second = AuditStore(tmp_path / "audit.db"), AuditStore(tmp_path / "audit.db")
+    first, second = open_store(audit_target), open_store(audit_target)
     for n in range(300):
         (first if n % 2 else second).add(TurnRecord(time=f"2026-11-29T00:00:{n:05d}", kind="turn",
                                                     chat_id=str(n)).entry())
@@ -139,13 +142,13 @@ def test_two_writers_share_one_store(tmp_path):
     second.close()
 
 
-def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(tmp_path):
+def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(audit_target):
     from datetime import UTC, datetime, timedelta
 
     from agent.analytics.stats import combine, compute, from_counts
-    from db.audit_store import AuditFilter, AuditStore
+    from db.audit_store import AuditFilter, open_store
 
-    store = AuditStore(tmp_path / "audit.db")
+    store = open_store(audit_target)
     audit = AuditLog(store)
     for n in range(12):
         r = result(answer=f"回答{n}", blocked=n % 4 == 0)
@@ -206,16 +209,16 @@ def test_audit_tail_follows_new_records_in_the_store(tmp_path):
 
 # --- the typed record -------------------------------------------------------------------------------------
 
-def test_a_turn_record_round_trips_row_record_csv(tmp_path):
+def test_a_turn_record_round_trips_row_record_csv(audit_target):
     import csv
     import io
 
     from agent.analytics.stats import CSV_COLUMNS, to_csv
     from agent.audit_record import TurnRecord
     from agent.trace import ToolTrace
-    from db.audit_store import AuditStore
+    from db.audit_store import open_store
 
-    store = AuditStore(tmp_path / "audit.db")
+    store = open_store(audit_target)
     audit = AuditLog(store)
     turn = result(answer="足球售价120元", blocked=True)
     turn.trace.tool_calls.append(ToolTrace("get_product_details", {"product_ids": ["001"]}, "verified", 1.5,
@@ -448,10 +451,10 @@ def test_a_huge_update_id_then_a_normal_turn_both_reach_the_store(tmp_path):
     store.close()
 
 
-def test_a_record_that_raises_in_the_writer_is_skipped_and_later_ones_are_written(tmp_path, caplog):
+def test_a_record_that_raises_in_the_writer_is_skipped_and_later_ones_are_written(audit_target, caplog):
     from collections.abc import Mapping
 
-    from db.audit_store import AuditEntry, AuditStore
+    from db.audit_store import AuditEntry, open_store
 
     class Poison(Mapping):   # a record that cannot be turned into JSON: raises in the writer thread
         def __getitem__(self, key):
@@ -463,12 +466,13 @@ def test_a_record_that_raises_in_the_writer_is_skipped_and_later_ones_are_writte
         def __len__(self):
             return 1
 
-    store = AuditStore(tmp_path / "audit.db")
+    store = open_store(audit_target, retention_days=3650)
     store.add(AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "before", {"a": 1}))
     store.add(AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "bad", Poison(), update_id=4242))
     store.add(AuditEntry("2026-11-30T00:00:00.000+00:00", "turn", "after", {"a": 2}))
-    rows = _written(tmp_path / "audit.db")
-    assert [r["chat_id"] for r in rows] == ["before", "after"] and store._thread.is_alive()
+    assert store.flush(timeout=10)
+    rows = store.query(newest_first=False)
+    assert [r["a"] for r in rows] == [1, 2] and store._thread.is_alive()   # "before" and "after"
     assert store.failed == 1
     assert any("skipped" in r.getMessage() and "update_id=4242" in r.getMessage() and "RuntimeError" in r.getMessage()
                for r in caplog.records)

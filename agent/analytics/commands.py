@@ -83,15 +83,15 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.audit import open_audit_reader
     from agent.clock import today_shanghai
-    from db.audit_store import AuditFilter, AuditReader
+    from db.audit_store import AuditFilter
 
     day = day_of(args.day, today_shanghai())
-    path = audit_db_for(args.db, settings)
-    if not path.exists():
+    reader = open_audit_reader(audit_db_for(args.db, settings), "--db" if args.db else "AUDIT_DB")
+    if reader is None:
         print(stats_text([], day))
         return 0
-    reader = AuditReader(path)
     try:
         since, until = day_bounds(day)
         print(stats_text(list(reader.iterate(AuditFilter(since=since, until=until))), day))

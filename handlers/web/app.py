@@ -50,7 +50,7 @@ PURGE_SECONDS = 60                   # how often ended sessions and old failed l
 MIN_TOKEN_CHARS, MIN_TOKEN_DISTINCT = 16, 8
 PAGE_SIZE = 50
 MAX_PAGE = 100_000
-MAX_ID = 2**63 - 1                   # SQLite's largest integer
+MAX_ID = 2**63 - 1                   # SQLite's largest integer (PostgreSQL's bigint too)
 SSE_POLL_SECONDS = 0.3
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; "
        "frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
@@ -452,8 +452,10 @@ async def events(request: web.Request) -> web.StreamResponse:
     try:   # the stream ends with its session (logout, idle, expiry); it does not keep the session alive
         while not closing.is_set() and request.transport is not None and not request.transport.is_closing() \
                 and sessions.get(sid) is session and _alive(session, clock()):
+            # by id above the last shown (ids become visible in order, from every host's writer, in either
+            # store); rows come in time order, so the cursor is the largest id seen, not the last row's
             for record in await _records(request, where, 200, 0, False, last):
-                last = record.id
+                last = max(last, record.id)
                 data = json.dumps(row_of(record), ensure_ascii=False)
                 await response.write(f"id: {last}\nevent: record\ndata: {data}\n\n".encode())
             try:   # wake at once on shutdown instead of holding the server open
