@@ -100,15 +100,21 @@ def test_an_export_file_is_created_readable_by_the_owner_only(tmp_path):
     assert _mode(tmp_path / "out.csv") == 0o600
 
 
-@pytest.mark.parametrize("url", ["postgresql://x", "postgresql://kefu:s3cret@db.example:5432/kefu",
-                                 "sqlite:///data/audit.db"])
-def test_a_database_url_in_audit_db_is_refused_in_one_line(tmp_path, url):
-    for args in (["audit", "tail"], *([["console"]] if url == "postgresql://x" else [])):   # console: the start-up
+@pytest.mark.parametrize("url", ["postgresql://kefu:s3cret@127.0.0.1:1/kefu", "sqlite:///data/audit.db",
+                                 "mysql://kefu:s3cret@127.0.0.1:1/kefu"])
+def test_a_database_url_in_audit_db_is_refused_or_unreachable_in_one_line(tmp_path, url):
+    """A URL of another database is refused; a PostgreSQL URL is the PostgreSQL store, and one that does
+    not answer stops the command (and the bot's start-up) naming its host, never its password."""
+    for args in (["audit", "tail"], *([["console"]] if url.startswith("postgres") else [])):   # console: start-up
         run = _bot(tmp_path, *args, AUDIT_DB=url, SEARCH_MODE="lexical")
         err = run.stderr.decode().strip().splitlines()
         assert run.returncode == 2 and len(err) >= 1, run
         line = err[-1]
-        assert line.startswith("kefu-bot: AUDIT_DB: ") and "takes the path of a SQLite file" in line
-        assert ("PostgreSQL is not supported yet" in line) == url.startswith("postgres")
+        if url.startswith("postgres"):
+            assert line == "kefu-bot: AUDIT_DB: cannot open the PostgreSQL audit store at " \
+                "postgresql://127.0.0.1:1/kefu (OperationalError)", line
+        else:
+            assert line.startswith("kefu-bot: AUDIT_DB: a ") and "URL is not supported" in line
+            assert "takes the path of a SQLite file (default data/audit.db) or a postgresql:// URL" in line
         assert "s3cret" not in run.stderr.decode() and "s3cret" not in run.stdout.decode()
         assert not [p for p in tmp_path.rglob("*") if p.name.endswith(":")]   # no `postgresql:` folder
