@@ -22,10 +22,6 @@ from db.audit_store import (  # noqa: F401 - channels read the store through age
     AuditFilter,
     AuditReader,
     AuditStore,
-    DatabaseUrl,
-    StoreError,
-    open_reader,
-    open_store,
     writer_counts,
     writer_problems,
 )
@@ -67,42 +63,6 @@ class JsonLines:
         self._listener.stop()
         for handler in self._listener.handlers:
             handler.close()
-
-
-DEFAULT_AUDIT_DB = Path("data/audit.db")
-
-
-def open_audit_store(settings: Any, queue_size: int | None = None) -> Any:
-    """The audit store AUDIT_DB names (db.audit_store.open_store chooses SQLite or PostgreSQL by its
-    scheme), or the one-line StartupError that stops start-up: an AUDIT_DB file of one's own must be in a
-    folder that exists (a typo must not start a second audit trail); a PostgreSQL that does not answer is
-    named by host and database, never by its URL."""
-    import sqlite3
-
-    from agent.settings import StartupError, audit_target
-
-    target = audit_target(settings.audit_db)
-    if isinstance(target, Path) and settings.explicit("audit_db", DEFAULT_AUDIT_DB) and not target.parent.is_dir():
-        raise StartupError(f"AUDIT_DB: the folder {target.parent} does not exist — check the path, "
-                           "or create the folder first")
-    try:
-        return open_store(target, settings.audit_retention_days, *([queue_size] if queue_size else []))
-    except (OSError, sqlite3.Error) as exc:
-        raise StartupError(f"AUDIT_DB: cannot open the audit store at {target} ({exc})") from None
-    except StoreError as exc:
-        raise StartupError(f"AUDIT_DB: {exc}") from None
-
-
-def open_audit_reader(target: Path | DatabaseUrl, name: str = "AUDIT_DB") -> Any:
-    """A reader of the store for a command (`audit`, `stats`); None while a SQLite file does not exist yet."""
-    from agent.settings import StartupError
-
-    if isinstance(target, Path) and not target.exists():
-        return None
-    try:
-        return open_reader(target)
-    except StoreError as exc:
-        raise StartupError(f"{name}: {exc}") from None
 
 
 class AuditLog:

@@ -270,8 +270,9 @@ def _json_line(record) -> str:
 
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.audit import open_audit_reader, summary_line
+    from agent.audit import summary_line
     from agent.settings import audit_db_for
+    from agent.startup import open_audit_reader
     from db.audit_store import AuditFilter
 
     path = audit_db_for(args.db, settings)

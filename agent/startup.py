@@ -5,15 +5,17 @@ and by the maintenance commands (agent/commands.py)."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agent.audit import AuditLog, open_audit_store
+from agent.audit import AuditLog
 from agent.breaker import Breaker
-from agent.settings import Settings, StartupError
+from agent.settings import Settings, StartupError, audit_target
+from db.audit_store import DatabaseUrl, StoreError, open_reader, open_store
 from db.build import write_catalog
 from db.connection import CatalogUnavailable, open_readonly
 from db.records import Catalog, demo_catalog
@@ -134,6 +136,36 @@ async def open_agent(settings: Settings) -> AsyncIterator[Agent]:
             stack.push_async_callback(model.close)
         yield Agent(conn, search, model, turn_budget_seconds=settings.turn_budget_seconds,
                     today=lambda: settings.today, passages=passages)
+
+
+DEFAULT_AUDIT_DB = Path("data/audit.db")
+
+
+def open_audit_store(settings: Settings, queue_size: int | None = None) -> Any:
+    """The audit store AUDIT_DB names (db.audit_store.open_store chooses SQLite or PostgreSQL by its
+    scheme), or the one-line StartupError that stops start-up: an AUDIT_DB file of one's own must be in a
+    folder that exists (a typo must not start a second audit trail); a PostgreSQL that does not answer is
+    named by host and database, never by its URL."""
+    target = audit_target(settings.audit_db)
+    if isinstance(target, Path) and settings.explicit("audit_db", DEFAULT_AUDIT_DB) and not target.parent.is_dir():
+        raise StartupError(f"AUDIT_DB: the folder {target.parent} does not exist — check the path, "
+                           "or create the folder first")
+    try:
+        return open_store(target, settings.audit_retention_days, *([queue_size] if queue_size else []))
+    except (OSError, sqlite3.Error) as exc:
+        raise StartupError(f"AUDIT_DB: cannot open the audit store at {target} ({exc})") from None
+    except StoreError as exc:
+        raise StartupError(f"AUDIT_DB: {exc}") from None
+
+
+def open_audit_reader(target: Path | DatabaseUrl, name: str = "AUDIT_DB") -> Any:
+    """A reader of the store for a command (`audit`, `stats`); None while a SQLite file does not exist yet."""
+    if isinstance(target, Path) and not target.exists():
+        return None
+    try:
+        return open_reader(target)
+    except StoreError as exc:
+        raise StartupError(f"{name}: {exc}") from None
 
 
 def open_audit(settings: Settings) -> AuditLog:

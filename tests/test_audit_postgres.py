@@ -151,8 +151,8 @@ def test_closing_while_the_database_is_away_drops_what_is_kept_counted_and_retur
 
 
 def test_a_password_in_audit_db_reaches_no_message(monkeypatch, caplog):
-    from agent.audit import open_audit_store
     from agent.settings import Settings, StartupError, audit_target
+    from agent.startup import open_audit_store
 
     monkeypatch.setenv("AUDIT_DB", DEAD)
     settings = Settings(_env_file=None)

@@ -83,8 +83,8 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.audit import open_audit_reader
     from agent.clock import today_shanghai
+    from agent.startup import open_audit_reader
     from db.audit_store import AuditFilter
 
     day = day_of(args.day, today_shanghai())
