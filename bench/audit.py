@@ -4,9 +4,12 @@
    disk, and what one `record()` costs the event loop, p50/p95), against the previous design in the
    same run (the rotated JSON Lines file, also written by a thread);
 2. size: the database per 10,000 turns;
-3. reading: the console's pages rendered over HTTP with 100,000 turns stored (p50/p95 per view).
+3. reading: the console's pages rendered over HTTP with 100,000 turns stored (p50/p95 per view);
+4. the same writing and pages on PostgreSQL (issue 25: AUDIT_DB=postgresql://…), in a schema of its own
+   (dropped afterwards), as ratios to SQLite in the same run; and the live feed's poll for new ids (its
+   query's p50, and how soon a record added is visible to it).
 
-    python bench/audit.py [--turns 100000] [--runs 20]
+    python bench/audit.py [--turns 100000] [--runs 20] [--postgres URL | --no-postgres]
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from agent.audit import AuditLog  # noqa: E402
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace  # noqa: E402
-from db.audit_store import AuditStore  # noqa: E402
+from db.audit_store import AuditFilter, AuditStore, DatabaseUrl, open_store  # noqa: E402
 from handlers.web.app import build_web_app  # noqa: E402
 from tests.fakes.local_http import serve  # noqa: E402
 
@@ -80,6 +83,38 @@ def backdate(path: Path, days: int) -> None:
                          [((now - timedelta(seconds=days * 86400 * (1 - i / len(ids)))).isoformat(timespec="milliseconds"),
                            rid) for i, rid in enumerate(ids)])
     conn.close()
+
+
+def backdate_postgres(store, days: int) -> None:
+    """`backdate` for the PostgreSQL store, in one statement; then ANALYZE, as autovacuum would."""
+    with store._pool.connection() as conn:
+        conn.execute(
+            "WITH n AS (SELECT id, row_number() OVER (ORDER BY id) AS i, count(*) OVER () AS c FROM audit) "
+            "UPDATE audit a SET time = to_char((now() - make_interval(secs => %s * 86400.0 * (1 - (n.i - 1)::float8 "
+            "/ n.c))) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"+00:00\"') FROM n WHERE a.id = n.id",
+            (days,))
+        conn.execute("VACUUM ANALYZE audit")
+
+
+def feed_poll(store, runs: int = 200) -> tuple[list[float], list[float]]:
+    """The live feed's poll (ids above the latest, oldest first) in ms; and how long a record added takes
+    to be visible to it (ms: the writer's batch and commit, polled every millisecond)."""
+    latest = store.latest_id()
+    polls = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        store.query(AuditFilter(), 200, 0, False, latest)
+        polls.append((time.perf_counter() - started) * 1000)
+    rng, visible = random.Random(9), []
+    audit = AuditLog(store)
+    for n in range(min(runs, 50)):
+        started = time.perf_counter()
+        audit.record(chat_id="poll", user_id="poll", message="足球多少钱", result=result(n, rng), update_id=10**9 + n)
+        while not store.query(AuditFilter(), 200, 0, False, latest):
+            time.sleep(0.001)
+        visible.append((time.perf_counter() - started) * 1000)
+        latest = store.latest_id()
+    return polls, visible
 
 
 async def pages(store: AuditStore, runs: int) -> dict[str, list[float]]:
@@ -135,6 +170,38 @@ async def main(args) -> None:
         print(f"\nconsole pages with {args.turns:,} turns stored, {args.runs} requests each (ms):")
         for name, values in timings.items():
             print(f"  {name:26} p50 {pct(values, 50):7.1f}   p95 {pct(values, 95):7.1f}")
+        polls, visible = feed_poll(store)
+        store.close()
+        if args.no_postgres:
+            return
+        await postgres(args, rate, timings, polls, visible)
+
+
+async def postgres(args, sqlite_rate: float, sqlite_pages: dict[str, list[float]], sqlite_polls: list[float],
+                   sqlite_visible: list[float]) -> None:
+    """Part 4: the same turns and pages on PostgreSQL, as ratios to the SQLite figures of this run."""
+    from tests.fakes.postgres import POSTGRES_TEST_URL, own_schema
+
+    with own_schema(args.postgres or POSTGRES_TEST_URL) as (_, url):
+        store = open_store(DatabaseUrl(url), queue_size=args.turns + 1)
+        rate, costs = write(AuditLog(store), args.turns, store.flush)
+        with store._pool.connection() as conn:
+            size = conn.execute("SELECT pg_total_relation_size('audit') + pg_total_relation_size('audit_codes') "
+                                "+ pg_total_relation_size('audit_flags')").fetchone()[0]
+        print(f"\nPostgreSQL store (same run): {rate:,.0f} records/s written ({rate / sqlite_rate:.2f}× SQLite's "
+              f"{sqlite_rate:,.0f}); record() p50 {pct(costs, 50):.0f} µs, p95 {pct(costs, 95):.0f} µs; "
+              f"dropped {store.dropped}; {size / 2**20 / (args.turns / 10_000):.2f} MB per 10,000 turns")
+        backdate_postgres(store, 30)
+        timings = await pages(store, args.runs)
+        print(f"console pages on PostgreSQL with {args.turns:,} turns, {args.runs} requests each (ms; ratio to "
+              "SQLite's p50 in this run):")
+        for name, values in timings.items():
+            ratio = pct(values, 50) / pct(sqlite_pages[name], 50)
+            print(f"  {name:26} p50 {pct(values, 50):7.1f}   p95 {pct(values, 95):7.1f}   {ratio:5.2f}×")
+        polls, visible = feed_poll(store)
+        print(f"live feed poll (ids above the latest): p50 {pct(polls, 50):.2f} ms on PostgreSQL, "
+              f"{pct(sqlite_polls, 50):.2f} ms on SQLite; a record added is visible to it after p50 "
+              f"{pct(visible, 50):.1f} ms (SQLite {pct(sqlite_visible, 50):.1f} ms)")
         store.close()
 
 
@@ -142,4 +209,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--postgres", help="a PostgreSQL URL (default: the tests' 127.0.0.1:5432/test)")
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     asyncio.run(main(parser.parse_args()))
