@@ -196,9 +196,12 @@ class PostgresReader:
             sql += (" AND" if sql else " WHERE") + " id > %s"
             args.append(after_id)
         order = "DESC" if newest_first else "ASC"
+        # after an id (the live feed, `audit tail -f`): in id order, the order rows became visible in — by
+        # the primary key, not the whole time index
+        sort = f"id {order}" if after_id else f"time {order}, id {order}"
         rows = self._fetch(f"SELECT id, record FROM audit WHERE id IN (SELECT id FROM audit{sql} "
-                           f"ORDER BY time {order}, id {order} LIMIT %s OFFSET %s) "
-                           f"ORDER BY time {order}, id {order}", [*args, limit, offset])
+                           f"ORDER BY {sort} LIMIT %s OFFSET %s) "
+                           f"ORDER BY {sort}", [*args, limit, offset])
         return [_stored(i, r) for i, r in rows]
 
     def get(self, record_id: int) -> dict[str, Any] | None:

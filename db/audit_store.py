@@ -230,12 +230,15 @@ class AuditReader:
             sql += (" AND" if sql else " WHERE") + " id > ?"
             args.append(after_id)
         order = "DESC" if newest_first else "ASC"
+        # after an id (the live feed, `audit tail -f`): in id order, the order rows became visible in — by
+        # the primary key, not the whole time index
+        sort = f"id {order}" if after_id else f"time {order}, id {order}"
         with self._read_lock:
             # the page's ids first (sorted on the row's leading columns), then only their documents: a filter
             # by flag or code reads its matches by id and must not carry every match's JSON through the sort
             rows = self._reader.execute(f"SELECT id, record FROM audit WHERE id IN (SELECT id FROM audit{sql} "
-                                        f"ORDER BY time {order}, id {order} LIMIT ? OFFSET ?) "
-                                        f"ORDER BY time {order}, id {order}", [*args, limit, offset]).fetchall()
+                                        f"ORDER BY {sort} LIMIT ? OFFSET ?) "
+                                        f"ORDER BY {sort}", [*args, limit, offset]).fetchall()
         return [_stored(r) for r in rows]
 
     def get(self, record_id: int) -> dict[str, Any] | None:
