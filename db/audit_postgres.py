@@ -300,7 +300,10 @@ class PostgresStore(PostgresReader, QueuedWriter):
         except psycopg.Error as exc:
             super().close()
             raise StoreError(f"cannot open the PostgreSQL audit store at {url} ({type(exc).__name__})") from None
-        self.purge()
+        try:
+            self.purge()
+        except psycopg.Error as exc:   # the writer purges again in PURGE_EVERY_SECONDS
+            log.error("could not purge old audit records at start (%s)", type(exc).__name__)
         self._start_writer(queue_size)
 
     def _connection(self) -> psycopg.Connection:

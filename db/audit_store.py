@@ -178,7 +178,9 @@ class AuditFilter:
             clauses.append(f"({find}(message, ?) > 0 OR {find}(answer, ?) > 0)")
             args += [self.text, self.text]
         sql = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        return (sql.replace("?", "%s") if postgres else sql), args
+        if postgres:   # PostgreSQL text holds no NUL: the store keeps U+FFFD in its place, and so is asked
+            return sql.replace("?", "%s"), [a.replace("\x00", "\ufffd") if isinstance(a, str) else a for a in args]
+        return sql, args
 
 
 def _is_time(text: str) -> bool:

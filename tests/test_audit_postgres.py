@@ -62,6 +62,25 @@ def test_signs_of_a_misunderstanding_attach_alike_in_both_stores(audit_target):
     store.close()
 
 
+def test_odd_values_reach_the_postgres_store_or_are_skipped_alone(pg_url):
+    """An update id beyond bigint (the column empty, the record keeps it), NUL in the text (U+FFFD in the
+    columns, found by a filter with NUL too), a latency that is not a number (that record alone skipped)."""
+    store = open_store(DatabaseUrl(pg_url))
+    huge = _turn("9", 0, update_id=2 ** 64 + 5, model_calls=2 ** 70)
+    store.add(AuditEntry(huge.time, "turn", "9", {**huge.record, "update_id": 2 ** 64 + 5}, update_id=2 ** 64 + 5,
+                         model_calls=2 ** 70))
+    store.add(_turn("nul\x00chat", 1, message="在吗\x00？"))
+    store.add(_turn("bad", 2, latency_ms="slow"))
+    store.add(_turn("after", 3))
+    assert store.flush(timeout=10) and store._thread.is_alive()
+    assert store.failed == 1 and store.written == 3
+    assert [r["chat_id"] for r in store.query(newest_first=False)] == ["9", "nul\ufffdchat", "after"]   # no NUL in PG
+    assert store.query(newest_first=False)[0]["update_id"] == 2 ** 64 + 5
+    assert store.count(AuditFilter(chat_id="nul\x00chat")) == 1 and store.count(AuditFilter(text="吗\x00")) == 1
+    assert store.feedback_for([2 ** 64 + 5, 1]) == {}
+    store.close()
+
+
 def test_the_live_feed_cursor_misses_no_row_that_commits_late(pg_url):
     """Host A's batch is drawn and written but not yet committed when host B writes: B waits for A, so a
     page polling for ids above the last it showed never steps over A's row (ids show in order)."""
