@@ -238,6 +238,12 @@ async def test_the_page_shows_the_turns_of_every_host(pg_url):
         async with session:
             page = await (await session.get(f"{base}/")).text()
             assert "主机1的问题" in page and "主机2的问题" in page and "共 2 条" in page
+            only = await (await session.get(f"{base}/?q=主机2")).text()
+            assert "主机2的问题" in only and "主机1的问题" not in only and "共 1 条" in only
+            (second,) = reader.query(AuditFilter(chat_id="20"))
+            detail = await session.get(f"{base}/turn/{second['id']}")
+            assert detail.status == 200 and "主机2的问题" in await detail.text()
+            assert (await session.get(f"{base}/summary")).status == 200
             async with session.get(f"{base}/events", timeout=aiohttp.ClientTimeout(total=20)) as stream:
                 await stream.content.readline()                     # ": connected"
                 for n, host in enumerate(hosts):
