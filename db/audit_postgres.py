@@ -10,8 +10,8 @@ fits that as it is: a blocking connection in the writer thread and a thread-safe
 asyncpg would need every reader turned into a coroutine (the page, /stats, /chat, the CLI, the exports) or
 a second event loop in a thread to bridge to it; the SQLite store would then need an async facade too.
 
-Timeouts: connecting CONNECT_SECONDS, each statement STATEMENT_MS, waiting for a pooled connection
-POOL_WAIT_SECONDS. A database out of reach never loses a batch silently: the writer keeps it and tries again
+Timeouts: connecting CONNECT_SECONDS, each statement STATEMENT_MS (the server's), a silent network
+TCP_SECONDS (TCP user timeout and keepalives), waiting for a pooled connection POOL_WAIT_SECONDS. A database out of reach never loses a batch silently: the writer keeps it and tries again
 after the pauses of `QueuedWriter` (bounded, then every minute), the queue meanwhile fills and what it
 cannot take is counted and logged, and /healthz says the store is unreachable.
 
@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 CONNECT_SECONDS = 5
 STATEMENT_MS = 15_000
+TCP_SECONDS = 30                  # unacknowledged data or keepalives for this long: the connection is dead
 PURGE_STATEMENT_MS = 300_000      # a first purge of a big store may take minutes
 POOL_WAIT_SECONDS = 10.0
 POOL_SIZE = 4
@@ -108,6 +109,11 @@ def conninfo(url: DatabaseUrl) -> str:
     except psycopg.ProgrammingError:
         raise StoreError(f"AUDIT_DB is not a valid PostgreSQL URL ({url})") from None
     params.setdefault("connect_timeout", str(CONNECT_SECONDS))
+    # a server gone silent (no RST) fails the call within TCP_SECONDS instead of hanging on a read: the
+    # statement timeout is the server's own and cannot help then
+    params.setdefault("tcp_user_timeout", str(TCP_SECONDS * 1000))
+    for name, value in (("keepalives", 1), ("keepalives_idle", 10), ("keepalives_interval", 5), ("keepalives_count", 3)):
+        params.setdefault(name, str(value))
     params.setdefault("application_name", "kefu-audit")
     options = str(params.get("options") or "")
     if "statement_timeout" not in options:
