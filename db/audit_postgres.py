@@ -11,7 +11,9 @@ asyncpg would need every reader turned into a coroutine (the page, /stats, /chat
 a second event loop in a thread to bridge to it; the SQLite store would then need an async facade too.
 
 Timeouts: connecting CONNECT_SECONDS, each statement STATEMENT_MS (the server's), a silent network
-TCP_SECONDS (TCP user timeout and keepalives), waiting for a pooled connection POOL_WAIT_SECONDS. A database out of reach never loses a batch silently: the writer keeps it and tries again
+TCP_SECONDS (TCP user timeout and keepalives), waiting for a pooled connection POOL_WAIT_SECONDS, and
+on the client's side every read and every batch's transaction CALL_SECONDS (`deadline`: a server that
+stopped answering while its kernel still acknowledges is caught by none of the others). A database out of reach never loses a batch silently: the writer keeps it and tries again
 after the pauses of `QueuedWriter` (bounded, then every minute), the queue meanwhile fills and what it
 cannot take is counted and logged, and /healthz says the store is unreachable.
 
@@ -26,8 +28,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import socket
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,6 +59,7 @@ log = logging.getLogger(__name__)
 CONNECT_SECONDS = 5
 STATEMENT_MS = 15_000
 TCP_SECONDS = 30                  # unacknowledged data or keepalives for this long: the connection is dead
+CALL_SECONDS = 30.0               # a read or a batch's transaction taking longer is cut (`deadline`)
 PURGE_STATEMENT_MS = 300_000      # a first purge of a big store may take minutes
 POOL_WAIT_SECONDS = 10.0
 POOL_SIZE = 4
@@ -129,6 +136,28 @@ def create_schema(info: str) -> None:
         conn.execute(SCHEMA)
 
 
+@contextmanager
+def deadline(conn: psycopg.Connection, seconds: float) -> Iterator[None]:
+    """A client-side bound on what runs inside: past `seconds` the connection's socket is shut down from a
+    timer thread, so a call waiting on a server that stopped answering (its kernel still acknowledging,
+    where neither the statement timeout nor TCP's own timeouts can act) fails with an OperationalError."""
+    def cut() -> None:
+        try:
+            with socket.socket(fileno=os.dup(conn.pgconn.socket)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+            log.error("audit store: a call took over %.0f s; its connection was cut", seconds)
+        except (OSError, psycopg.Error):
+            pass
+
+    timer = threading.Timer(seconds, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def _text(value: Any) -> Any:
     """A text column's value: PostgreSQL text cannot hold NUL (the record's JSON keeps it, escaped)."""
     return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
@@ -185,7 +214,8 @@ class PostgresReader:
         """The rows of one statement; a connection the server dropped is replaced once (bounded)."""
         for attempt in (1, 2):
             try:
-                with self._pool.connection() as conn, conn.cursor(row_factory=row_factory) as cur:
+                with self._pool.connection() as conn, deadline(conn, CALL_SECONDS), \
+                        conn.cursor(row_factory=row_factory) as cur:
                     cur.execute(sql, args)
                     return cur.fetchall()
             except psycopg.OperationalError:
@@ -337,7 +367,7 @@ class PostgresStore(PostgresReader, QueuedWriter):
 
     def _write(self, entries: list[AuditEntry]) -> None:
         conn = self._connection()
-        with conn.transaction(), conn.cursor() as cur:
+        with deadline(conn, CALL_SECONDS), conn.transaction(), conn.cursor() as cur:
             # ids drawn under a lock held to commit: they become visible in the order they were drawn
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
             cur.execute("SELECT nextval(%s) FROM generate_series(1, %s)", (self._sequence, len(entries)))

@@ -155,6 +155,35 @@ def test_a_database_out_of_reach_keeps_the_batch_counts_the_drops_and_catches_up
     store.close()
 
 
+async def test_a_server_that_stops_answering_has_its_call_cut_and_the_batch_waits(pg_url, monkeypatch, caplog):
+    """A PostgreSQL that goes silent mid-batch while its host's TCP still acknowledges (a proxy that holds
+    every byte): the client-side deadline cuts the call, the batch is kept, and written once it answers."""
+    from db import audit_postgres
+    from tests.fakes.tcp_proxy import TcpProxy
+
+    monkeypatch.setattr(audit_postgres, "CALL_SECONDS", 1.0)
+    monkeypatch.setattr(audit_store, "PAUSES", (0.2,))
+    proxy = await TcpProxy("127.0.0.1", 5432).start()
+    url = pg_url.replace("127.0.0.1:5432", f"127.0.0.1:{proxy.port}") + "&connect_timeout=2"
+    store = await asyncio.to_thread(open_store, DatabaseUrl(url))
+    try:
+        proxy.cut()
+        store.add(_turn("held", 0))
+        for _ in range(200):
+            if store._unreachable_since is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert store._unreachable_since is not None and "its connection was cut" in caplog.text
+        assert store.written == 0 and store.failed == 0 and store._thread.is_alive()
+        proxy.heal()
+        assert await asyncio.to_thread(store.flush, 30)
+        assert [r["chat_id"] for r in await asyncio.to_thread(store.query)] == ["held"] and store.dropped == 0
+    finally:
+        proxy.heal()
+        await asyncio.to_thread(store.close)
+        await proxy.stop()
+
+
 def test_closing_while_the_database_is_away_drops_what_is_kept_counted_and_returns(pg_url, monkeypatch, caplog):
     monkeypatch.setattr(audit_store, "PAUSES", (30.0,))
     store = open_store(DatabaseUrl(pg_url))
