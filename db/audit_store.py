@@ -464,6 +464,10 @@ class QueuedWriter:
         meanwhile drops what is kept, counted and logged."""
         attempt = 0
         while True:
+            if self._closing.is_set() and self._unreachable_since is not None:   # closing, the database away
+                self.dropped += len(entries)
+                log.error("audit store unreachable at close: %d record(s) dropped", len(entries))
+                return
             try:
                 self._write_batch(entries)
             except StoreUnavailable as exc:
@@ -476,10 +480,7 @@ class QueuedWriter:
                     log.error("audit store unreachable (%s): %d record(s) kept, %d waiting; trying again in %.1f s",
                               exc, len(entries), self._queue.qsize(), pause)
                 self._busy_since = None      # waiting, not stuck
-                if self._closing.wait(pause):
-                    self.dropped += len(entries)
-                    log.error("audit store unreachable at close: %d record(s) dropped", len(entries))
-                    return
+                self._closing.wait(pause)
                 self._busy_since = time.monotonic()
                 continue
             if self._unreachable_since is not None:

@@ -194,7 +194,7 @@ def test_closing_while_the_database_is_away_drops_what_is_kept_counted_and_retur
     started = time.monotonic()
     store.close(timeout=5)
     assert time.monotonic() - started < 5 and not store._thread.is_alive()
-    assert store.dropped == 3 and "unreachable at close: 3 record(s) dropped" in caplog.text
+    assert store.dropped == 3 and "audit store unreachable at close" in caplog.text   # one or two batches
     assert audit_store.writer_problems() == [] and "s3cret" not in caplog.text
 
 
