@@ -218,6 +218,8 @@ class PostgresReader:
                         conn.cursor(row_factory=row_factory) as cur:
                     cur.execute(sql, args)
                     return cur.fetchall()
+            except (PoolTimeout, psycopg.errors.QueryCanceled):
+                raise                         # waited its full time already: no second wait
             except psycopg.OperationalError:
                 if attempt == 2:
                     raise
