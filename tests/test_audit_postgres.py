@@ -78,6 +78,12 @@ def test_odd_values_reach_the_postgres_store_or_are_skipped_alone(pg_url):
     assert store.query(newest_first=False)[0]["update_id"] == 2 ** 64 + 5
     assert store.count(AuditFilter(chat_id="nul\x00chat")) == 1 and store.count(AuditFilter(text="吗\x00")) == 1
     assert store.feedback_for([2 ** 64 + 5, 1]) == {}
+    with store._pool.connection() as conn:        # a row another tool wrote: a document that is not an object
+        (foreign,) = conn.execute("INSERT INTO audit (time, kind, chat_id, record) VALUES (%s, 'turn', 'x', '[1, 2]') "
+                                  "RETURNING id", (_at(4),)).fetchone()
+    assert store.get(foreign) == {"id": foreign} and store.query(limit=1) == [{"id": foreign}]
+    days = store.daily(datetime.now(UTC) - timedelta(days=1))   # (the turns may straddle midnight in Shanghai)
+    assert sum(d["turns"] for d in days) == 4 and [c for d in days for c in d["model_calls"]] == []   # 2**70: out
     store.close()
 
 
