@@ -245,7 +245,10 @@ def test_the_commands_read_the_postgres_store(pg_url, monkeypatch, capsysbinary)
     assert bot.main(["audit", "export", "--flagged", "--format", "jsonl", "--db", pg_url]) == 0
     (line,) = [json.loads(x) for x in capsysbinary.readouterr().out.decode().splitlines()]
     assert line["flags"] == ["negative_reply"] and [t["say"] for t in line["turns"]] == ["足球多少钱"]
-    assert bot.main(["stats", "--db", pg_url]) == 0
+    from agent.clock import SHANGHAI
+
+    day = (now - timedelta(seconds=10)).astimezone(SHANGHAI).date().isoformat()   # the turns' day in Shanghai
+    assert bot.main(["stats", "--day", day, "--db", pg_url]) == 0
     assert "对话轮次：2" in capsysbinary.readouterr().out.decode()
     assert bot.main(["audit", "tail", "--db", DEAD]) == 2
     err = capsysbinary.readouterr().err.decode()
