@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.demo import DEMO_DAY
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow   # every test runs a real bot.py process
 
 
-def run(args, stdin, tmp_path):
+def run(args, stdin, tmp_path, **extra: str):
     env = {k: v for k, v in os.environ.items() if k not in {"BOT_TOKEN", "OPENAI_API_KEY", "REDIS_URL"}}
-    env["DATABASE_PATH"] = str(tmp_path / "data" / "shop.db")
+    env.update(DATABASE_PATH=str(tmp_path / "data" / "shop.db"), **extra)
     return subprocess.run([sys.executable, str(ROOT / "bot.py"), *args], input=stdin, capture_output=True,
                           text=True, timeout=300, cwd=tmp_path, env=env)
 
@@ -30,16 +32,18 @@ def test_plain_run_opens_the_console_with_memory(tmp_path):
 
 def built_catalog(tmp_path):
     """The demo catalog and index as a first start builds them (test_plain_run_... covers that start),
-    copied from the run's one build."""
-    from agent.clock import now_shanghai
+    copied from the run's one build, as of DEMO_DAY: the bot is started with KEFU_TODAY=DEMO_DAY (TODAY)."""
     from tests.fakes import prebuilt
 
-    prebuilt.demo_data(tmp_path / "data", now_shanghai().date().isoformat())
+    prebuilt.demo_data(tmp_path / "data")
+
+
+TODAY = {"KEFU_TODAY": DEMO_DAY.isoformat()}   # the day the shared demo build is made for
 
 
 def test_console_reset_and_trace(tmp_path):
     built_catalog(tmp_path)
-    result = run(["console", "--show-trace"], "足球多少钱\n/reset\n那买两个呢\n", tmp_path)
+    result = run(["console", "--show-trace"], "足球多少钱\n/reset\n那买两个呢\n", tmp_path, **TODAY)
     assert result.returncode == 0, result.stderr
     assert '"model_calls": 2' in result.stdout and '"calc:001:1:regular"' in result.stdout
     last = [line for line in result.stdout.splitlines() if "客服：" in line][-1]
@@ -55,7 +59,7 @@ async def test_console_with_a_remote_model_that_fails_degrades_and_hides_the_key
     fake = await FakeOpenAI(chat_replies=[500] * 10).start()
     env = {k: v for k, v in os.environ.items() if k not in {"BOT_TOKEN", "REDIS_URL"}}
     env.update({"DATABASE_PATH": str(tmp_path / "data" / "shop.db"), "OPENAI_API_KEY": "sk-VERY-SECRET",
-                "OPENAI_BASE_URL": fake.url, "LLM_MAX_RETRIES": "0"})
+                "OPENAI_BASE_URL": fake.url, "LLM_MAX_RETRIES": "0", **TODAY})
     try:
         process = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "bot.py"), "console", cwd=tmp_path, env=env, stdin=asyncio.subprocess.PIPE,
@@ -72,12 +76,12 @@ async def test_console_with_a_remote_model_that_fails_degrades_and_hides_the_key
 
 def test_unreachable_redis_stops_startup_with_one_line(tmp_path):
     built_catalog(tmp_path)
-    result = run([], "", tmp_path)   # console: Redis is not needed
+    result = run([], "", tmp_path, **TODAY)   # console: Redis is not needed
     assert result.returncode == 0
     env_run = subprocess.run(
         [sys.executable, str(ROOT / "bot.py")], capture_output=True, text=True, timeout=120, cwd=tmp_path,
         env={**os.environ, "BOT_TOKEN": "1:SECRET", "REDIS_URL": "redis://127.0.0.1:1/0",
-             "DATABASE_PATH": str(tmp_path / "data" / "shop.db")})
+             "DATABASE_PATH": str(tmp_path / "data" / "shop.db"), **TODAY})
     assert env_run.returncode == 2
     assert "REDIS_URL: Redis does not answer" in env_run.stderr and "Traceback" not in env_run.stderr
     assert "SECRET" not in env_run.stderr

@@ -34,12 +34,19 @@ def assert_answered_in_order(fake, chat_id: int, asked: list[str]) -> None:
         assert ASKED[question] in reply, (question, reply)                     # in the order asked
 
 
-async def settle(fake, process, chats: dict[int, list[str]], within: float = 90) -> None:
-    for chat_id, asked in chats.items():
-        await fake.wait_replies(chat_id, len(asked), within=within)
-    await wait_handled(fake, process, within)   # a second answer, if one were coming, has arrived now
-    for chat_id, asked in chats.items():
-        assert_answered_in_order(fake, chat_id, asked)
+async def settle(fake, process, chats: dict[int, list[str]], within: float = 90, shown=()) -> None:
+    """Every chat answered once, in order; on failure, what the bot processes (`process` and `shown`) logged
+    is part of the message, so a failure seen once in CI can be read."""
+    try:
+        for chat_id, asked in chats.items():
+            await fake.wait_replies(chat_id, len(asked), within=within)
+        await wait_handled(fake, process, within)   # a second answer, if one were coming, has arrived now
+        for chat_id, asked in chats.items():
+            assert_answered_in_order(fake, chat_id, asked)
+    except AssertionError as failure:
+        logs = "\n".join(f"--- {' '.join(p.args) or 'run'} (last 6,000 characters) ---\n"
+                         f"{p.output.decode(errors='replace')[-6000:]}" for p in (process, *shown))
+        raise AssertionError(f"{failure}\n{logs}") from None
 
 
 async def test_redis_crashed_and_restarted_mid_turn_keeps_memory_and_answers_once(world, own_redis):
@@ -126,7 +133,7 @@ async def test_receiver_killed_between_receiving_and_appending_is_answered_once(
     again = next(u for u in fake.delivered if u["update_id"] == update_id)
     await fake.push(dict(again))                     # and once more, as Telegram does after a timeout
     await fake.say(81, "瑜伽垫多少钱")
-    await settle(fake, replacement, {81: ["足球多少钱", "篮球多少钱", "瑜伽垫多少钱"]})
+    await settle(fake, replacement, {81: ["足球多少钱", "篮球多少钱", "瑜伽垫多少钱"]}, shown=[worker])
     for process in (replacement, worker):
         code, output = await process.stop()
         assert code == 0, output
@@ -176,7 +183,7 @@ async def test_a_webhook_replica_answers_503_while_redis_is_away_and_telegrams_r
         own_redis.thaw()
     assert await post() == 200               # Telegram's retry
     assert await post() == 200               # and one more, as after a slow answer
-    await settle(fake, replica, {95: ["足球多少钱"]})
+    await settle(fake, replica, {95: ["足球多少钱"]}, shown=[worker])
     for process in (replica, worker):
         code, output = await process.stop()
         assert code == 0, output
