@@ -437,3 +437,38 @@ def worker_cycles(worker: Worker) -> list[int]:
 
     worker._leases = counted
     return cycles
+
+
+async def test_a_worker_started_while_redis_does_not_answer_waits_and_then_works(redis, conn, search, caplog):
+    """Redis away as a worker starts (its first call, creating the consumer groups, times out) is trouble
+    like any other: the worker retries instead of ending, and answers once Redis is back. (A worker process
+    started just before a Redis blip died this way, its messages left unanswered.)"""
+    from urllib.parse import urlsplit
+
+    from redis.asyncio import Redis
+
+    from tests.fakes.redis_support import REDIS_TEST_URL
+    from tests.fakes.tcp_proxy import TcpProxy
+
+    url = urlsplit(REDIS_TEST_URL)
+    proxy = await TcpProxy(url.hostname, url.port or 6379).start()
+    through = Redis(host="127.0.0.1", port=proxy.port, db=int(url.path.strip("/") or 0), socket_timeout=1,
+                    socket_connect_timeout=1)
+    far = Inbox(through, redis.test_prefix, partitions=1)
+    session, bot, dispatcher = worker_parts(far, conn, search)
+    stop = asyncio.Event()
+    proxy.cut_on(b"XGROUP")                                   # the worker's first call is held
+    running = asyncio.create_task(Worker(far, dispatcher, bot, "w-start", lease_ms=3000).run(stop))
+    try:
+        assert await session.until(lambda: any("Redis trouble" in r.getMessage() for r in caplog.records)
+                                   or running.done(), within=20)
+        assert not running.done()                             # still running, not ended by the timeout
+        proxy.heal()
+        await Inbox(redis, redis.test_prefix, partitions=1).append(update(46, "足球多少钱"))
+        assert await session.until(lambda: session.texts(46), within=20), "never answered"
+        assert "120元" in session.texts(46)[0]
+    finally:
+        stop.set()
+        await running
+        await through.aclose()
+        await proxy.stop()

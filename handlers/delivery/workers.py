@@ -199,13 +199,16 @@ class Worker:
         return len(self.held) == share and not self._draining and not self._foreign
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.inbox.ensure_groups()
         renew_every = self.lease_ms / 3000
         cycle, last = renew_every, -renew_every
         loop = asyncio.get_running_loop()
+        grouped = False
         try:
             while not stop.is_set():
                 try:
+                    if not grouped:   # in the loop: Redis away as the worker starts is trouble like any other
+                        await self.inbox.ensure_groups()
+                        grouped = True
                     if loop.time() - last >= cycle:
                         balanced = await self._leases()
                         self.recheck_pending()
