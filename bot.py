@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from agent.commands import add_commands
 from agent.settings import Settings, StartupError, audit_target, load_settings
 from handlers.delivery.dead_letters import add_inbox_commands
+from handlers.process_exit import leave
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
     from aiogram import Bot
@@ -246,4 +247,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())
