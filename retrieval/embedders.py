@@ -109,14 +109,19 @@ class OpenAIEmbedder:
     The AsyncOpenAI client carries the timeouts and the bounded retries; the circuit (when given) skips the
     endpoint after it stopped answering: the call fails at once with an EmbeddingError saying
     "circuit open", and a search then ranks that query by its lexical side alone.
+
+    Many texts (an index build) go as batches of `batch_size` (DashScope takes at most 10 per request),
+    up to `concurrency` requests in flight at once: the build waits for the endpoint's latency once per
+    `concurrency` batches instead of once per batch.
     """
 
     def __init__(self, client, model: str, dimensions: int | None = None, batch_size: int = 10,
-                 circuit: Circuit | None = None):
+                 circuit: Circuit | None = None, concurrency: int = 4):
         self._client = client
         self._model = model
         self.dimensions = dimensions or 0
         self._batch_size = batch_size
+        self._concurrency = max(1, concurrency)
         self.name = f"openai:{model}"
         self.circuit = circuit
 
@@ -131,21 +136,33 @@ class OpenAIEmbedder:
         with self.circuit.watch(_unreachable()):
             return await client.embeddings.create(model=self._model, input=batch, encoding_format="float", **kwargs)
 
-    async def _embed(self, texts: list[str]) -> np.ndarray:
-        rows: list[list[float]] = []
-        for start in range(0, len(texts), self._batch_size):
-            batch = texts[start:start + self._batch_size]
-            kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+    async def _batch(self, batch: list[str], gate: asyncio.Semaphore) -> list[list[float]]:
+        kwargs = {"dimensions": self.dimensions} if self.dimensions else {}
+        async with gate:
             try:
                 response = await self._create(batch, kwargs)
             except EmbeddingError:
                 raise
             except Exception as exc:  # the SDK's own errors; the message never holds the key
                 raise EmbeddingError(f"embeddings request failed: {type(exc).__name__}") from exc
-            data = sorted(response.data, key=lambda d: d.index)
-            if len(data) != len(batch) or [d.index for d in data] != list(range(len(batch))):
-                raise EmbeddingError(f"embeddings endpoint returned {len(data)} vectors for {len(batch)} inputs")
-            rows.extend(d.embedding for d in data)
+        data = sorted(response.data, key=lambda d: d.index)
+        if len(data) != len(batch) or [d.index for d in data] != list(range(len(batch))):
+            raise EmbeddingError(f"embeddings endpoint returned {len(data)} vectors for {len(batch)} inputs")
+        return [d.embedding for d in data]
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        gate = asyncio.Semaphore(self._concurrency)
+        batches = [texts[start:start + self._batch_size] for start in range(0, len(texts), self._batch_size)]
+        # the first batch alone: an endpoint that is down costs one request, not `concurrency` of them
+        done = [await self._batch(batches[0], gate)] if batches else []
+        # the others are never cancelled when one fails (a circuit would count the cancellations as failures):
+        # they finish within their timeouts, then the first error is raised
+        results = await asyncio.gather(*(self._batch(b, gate) for b in batches[1:]), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        done.extend(results)
+        rows = [row for batch in done for row in batch]
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
         if self.dimensions and matrix.shape[1] != self.dimensions:
             raise EmbeddingError(f"embeddings endpoint returned {matrix.shape[1]} dimensions, "

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval import ann
+from retrieval.ann import PublishReport
 from retrieval.documents import PREVIOUS_RECIPE, RECIPE, VIEWS, RetrievalDoc
 from retrieval.embedders import Embedder
 
@@ -113,16 +115,20 @@ class BuildReport:
     kept: int
     removed: int
     seconds: float
+    published: PublishReport | None = None   # the ANN generation written (a large catalog), if any
 
 
 CHECKPOINT_SECONDS = 30.0
 
 
 async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedder, *, rebuild: bool = False,
-                      chunk: int = 128, progress: bool = True) -> BuildReport:
+                      chunk: int = 128, progress: bool = True, ann_threshold: int | None = None) -> BuildReport:
     """Embed only new or changed documents and drop removed ones. Finished work is saved every
     CHECKPOINT_SECONDS and whenever the build stops early (Ctrl-C, an embedder error), so a rerun
-    resumes where it left off; the whole file is not rewritten after every chunk."""
+    resumes where it left off; the whole file is not rewritten after every chunk.
+
+    A catalog of `ann_threshold` (default ann.ANN_THRESHOLD) products or more also gets a new ANN generation
+    (retrieval/ann.py) when anything changed: its graph is updated by product key, not rebuilt."""
     started = time.perf_counter()
     exists = await asyncio.to_thread(path.exists)
     index = None
@@ -150,12 +156,15 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
             names[rows] = await embedder.embed_queries([wanted[ids[i]].base_name for i in rows])
         unsaved = True
 
+    saved: list[VectorIndex] = []
+
     async def save() -> None:
         nonlocal unsaved
         dims = embedder.dimensions or (blocks[-1].shape[-1] if blocks else 0)
         vectors = np.vstack(blocks) if blocks else np.zeros((0, VIEWS, dims), dtype=np.float32)
         names = np.vstack(name_blocks) if name_blocks else np.zeros((0, dims), dtype=np.float32)
-        await asyncio.to_thread(VectorIndex(embedder.name, dims, list(ids), list(hashes), vectors, names).save, path)
+        saved[:] = [VectorIndex(embedder.name, dims, list(ids), list(hashes), vectors, names)]
+        await asyncio.to_thread(saved[0].save, path)
         unsaved = False
 
     bar = None
@@ -183,4 +192,10 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
             bar.close()
         if unsaved:
             await save()
-    return BuildReport(len(todo), len(keep), removed, time.perf_counter() - started)
+    published = None
+    threshold = ann.ANN_THRESHOLD if ann_threshold is None else ann_threshold
+    if len(docs) >= threshold and (saved or ann.current_generation(path) is None):
+        final = saved[0] if saved else await asyncio.to_thread(VectorIndex.load, path, embedder.name)
+        published = await asyncio.to_thread(ann.publish, path, final.ids, final.hashes, final.vectors, final.names,
+                                            final.model)
+    return BuildReport(len(todo), len(keep), removed, time.perf_counter() - started, published)

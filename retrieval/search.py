@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from retrieval.ann import LEXICAL_CANDIDATES, ApproximateDense, Generation
 from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
@@ -106,14 +107,18 @@ class ProductSearch:
     """Holds the catalog's retrieval documents, the lexical index and (optionally) the vectors."""
 
     def __init__(self, docs: Sequence[RetrievalDoc], embedder: Embedder | None = None,
-                 index: VectorIndex | None = None, rankers: dict[str, Ranker] | None = None):
+                 index: VectorIndex | Generation | None = None, rankers: dict[str, Ranker] | None = None):
         self.docs = list(docs)
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
-        self._matrix: np.ndarray | None = None
-        if self._cache is not None:
+        self._matrix: np.ndarray | ApproximateDense | None = None
+        self._ann: ApproximateDense | None = None
+        if self._cache is not None and isinstance(index, Generation):   # a large catalog (retrieval/ann.py)
+            self._ann = self._matrix = ApproximateDense(index, [d.product_id for d in self.docs])
+            self._has_vector, self._stats = self._ann.present, self._ann.stats
+        elif self._cache is not None:
             positions, vectors, names = index.vectors_for([d.product_id for d in self.docs])
             self._has_vector = np.zeros(len(self.docs), dtype=bool)
             self._has_vector[positions] = True
@@ -205,7 +210,10 @@ class ProductSearch:
             words=len(self.lexical.content_words(q)), token_cover=self.lexical.token_cover(q.tokens))
         out.head, out.category = self.lexical.kind_match(q)
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
-        if vector is not None and self._matrix is not None:
+        if vector is not None and self._ann is not None:
+            lexical = _top_indices(out.bm25 + out.name + out.brand, LEXICAL_CANDIDATES)
+            out.dense_z, out.view_z, out.best_document_z = self._ann.signals(vector, lexical, CONFIDENCE_POOL)
+        elif vector is not None and self._matrix is not None:
             out.dense_z = self._z(vector, self._matrix, self._stats["rank"], self._has_vector)
             out.view_z = (self._z(vector, self._document, self._stats["doc"], self._has_vector),
                           self._z(vector, self._usage, self._stats["usage"], self._has_vector),

@@ -10,9 +10,10 @@ import aiosqlite
 
 from db.catalog import catalog_words, products_for_retrieval
 from db.knowledge import all_documents
+from retrieval import ann
 from retrieval.documents import RetrievalDoc, doc_from_product
 from retrieval.embedders import Circuit, Embedder, LocalE5Embedder, OpenAIEmbedder
-from retrieval.index import VectorIndex
+from retrieval.index import IndexProblem, VectorIndex
 from retrieval.passages import Passage, PassageSearch
 from retrieval.search import ProductSearch
 
@@ -64,7 +65,20 @@ async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Em
         log.info("SEARCH_MODE=lexical: lexical search only, no embeddings")
         return await asyncio.to_thread(ProductSearch, docs, None, None)
     try:
-        index = await asyncio.to_thread(VectorIndex.load, index_path, embedder.name, embedder.dimensions or None)
+        index = await asyncio.to_thread(open_index, index_path, embedder, len(docs))
     except FileNotFoundError:
         log.warning("no search index at %s: lexical search only; run `python bot.py build-index`", index_path)
     return await asyncio.to_thread(ProductSearch, docs, embedder if index else None, index)
+
+
+def open_index(index_path: Path, embedder: Embedder, size: int) -> VectorIndex | ann.Generation:
+    """The index a search over `size` products reads: from ann.ANN_THRESHOLD products on, the current ANN
+    generation (memory-mapped, shared by every worker on the host); below it, the exact float32 index."""
+    generation = ann.current_generation(index_path) if size >= ann.ANN_THRESHOLD else None
+    if generation is not None:
+        opened = ann.Generation.open(index_path, generation)
+        if opened.model != embedder.name or (embedder.dimensions and opened.dimensions != embedder.dimensions):
+            raise IndexProblem(f"the search index {index_path} was built with {opened.model}; "
+                               "run `python bot.py build-index --rebuild`")
+        return opened
+    return VectorIndex.load(index_path, embedder.name, embedder.dimensions or None)

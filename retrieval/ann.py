@@ -1,0 +1,266 @@
+"""The dense side of a large catalog: float16 vectors memory-mapped from one file per generation and a
+usearch HNSW graph (int8) over the ranking view, opened as a view, so every worker process on a host
+shares one copy in the page cache. Generations are published atomically (new files, then a pointer
+renamed into place); a reader keeps the generation it opened until it asks for the new one.
+
+Below ANN_THRESHOLD products the bot keeps the exact full scan over float32 (retrieval/index.py): it is
+as fast there and its results are the ones the quality evaluations measured."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Products from which the ANN generation is written and searched. Measured in bench/retrieval_scale.py
+# (bench/results/retrieval-scale.txt): the whole search stays under a few milliseconds of dense scoring
+# up to here with the exact scan, which also keeps every quality figure exactly as evaluated.
+ANN_THRESHOLD = 20_000
+CANDIDATES = 256          # ANN neighbours rescored exactly per query
+LEXICAL_CANDIDATES = 256  # best lexical products rescored exactly too (a name match the graph missed)
+EXPANSION_SEARCH = 384    # HNSW ef at search (recall@10 ≥ 0.98 at 1M measured with this)
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+VIEW_NAMES = ("doc", "usage", "name")
+STAT_NAMES = ("rank", "doc", "usage", "name")
+
+
+def product_key(product_id: str) -> int:
+    """A stable 63-bit key for a product id: the ANN graph is keyed by it, so a product keeps its node
+    across generations and only changed products are removed and added again."""
+    return int.from_bytes(hashlib.blake2b(product_id.encode(), digest_size=8).digest(), "big") >> 1
+
+
+def pointer_path(index_path: Path) -> Path:
+    """The file naming the current generation (replaced atomically)."""
+    return index_path.with_name(index_path.name + ".current")
+
+
+def _gen_prefix(index_path: Path, generation: int) -> Path:
+    return index_path.with_name(f"{index_path.name}.g{generation:06d}")
+
+
+def current_generation(index_path: Path) -> int | None:
+    try:
+        return int(json.loads(pointer_path(index_path).read_text())["generation"])
+    except (FileNotFoundError, ValueError, KeyError, json.JSONDecodeError):
+        return None
+
+
+def _moments(rows: np.ndarray, chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+    """Mean vector and Gram matrix VᵀV / n, in chunks (a million rows never need a float32 copy)."""
+    d = rows.shape[1]
+    total, gram = np.zeros(d, dtype=np.float64), np.zeros((d, d), dtype=np.float64)
+    for start in range(0, len(rows), chunk):
+        block = np.asarray(rows[start:start + chunk], dtype=np.float32)
+        total += block.sum(axis=0)
+        gram += block.T @ block
+    n = max(len(rows), 1)
+    return (total / n).astype(np.float32), (gram / n).astype(np.float32)
+
+
+def _new_graph(dimensions: int):
+    from usearch.index import Index
+
+    return Index(ndim=dimensions, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD,
+                 expansion_search=EXPANSION_SEARCH)
+
+
+def _atomic_write(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+@dataclass
+class PublishReport:
+    generation: int
+    added: int      # nodes added to the graph (new or changed products)
+    removed: int    # nodes removed (changed or removed products)
+    rebuilt: bool   # the graph was built from nothing
+
+
+def publish(index_path: Path, ids: Sequence[str], hashes: Sequence[str], views: np.ndarray, names: np.ndarray,
+            model: str, threads: int = 0) -> PublishReport:
+    """Write a new generation for these vectors ((n, 2, d) document and name+usage views, (n, d) names) and
+    make it current. The graph of the current generation is copied and updated by key: a product whose
+    content hash is unchanged keeps its node. Readers of the previous generation are unaffected (its files
+    stay until the generation after this one is published)."""
+    ids, hashes = list(ids), list(hashes)
+    n, dims = len(ids), int(views.shape[-1]) if len(views) else int(names.shape[-1])
+    keys = np.fromiter((product_key(p) for p in ids), dtype=np.uint64, count=n)
+    if len(np.unique(keys)) != n:
+        raise ValueError("two product ids share an index key")
+    previous = current_generation(index_path)
+    generation = (previous or 0) + 1
+    prefix = _gen_prefix(index_path, generation)
+    stacked = np.empty((n, 3, dims), dtype=np.float16)
+    stacked[:, 0], stacked[:, 1], stacked[:, 2] = views[:, 0], views[:, 1], names
+    rank = ((views[:, 0].astype(np.float32) + views[:, 1]) / 2) if n else np.zeros((0, dims), dtype=np.float32)
+
+    graph, added, removed, rebuilt = None, n, 0, True
+    if previous is not None:
+        try:
+            old = Generation.open(index_path, previous)
+            graph = old.graph.copy() if old.model == model and old.dimensions == dims else None
+        except (OSError, ValueError, KeyError):
+            graph = None
+        if graph is not None:
+            before = dict(zip(old.keys.tolist(), old.hashes, strict=True))
+            now = dict(zip(keys.tolist(), hashes, strict=True))
+            gone = [k for k, h in before.items() if now.get(k) != h]
+            fresh = np.array([i for i, k in enumerate(keys.tolist()) if before.get(k) != hashes[i]], dtype=np.int64)
+            if gone:
+                graph.remove(np.array(gone, dtype=np.uint64))
+            if len(fresh):
+                graph.add(keys[fresh], rank[fresh], threads=threads)
+            added, removed, rebuilt = len(fresh), len(gone), False
+    if graph is None:
+        graph = _new_graph(dims)
+        if n:
+            graph.add(keys, rank, threads=threads)
+    stats = {name: _moments(m) for name, m in (("rank", rank), ("doc", stacked[:, 0]), ("usage", stacked[:, 1]),
+                                              ("name", stacked[:, 2]))}
+    order = np.argsort(keys, kind="stable")
+    np.save(f"{prefix}.vectors.npy", stacked)
+    graph.save(f"{prefix}.graph.usearch")
+    np.savez(f"{prefix}.meta.npz", ids=np.array(ids, dtype=str), hashes=np.array(hashes, dtype=str), keys=keys,
+             order=order, **{f"{k}_mean": v[0] for k, v in stats.items()},
+             **{f"{k}_gram": v[1] for k, v in stats.items()},
+             meta=np.array(json.dumps({"model": model, "dimensions": dims, "size": n})))
+    _atomic_write(pointer_path(index_path),
+                  lambda tmp: tmp.write_text(json.dumps({"generation": generation, "size": n, "model": model})))
+    # the generation before the previous one has no reader that opened it after the previous one was published
+    for stale in index_path.parent.glob(f"{index_path.name}.g*.*"):
+        try:
+            number = int(stale.name[len(index_path.name) + 2:].split(".")[0])
+        except ValueError:
+            continue
+        if number < generation - 1:
+            stale.unlink(missing_ok=True)
+    return PublishReport(generation, added, removed, rebuilt)
+
+
+@dataclass
+class Generation:
+    """One published generation, opened read-only: its vectors and graph are memory-mapped."""
+
+    generation: int
+    model: str
+    dimensions: int
+    ids: list[str]
+    hashes: list[str]
+    keys: np.ndarray        # per row
+    order: np.ndarray       # rows sorted by key
+    vectors: np.ndarray     # (n, 3, d) float16, memory-mapped: document, name+usage, bare name
+    graph: object           # usearch Index viewed from its file
+    stats: dict[str, tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def open(cls, index_path: Path, generation: int | None = None) -> Generation:
+        from usearch.index import Index
+
+        generation = current_generation(index_path) if generation is None else generation
+        if generation is None:
+            raise FileNotFoundError(pointer_path(index_path))
+        prefix = _gen_prefix(index_path, generation)
+        with np.load(f"{prefix}.meta.npz", allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            ids = [str(x) for x in data["ids"]]
+            hashes = [str(x) for x in data["hashes"]]
+            keys, order = data["keys"], data["order"]
+            stats = {k: (data[f"{k}_mean"], data[f"{k}_gram"]) for k in STAT_NAMES}
+        vectors = np.load(f"{prefix}.vectors.npy", mmap_mode="r")
+        graph = Index.restore(f"{prefix}.graph.usearch", view=True)
+        if graph is None or len(vectors) != len(ids):
+            raise ValueError(f"search index generation {generation} is incomplete")
+        graph.expansion_search = EXPANSION_SEARCH
+        return cls(generation, meta["model"], int(meta["dimensions"]), ids, hashes, keys, order, vectors, graph,
+                   stats)
+
+    def rows_of_keys(self, found: np.ndarray) -> np.ndarray:
+        """Row positions of graph keys (every key in the graph has a row)."""
+        at = np.searchsorted(self.keys, found, sorter=self.order)
+        return self.order[np.minimum(at, len(self.order) - 1)]
+
+    def nearest(self, vector: np.ndarray, k: int = CANDIDATES) -> np.ndarray:
+        """Rows of the (about) k best products by the ranking view, best first."""
+        if not self.size:
+            return np.zeros(0, dtype=np.int64)
+        matches = self.graph.search(np.asarray(vector, dtype=np.float32), min(k, self.size))
+        return self.rows_of_keys(np.asarray(matches.keys, dtype=np.uint64))
+
+    def exact(self, vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), 3) exact q·v for each view of these rows (from the float16 vectors)."""
+        order = np.argsort(rows)   # ascending rows: the memory map is read forwards
+        out = np.empty((len(rows), 3), dtype=np.float32)
+        out[order] = np.asarray(self.vectors[rows[order]], dtype=np.float32) @ vector
+        return out
+
+
+def _spread(vector: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    mean_vector, gram = stats
+    mean = float(vector @ mean_vector)
+    return mean, float(np.sqrt(max(float(vector @ gram @ vector) - mean * mean, 1e-12)))
+
+
+class ApproximateDense:
+    """A generation bound to the search's product order: the dense signals of one query computed for the ANN
+    neighbours and the best lexical products only; every other product gets the lowest z-score seen among the
+    neighbours (capped at the catalog mean), which the graph says it cannot beat."""
+
+    approximate = True
+
+    def __init__(self, generation: Generation, product_ids: Sequence[str]):
+        self.generation = generation
+        self.dimensions = generation.dimensions
+        row_of = {pid: i for i, pid in enumerate(generation.ids)}
+        self.row_of_doc = np.fromiter((row_of.get(p, -1) for p in product_ids), dtype=np.int64,
+                                      count=len(product_ids))
+        self.doc_of_row = np.full(generation.size, -1, dtype=np.int64)
+        present = self.row_of_doc >= 0
+        self.doc_of_row[self.row_of_doc[present]] = np.flatnonzero(present)
+        self.present = present
+        self.stats = generation.stats
+        self.size = len(product_ids)
+
+    def __getitem__(self, docs) -> np.ndarray:
+        """Ranking-view rows (float32) of these product positions (for a handful of products)."""
+        rows = self.row_of_doc[np.atleast_1d(np.asarray(docs, dtype=np.int64))]
+        block = np.asarray(self.generation.vectors[rows], dtype=np.float32)
+        return (block[:, 0] + block[:, 1]) / 2
+
+    def signals(self, vector: np.ndarray, lexical: np.ndarray, pool: int) -> tuple[np.ndarray, tuple, float]:
+        """(ranking z, (document z, name+usage z, name z), best document z among the `pool` best ranked)."""
+        neighbours = self.doc_of_row[self.generation.nearest(vector)]
+        neighbours = neighbours[neighbours >= 0]
+        docs = np.unique(np.concatenate([neighbours, lexical[self.present[lexical]]]).astype(np.int64))
+        scores = self.generation.exact(vector, self.row_of_doc[docs]) if len(docs) else np.zeros((0, 3))
+        columns = {"doc": scores[:, 0], "usage": scores[:, 1], "name": scores[:, 2],
+                   "rank": (scores[:, 0] + scores[:, 1]) / 2}
+        out = {}
+        for name, values in columns.items():
+            mean, std = _spread(vector, self.stats[name])
+            z = (values - mean) / std
+            floor = min(0.0, float(z[np.isin(docs, neighbours)].min())) if len(neighbours) else 0.0
+            full = np.full(self.size, floor, dtype=np.float32)
+            full[~self.present] = 0.0
+            full[docs] = z
+            out[name] = full
+        ranked = docs[np.argsort(-out["rank"][docs], kind="stable")[:pool]] if len(docs) else docs
+        best_document = float(out["doc"][ranked].max()) if len(ranked) else 0.0
+        return out["rank"], (out["doc"], out["usage"], out["name"]), best_document
