@@ -1,0 +1,180 @@
+"""Retrieval at scale (issue 24): the ANN generation agrees with the exact scan, is updated product by product
+without re-embedding what did not change, swaps atomically under a reader, and is memory-mapped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from aiohttp import web
+from openai import AsyncOpenAI
+
+from retrieval import ann
+from retrieval.embedders import OpenAIEmbedder
+from retrieval.index import VectorIndex, build_index
+from retrieval.search import ProductSearch
+from retrieval.service import open_index
+from tests.fakes.openai_server import FakeOpenAI, fake_vector
+
+
+class HashEmbedder:
+    """Deterministic vectors from each text's hash; counts every text it embeds."""
+
+    name, dimensions = "test:hash", 32
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    async def embed_passages(self, texts):
+        self.embedded += texts
+        return np.array([fake_vector(t, self.dimensions) for t in texts], dtype=np.float32).reshape(-1, self.dimensions)
+
+    embed_queries = embed_passages
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=-1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def vectors():
+    rng = np.random.default_rng(7)
+    n, d = 3000, 48
+    return [f"P{i:05d}" for i in range(n)], unit(rng.normal(size=(n, 2, d))), unit(rng.normal(size=(n, d)))
+
+
+def test_ann_top10_equals_exact_above_the_threshold(tmp_path, vectors):
+    ids, views, names = vectors
+    ann.publish(tmp_path / "c.index", ids, [f"h{i}" for i in range(len(ids))], views, names, "m")
+    dense = ann.ApproximateDense(ann.Generation.open(tmp_path / "c.index"), ids)
+    rank = (views[:, 0] + views[:, 1]) / 2
+    rng = np.random.default_rng(1)
+    agree = []
+    for q in unit(names[rng.integers(0, len(ids), 40)] + rng.normal(0, 0.05, (40, names.shape[1]))):
+        z, _, _ = dense.signals(q, np.zeros(0, dtype=np.int64), 64)
+        exact = np.argsort(-(rank @ q))[:10]
+        agree.append(len(set(np.argsort(-z)[:10]) & set(exact)) / 10)
+    assert np.mean(agree) >= 0.98
+
+
+async def test_search_over_the_ann_generation_matches_the_exact_search(tmp_path, docs):
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    report = await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    assert report.published is not None and report.published.rebuilt
+    exact = ProductSearch(docs, embedder, VectorIndex.load(path, embedder.name))
+    approximate = ProductSearch(docs, embedder, ann.Generation.open(path))
+    for query in ["篮球", "跑步时装手机的小包", "瑜伽垫", "yoga mat", "羽毛球拍", "适合新手的帐篷"]:
+        a, b = await exact.signals(query), await approximate.signals(query)
+        # every demo product is a candidate here: the dense signals are the exact ones, in float16
+        assert np.allclose(a.dense_z, b.dense_z, atol=0.02) and np.allclose(a.view_z[2], b.view_z[2], atol=0.02)
+        assert [c.product_id for c in await exact.search(query)] == [c.product_id for c in await approximate.search(query)]
+    assert await approximate.closeness("篮球", ["001"]) == pytest.approx(await exact.closeness("篮球", ["001"]), abs=0.02)
+
+
+async def test_add_change_remove_update_the_generation_without_re_embedding_the_rest(tmp_path, docs):
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs[:-1], embedder, progress=False, ann_threshold=0)
+    changed = replace(docs[0], text=docs[0].text + " 新款升级")
+    added, removed = docs[-1], docs[1]
+    catalog = [changed, *docs[2:]]
+    embedder.embedded.clear()
+    report = await build_index(path, catalog, embedder, progress=False, ann_threshold=0)
+    # only the changed and the added product were embedded again (2 views and the name each)
+    assert report.embedded == 2 and len(embedder.embedded) == 6
+    assert set(embedder.embedded) == {*changed.views, changed.base_name, *added.views, added.base_name}
+    assert report.published.generation == 2 and not report.published.rebuilt
+    assert (report.published.added, report.published.removed) == (2, 2)
+
+    generation = ann.Generation.open(path)
+    assert removed.product_id not in generation.ids and generation.size == len(catalog)
+    search = ProductSearch(catalog, embedder, generation)
+    for doc in (changed, added):
+        vector = (await embedder.embed_passages(list(doc.views))).mean(axis=0)
+        assert generation.ids[generation.nearest(vector, 1)[0]] == doc.product_id
+    assert removed.product_id not in {c.product_id for c in await search.search(removed.name, 10)}
+
+
+def test_a_reader_keeps_its_generation_while_new_ones_are_published(tmp_path, vectors):
+    ids, views, names = vectors
+    path = tmp_path / "shop.index"
+    hashes = [f"h{i}" for i in range(len(ids))]
+    ann.publish(path, ids, hashes, views, names, "m")
+    reader = ann.Generation.open(path)
+    query = views[5].mean(axis=0)
+    before = reader.nearest(query, 5).tolist()
+    ann.publish(path, ids[:100], hashes[:100], views[:100], names[:100], "m")
+    ann.publish(path, ids[:50], hashes[:50], views[:50], names[:50], "m")
+    # generation 1's files are gone from the folder, its reader still searches and reads its vectors
+    assert not list(tmp_path.glob("shop.index.g000001.*"))
+    assert reader.nearest(query, 5).tolist() == before and reader.ids[before[0]] == ids[5]
+    assert reader.exact(query, np.array([5]))[0, 0] == pytest.approx(float(views[5, 0] @ query), abs=1e-2)
+    latest = ann.Generation.open(path)
+    assert latest.generation == 3 and latest.size == 50
+    assert ann.current_generation(path) == 3
+
+
+def test_the_generation_is_memory_mapped_from_its_files(tmp_path, vectors):
+    ids, views, names = vectors
+    path = tmp_path / "shop.index"
+    ann.publish(path, ids, [f"h{i}" for i in range(len(ids))], views, names, "m")
+    first, second = ann.Generation.open(path), ann.Generation.open(path)
+    assert isinstance(first.vectors, np.memmap) and not first.vectors.flags.writeable
+    maps = Path(f"/proc/{os.getpid()}/maps")
+    if not maps.exists():
+        pytest.skip("no /proc on this system")
+    mapped = maps.read_text()
+    for name in ("shop.index.g000001.vectors.npy", "shop.index.g000001.graph.usearch"):
+        # file-backed mappings (shared through the page cache by every process that opens them), one per open
+        assert mapped.count(name) >= 2, name
+    assert second.nearest(views[0].mean(axis=0), 1).tolist() == [0]
+
+
+async def test_open_index_reads_the_generation_from_the_threshold_on(tmp_path, docs, monkeypatch):
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    assert isinstance(open_index(path, embedder, len(docs)), VectorIndex)   # the demo stays exact
+    monkeypatch.setattr(ann, "ANN_THRESHOLD", 10)
+    assert isinstance(open_index(path, embedder, len(docs)), ann.Generation)
+
+
+async def test_the_demo_catalog_publishes_no_generation(tmp_path, docs):
+    report = await build_index(tmp_path / "shop.index", docs, HashEmbedder(), progress=False)
+    assert report.published is None and ann.current_generation(tmp_path / "shop.index") is None
+
+
+class SlowFake(FakeOpenAI):
+    """The fake endpoint answering after a pause, counting requests in flight."""
+
+    in_flight: int = 0
+    most: int = 0
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0.05)
+            return await super()._embeddings(request)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_remote_embedder_sends_batches_concurrently_in_order():
+    fake = await SlowFake(dimensions=12).start()
+    try:
+        client = AsyncOpenAI(api_key="sk-test", base_url=fake.url, timeout=5, max_retries=0)
+        embedder = OpenAIEmbedder(client, "text-embedding-v3", 12, batch_size=10, concurrency=3)
+        texts = [f"商品{i}" for i in range(95)]
+        vectors = await embedder.embed_passages(texts)
+        await client.close()
+    finally:
+        await fake.stop()
+    assert sorted(len(body["input"]) for _, body, _ in fake.requests) == [5] + [10] * 9
+    assert 1 < fake.most <= 3
+    assert np.allclose(vectors, np.array([fake_vector(t, 12) for t in texts]), atol=1e-5)
