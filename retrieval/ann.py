@@ -1,5 +1,5 @@
 """The dense side of a large catalog: float16 vectors memory-mapped from one file per generation and a
-usearch HNSW graph (int8) over the ranking view, opened as a view, so every worker process on a host
+usearch HNSW graph (float16) over the ranking view, opened as a view, so every worker process on a host
 shares one copy in the page cache. Generations are published atomically (new files, then a pointer
 renamed into place); a reader keeps the generation it opened until it asks for the new one.
 
@@ -68,7 +68,9 @@ def _moments(rows: np.ndarray, chunk: int = 65536) -> tuple[np.ndarray, np.ndarr
 def _new_graph(dimensions: int):
     from usearch.index import Index
 
-    return Index(ndim=dimensions, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD,
+    # float16, not int8: a graph built on int8 distances plateaued at recall@10 0.958 at 100k products even
+    # with 1,024 neighbours rescored; float16 reaches 0.998 (bench/results/retrieval-scale.txt)
+    return Index(ndim=dimensions, metric="ip", dtype="f16", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD,
                  expansion_search=EXPANSION_SEARCH)
 
 

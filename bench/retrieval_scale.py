@@ -1,0 +1,319 @@
+"""Retrieval at scale (issue 24), in one run: the dense side exact vs ANN at sizes up to a million (latency,
+recall@10 against exact search on the same vectors, start-up, graph build), the memory of 1 and 4 worker
+processes opening the same generation (Pss from /proc), the whole search at 20k exact vs ANN, an
+incremental update, and index build throughput (local model and a remote endpoint, before and after).
+
+    python bench/retrieval_scale.py --sample A.index B.index [--sizes 1000 5000 20000 1000000]
+
+`--sample`: built indexes whose real vectors are the sample (the demo and outdoor catalogs' indexes);
+larger catalogs are near-duplicates of it (bench/scale_vectors.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.scale_vectors import exact_top, near_duplicates, queries, real_sample, recall  # noqa: E402
+from retrieval import ann  # noqa: E402
+from retrieval.embedders import LocalE5Embedder  # noqa: E402
+
+MODEL = LocalE5Embedder.name
+
+
+def pct(values, q) -> float:
+    return float(np.percentile(values, q))
+
+
+def ids_for(size: int) -> list[str]:
+    return [f"S{i:07d}" for i in range(size)]
+
+
+def dense_side(size: int, views: np.ndarray, names: np.ndarray, qs: np.ndarray, tmp: Path) -> dict:
+    """Exact scan vs the ANN generation for the dense signals of one query."""
+    v, n = near_duplicates(views, names, size, seed=size)
+    ids = ids_for(size)
+    path = tmp / f"s{size}.index"
+    t = time.perf_counter()
+    ann.publish(path, ids, [f"h{i}" for i in range(size)], v, n, MODEL, threads=2)
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    generation = ann.Generation.open(path)
+    dense = ann.ApproximateDense(generation, ids)
+    startup = time.perf_counter() - t
+    rank = (v[:, 0].astype(np.float32) + v[:, 1]) / 2     # exact on the same (float16) vectors
+    truth = exact_top(rank, qs)
+    lexical = np.random.default_rng(3).integers(0, size, (len(qs), ann.LEXICAL_CANDIDATES))
+    found, ann_ms = [], []
+    for q, lex in zip(qs, lexical, strict=True):
+        t = time.perf_counter()
+        z, _, _ = dense.signals(q, lex, 64)
+        ann_ms.append((time.perf_counter() - t) * 1000)
+        found.append(np.argsort(-z, kind="stable")[:10])
+    # the exact path scores four full matrices (ranking, document, name+usage, name) in float32; at a million
+    # only the ranking one is held (6 GB for four) and its time is multiplied by four
+    full = size <= 200_000
+    matrices = [rank, v[:, 0].astype(np.float32), v[:, 1].astype(np.float32), n.astype(np.float32)] if full else [rank]
+    exact_ms = []
+    for q in qs[:30]:
+        t = time.perf_counter()
+        for m in matrices:
+            m @ q
+        exact_ms.append((time.perf_counter() - t) * 1000 * (1 if full else 4))
+    files = sum(p.stat().st_size for p in tmp.glob(f"s{size}.index.g*"))
+    return {"size": size, "ann_p50": statistics.median(ann_ms), "ann_p95": pct(ann_ms, 95),
+            "exact_p50": statistics.median(exact_ms), "exact_p95": pct(exact_ms, 95),
+            "exact_measured": "4 views" if full else "1 view ×4", "recall10": recall(found, truth),
+            "graph_build_s": build, "graph_build_per_s": size / build, "startup_s": startup,
+            "files_mb": files / 1e6, "path": str(path)}
+
+
+WORKER = """
+import sys, json, numpy as np
+sys.path.insert(0, {root!r})
+from threadpoolctl import threadpool_limits
+threadpool_limits(limits=1, user_api="blas")
+from retrieval import ann
+path = {path!r}
+g = ann.Generation.open(__import__('pathlib').Path(path))
+d = ann.ApproximateDense(g, g.ids)
+rng = np.random.default_rng(0)
+for _ in range(20):
+    q = rng.normal(size=g.dimensions).astype(np.float32); q /= np.linalg.norm(q)
+    d.signals(q, rng.integers(0, g.size, 256), 64)
+for start in range(0, g.size, 100000):          # every vector page read once: the whole file resident
+    np.asarray(g.vectors[start:start + 100000], dtype=np.float32).sum()
+g.graph.search(np.asarray(g.vectors[:2000, 0], dtype=np.float32), 10)
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def _memory(pid: int, marker: str) -> dict:
+    """Pss/Rss of the whole process and of the mappings of the generation's files (kB → MB)."""
+    total = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        key, *rest = line.split()
+        if key in ("Rss:", "Pss:"):
+            total[key[:-1]] = int(rest[0]) / 1024
+    vectors = {"Rss": 0.0, "Pss": 0.0}
+    inside = False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and "-" in parts[0] and not parts[0].endswith(":"):   # a mapping's header line
+            inside = marker in line
+        elif inside and parts and parts[0] in ("Rss:", "Pss:"):
+            vectors[parts[0][:-1]] += int(parts[1]) / 1024
+    return {"rss": total["Rss"], "pss": total["Pss"], "vec_rss": vectors["Rss"], "vec_pss": vectors["Pss"]}
+
+
+def workers_memory(path: str, count: int) -> list[dict]:
+    """Start `count` processes that each open the generation and read all of it; their memory while all live."""
+    code = WORKER.format(root=str(ROOT), path=path)
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for _ in range(count)]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready"
+        marker = Path(path).name + ".g"
+        return [_memory(p.pid, marker) for p in procs]
+    finally:
+        for p in procs:
+            p.stdin.close()
+            p.wait(timeout=60)
+
+
+def memory_rows(path: str) -> dict:
+    one = workers_memory(path, 1)[0]
+    four = workers_memory(path, 4)
+    return {"one": one, "four_vec_pss": sum(w["vec_pss"] for w in four), "four_pss": sum(w["pss"] for w in four),
+            "four_vec_rss": sum(w["vec_rss"] for w in four)}
+
+
+async def whole_search(size: int, views: np.ndarray, names: np.ndarray, tmp: Path, count: int) -> dict:
+    """ProductSearch over the synthetic catalog of bench/retrieval.py, exact vs ANN (same vectors)."""
+    from bench.retrieval import synthetic_catalog
+    from db.records import demo_catalog
+    from retrieval.documents import doc_from_product
+    from retrieval.evaluation import load_queries
+    from retrieval.index import VectorIndex
+    from retrieval.search import ProductSearch
+
+    docs = [doc_from_product(p.__dict__) for p in synthetic_catalog(size)]
+    v, n = near_duplicates(views, names, size, seed=5)
+    embedder = LocalE5Embedder()
+    exact_index = VectorIndex(MODEL, v.shape[-1], [d.product_id for d in docs], [d.content_hash for d in docs],
+                              v.astype(np.float32), n.astype(np.float32))
+    path = tmp / f"w{size}.index"
+    ann.publish(path, exact_index.ids, exact_index.hashes, v, n, MODEL, threads=2)
+    qtexts = [q.query for q in load_queries(ROOT / "retrieval/evalsets/demo_queries.jsonl")][:count]
+    out = {"size": size}
+    demo_catalog()
+    for label, index in (("exact", exact_index), ("ann", ann.Generation.open(path))):
+        search = ProductSearch(docs, embedder, index)
+        await search.prime(qtexts)    # query vectors cached: the figure is the search itself
+        for q in qtexts[:3]:
+            await search.search(q, 5)
+        times = []
+        for q in qtexts:
+            t = time.perf_counter()
+            await search.search(q, 5)
+            times.append((time.perf_counter() - t) * 1000)
+        out[label] = (statistics.median(times), pct(times, 95))
+    return out
+
+
+def incremental(size: int, views: np.ndarray, names: np.ndarray, tmp: Path, share: float) -> dict:
+    """Change `share` of the products, remove as many, add as many: the graph update vs a fresh build."""
+    v, n = near_duplicates(views, names, size, seed=11)
+    ids, hashes = ids_for(size), [f"h{i}" for i in range(size)]
+    path = tmp / f"inc{size}.index"
+    t = time.perf_counter()
+    ann.publish(path, ids, hashes, v, n, MODEL, threads=2)
+    fresh = time.perf_counter() - t
+    k = int(size * share)
+    rng = np.random.default_rng(2)
+    v2, n2 = v.copy(), n.copy()
+    changed = rng.choice(size - k, k, replace=False)
+    v2[changed], n2[changed] = near_duplicates(views, names, k, seed=12)
+    hashes2 = list(hashes)
+    for i in changed:
+        hashes2[i] = f"c{i}"
+    new_v, new_n = near_duplicates(views, names, k, seed=13)
+    ids2 = ids[:size - k] + [f"N{i:07d}" for i in range(k)]
+    hashes2 = hashes2[:size - k] + [f"n{i}" for i in range(k)]
+    v2 = np.concatenate([v2[:size - k], new_v])
+    n2 = np.concatenate([n2[:size - k], new_n])
+    t = time.perf_counter()
+    report = ann.publish(path, ids2, hashes2, v2, n2, MODEL, threads=2)
+    update = time.perf_counter() - t
+    return {"size": size, "changed": k, "fresh_s": fresh, "update_s": update, "added": report.added,
+            "removed": report.removed, "rebuilt": report.rebuilt}
+
+
+def load_outdoor_docs() -> list:
+    from retrieval.documents import doc_from_product
+    from retrieval.evaluation import SHIPPED
+
+    return [doc_from_product(r) for r in json.loads(SHIPPED["outdoor"][0].read_text())]
+
+
+async def build_throughput(docs: list, count: int, latency: float) -> dict:
+    """Products/s of build_index: the local model, and a remote endpoint answering after `latency` s,
+    sequential batches (today) vs concurrent batches (now), same run."""
+    from openai import AsyncOpenAI
+
+    from retrieval.embedders import OpenAIEmbedder
+    from retrieval.index import build_index
+    from tests.fakes.openai_server import FakeOpenAI
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        local = LocalE5Embedder()
+        local.encode(["预热"], False)
+        t = time.perf_counter()
+        await build_index(Path(tmp) / "local.index", docs[:count], local, progress=False)
+        out["local"] = count / (time.perf_counter() - t)
+
+        class SlowFake(FakeOpenAI):
+            async def _embeddings(self, request):
+                await asyncio.sleep(latency)
+                return await super()._embeddings(request)
+
+        fake = await SlowFake(dimensions=384).start()
+        try:
+            client = AsyncOpenAI(api_key="sk-bench", base_url=fake.url, timeout=30, max_retries=0)
+            for label, concurrency in (("remote_sequential", 1), ("remote_concurrent4", 4), ("remote_concurrent8", 8)):
+                embedder = OpenAIEmbedder(client, "text-embedding-v3", 384, concurrency=concurrency)
+                t = time.perf_counter()
+                await build_index(Path(tmp) / f"{label}.index", docs[:count * 4], embedder, progress=False)
+                out[label] = count * 4 / (time.perf_counter() - t)
+            await client.close()
+        finally:
+            await fake.stop()
+    return out
+
+
+def main(args) -> None:
+    from threadpoolctl import threadpool_limits
+
+    # as in the bot (retrieval/embedders.py pins BLAS to one thread): on two busy cores a multi-threaded BLAS
+    # made a 5,000-row scan take 85 ms instead of 0.3
+    threadpool_limits(limits=1, user_api="blas")
+    views, names = real_sample([Path(p) for p in args.sample], MODEL)
+    qs = queries(names, args.queries)
+    print(f"sample: {len(views):,} real products (views and name vectors from {', '.join(args.sample)}); "
+          f"{args.queries} queries (real name vectors + noise); cores: {os.cpu_count()}; "
+          f"load average at start: {os.getloadavg()[0]:.1f}")
+    results: dict = {"dense": [], "memory": {}, "whole": None, "incremental": None, "build": None}
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmpname:
+        tmp = Path(tmpname)
+        print("\n## Dense side of one query: exact scan (float32) vs ANN (usearch float16 graph, 256 neighbours and "
+              "256 lexical candidates rescored from float16)")
+        print(f"{'products':>9s} {'exact p50':>9s} {'exact p95':>9s} {'ANN p50':>8s} {'ANN p95':>8s} {'recall@10':>9s} "
+              f"{'graph build':>11s} {'build/s':>8s} {'open s':>7s} {'files MB':>8s}  exact measured")
+        for size in args.sizes:
+            r = dense_side(size, views, names, qs, tmp)
+            results["dense"].append(r)
+            print(f"{size:9,d} {r['exact_p50']:9.2f} {r['exact_p95']:9.2f} {r['ann_p50']:8.2f} {r['ann_p95']:8.2f} "
+                  f"{r['recall10']:9.3f} {r['graph_build_s']:9.1f} s {r['graph_build_per_s']:8.0f} {r['startup_s']:7.2f} "
+                  f"{r['files_mb']:8.0f}  {r['exact_measured']}", flush=True)
+            if size in args.memory_sizes:
+                m = memory_rows(r["path"])
+                results["memory"][size] = m
+                print(f"    memory, 1 worker: Pss {m['one']['pss']:.0f} MB (generation files {m['one']['vec_pss']:.0f} MB "
+                      f"of Rss {m['one']['vec_rss']:.0f}); 4 workers: Pss {m['four_pss']:.0f} MB in all, generation files "
+                      f"{m['four_vec_pss']:.0f} MB Pss (Rss summed {m['four_vec_rss']:.0f}) → "
+                      f"{m['four_vec_pss'] / max(m['one']['vec_pss'], 1e-9):.2f}× one worker", flush=True)
+            for p in tmp.glob(f"s{size}.index*"):
+                p.unlink()
+        if args.whole:
+            w = asyncio.run(whole_search(args.whole, views, names, tmp, args.whole_queries))
+            results["whole"] = w
+            print(f"\n## Whole search at {args.whole:,} products (cached query vectors): exact p50 {w['exact'][0]:.1f} ms "
+                  f"p95 {w['exact'][1]:.1f} · ANN p50 {w['ann'][0]:.1f} ms p95 {w['ann'][1]:.1f}", flush=True)
+        if args.incremental:
+            i = incremental(args.incremental, views, names, tmp, 0.01)
+            results["incremental"] = i
+            print(f"\n## Incremental update at {i['size']:,} products: {i['changed']} changed + {i['changed']} removed + "
+                  f"{i['changed']} added → graph update {i['update_s']:.1f} s (added {i['added']}, removed {i['removed']}, "
+                  f"rebuilt {i['rebuilt']}) vs fresh graph {i['fresh_s']:.1f} s", flush=True)
+    if args.build:
+        b = asyncio.run(build_throughput(load_outdoor_docs(), args.build, args.latency))
+        results["build"] = b
+        print(f"\n## Index build, products/s (embedding included): local model {b['local']:.2f} "
+              f"({args.build} outdoor products); remote endpoint answering after {args.latency * 1000:.0f} ms, "
+              f"batches of 10: sequential (before) {b['remote_sequential']:.1f}, 4 in flight {b['remote_concurrent4']:.1f} "
+              f"({b['remote_concurrent4'] / b['remote_sequential']:.1f}×), 8 in flight {b['remote_concurrent8']:.1f} "
+              f"({b['remote_concurrent8'] / b['remote_sequential']:.1f}×)")
+    if args.json:
+        print(json.dumps(results, default=str))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sample", nargs="+", required=True)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 5000, 10000, 20000, 100000, 1000000])
+    parser.add_argument("--memory-sizes", type=int, nargs="*", default=[20000, 1000000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--whole", type=int, default=20000, help="whole-search comparison size (0: skip)")
+    parser.add_argument("--whole-queries", type=int, default=40)
+    parser.add_argument("--incremental", type=int, default=100000)
+    parser.add_argument("--build", type=int, default=32, help="products embedded by the local model (0: skip)")
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--tmp", default=None)
+    parser.add_argument("--json", action="store_true")
+    main(parser.parse_args())
