@@ -127,8 +127,8 @@ def main(args) -> None:
         t = time.perf_counter()
         mem_top.append(bm25_top(postings, args.size, q))
         times.append((time.perf_counter() - t) * 1000)
-    print(f"in-memory BM25: build {build:.0f} s, +RSS {memory:.0f} MB per worker process ({arrays:.0f} MB of arrays, "
-          f"the rest the token dictionary), query p50 {statistics.median(times):.1f} ms, p95 "
+    print(f"in-memory BM25: build {build:.0f} s, +RSS {memory:.0f} MB per worker process ({arrays:.0f} MB of it the "
+          f"posting arrays), query p50 {statistics.median(times):.1f} ms, p95 "
           f"{np.percentile(times, 95):.1f} ms")
     del postings
     gc.collect()
