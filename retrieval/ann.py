@@ -174,11 +174,25 @@ class Generation:
 
     @classmethod
     def open(cls, index_path: Path, generation: int | None = None) -> Generation:
+        """The given generation, or the current one: a generation deleted between reading the pointer and
+        opening its files (two publishes in between) is retried with the pointer read again."""
+        if generation is not None:
+            return cls._open(index_path, generation)
+        for _ in range(3):
+            current = current_generation(index_path)
+            if current is None:
+                raise FileNotFoundError(pointer_path(index_path))
+            try:
+                return cls._open(index_path, current)
+            except FileNotFoundError:
+                if current_generation(index_path) == current:
+                    raise
+        return cls._open(index_path, current_generation(index_path) or 0)
+
+    @classmethod
+    def _open(cls, index_path: Path, generation: int) -> Generation:
         from usearch.index import Index
 
-        generation = current_generation(index_path) if generation is None else generation
-        if generation is None:
-            raise FileNotFoundError(pointer_path(index_path))
         prefix = _gen_prefix(index_path, generation)
         with np.load(f"{prefix}.meta.npz", allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
