@@ -53,6 +53,21 @@ def current_generation(index_path: Path) -> int | None:
         return None
 
 
+def content_digest(ids: Sequence[str], hashes: Sequence[str]) -> str:
+    """What a generation holds (each product id and its content hash, in order), in 16 hex digits."""
+    text = "\x1e".join(f"{p}\x1f{h}" for p, h in zip(ids, hashes, strict=True))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def is_current(index_path: Path, ids: Sequence[str], hashes: Sequence[str]) -> bool:
+    """True when the current generation holds exactly these products at these content hashes (a build
+    interrupted between saving the index and publishing leaves it behind: the next build publishes)."""
+    try:
+        return json.loads(pointer_path(index_path).read_text()).get("digest") == content_digest(ids, hashes)
+    except (FileNotFoundError, ValueError, json.JSONDecodeError):
+        return False
+
+
 def _moments(rows: np.ndarray, chunk: int = 65536) -> tuple[np.ndarray, np.ndarray]:
     """Mean vector and Gram matrix VᵀV / n, in chunks (a million rows never need a float32 copy)."""
     d = rows.shape[1]
@@ -141,7 +156,8 @@ def publish(index_path: Path, ids: Sequence[str], hashes: Sequence[str], views: 
              **{f"{k}_gram": v[1] for k, v in stats.items()},
              meta=np.array(json.dumps({"model": model, "dimensions": dims, "size": n})))
     _atomic_write(pointer_path(index_path),
-                  lambda tmp: tmp.write_text(json.dumps({"generation": generation, "size": n, "model": model})))
+                  lambda tmp: tmp.write_text(json.dumps({"generation": generation, "size": n, "model": model,
+                                                         "digest": content_digest(ids, hashes)})))
     # the generation before the previous one has no reader that opened it after the previous one was published
     for stale in index_path.parent.glob(f"{index_path.name}.g*.*"):
         try:

@@ -128,7 +128,8 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
     resumes where it left off; the whole file is not rewritten after every chunk.
 
     A catalog of `ann_threshold` (default ann.ANN_THRESHOLD) products or more also gets a new ANN generation
-    (retrieval/ann.py) when anything changed: its graph is updated by product key, not rebuilt."""
+    (retrieval/ann.py) when the current one does not hold exactly these products: its graph is updated by
+    product key, not rebuilt."""
     started = time.perf_counter()
     exists = await asyncio.to_thread(path.exists)
     index = None
@@ -194,7 +195,7 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
             await save()
     published = None
     threshold = ann.ANN_THRESHOLD if ann_threshold is None else ann_threshold
-    if len(docs) >= threshold and (saved or ann.current_generation(path) is None):
+    if len(docs) >= threshold and not await asyncio.to_thread(ann.is_current, path, ids, hashes):
         final = saved[0] if saved else await asyncio.to_thread(VectorIndex.load, path, embedder.name)
         published = await asyncio.to_thread(ann.publish, path, final.ids, final.hashes, final.vectors, final.names,
                                             final.model)

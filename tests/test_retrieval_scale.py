@@ -178,3 +178,15 @@ async def test_remote_embedder_sends_batches_concurrently_in_order():
     assert sorted(len(body["input"]) for _, body, _ in fake.requests) == [5] + [10] * 9
     assert 1 < fake.most <= 3
     assert np.allclose(vectors, np.array([fake_vector(t, 12) for t in texts]), atol=1e-5)
+
+
+async def test_a_build_publishes_when_the_generation_lags_the_index_and_only_then(tmp_path, docs):
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs, embedder, progress=False, ann_threshold=10**9)   # saved, not published
+    embedder.embedded.clear()
+    caught_up = await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    assert caught_up.embedded == 0 and not embedder.embedded
+    assert caught_up.published is not None and caught_up.published.generation == 1
+    again = await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    assert again.published is None and ann.current_generation(path) == 1
