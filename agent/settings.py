@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     health_host: str = "127.0.0.1"   # /healthz and /metrics outside webhook mode
     redis_url: RedisDsn | None = None
     redis_cluster: bool = False   # REDIS_URL names one node of a Redis Cluster
+    # replicas an inbox append / a worker's acknowledgement waits for (WAIT) before it counts as done; unset:
+    # 1 with REDIS_CLUSTER=1, 0 on one node (no WAIT at all). README, Scaling out.
+    redis_wait_replicas: int | None = Field(None, ge=0, le=5)
+    redis_wait_timeout_ms: int = Field(1000, ge=1, le=60_000)
     database_path: Path = Path("data/shop.db")
     index_path: Path | None = None
     openai_api_key: SecretStr | None = None
@@ -115,6 +119,13 @@ class Settings(BaseSettings):
         if value is not None:
             ServiceHours.parse(value)
         return value
+
+    @property
+    def wait_replicas(self) -> int:
+        """REDIS_WAIT_REPLICAS, or its default: 1 on a Redis Cluster (each master has a replica), 0 on one node."""
+        if self.redis_wait_replicas is not None:
+            return self.redis_wait_replicas
+        return 1 if self.redis_cluster else 0
 
     @property
     def resolved_index_path(self) -> Path:

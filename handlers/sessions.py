@@ -3,7 +3,9 @@ one round trip; the re-check after a turn reads the state and counts the miss in
 the memory, the miss counter and — for an update from the durable inbox — its done-marker and
 acknowledgement in one MULTI/EXEC transaction. The chat's keys carry its inbox partition's hash tag, so on a
 Redis Cluster all of that is one slot; a receipt from another partition (not a customer's own update) is
-settled in a transaction of its own after the chat's."""
+settled in a transaction of its own after the chat's. With REDIS_WAIT_REPLICAS a receipt counts as settled
+once a replica has it too (a fence and WAIT after the transaction, one more round trip: replicas.py);
+a replica that does not confirm raises NotReplicated, and the inbox settles the receipt again."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from agent.memory import ChatMemory
 from agent.memory_redis import RedisMemory
 from agent.session import Outcome
 from handlers.delivery.receipt import Receipt
+from handlers.delivery.replicas import ReplicaWait
 
 
 @dataclass
@@ -54,14 +57,18 @@ class RedisSession:
                 self._receipt.queue(pipe)
                 await pipe.execute()
         if self._receipt is not None:
+            if owner.replicas is not None:
+                await owner.replicas.after(self._receipt.done_key, self._receipt.fence)
             self._receipt.entry.acked = True
 
 
 class RedisSessions:
     """Sessions shared by every bot process. `delivery`, when given, is an inbox `Receipt`."""
 
-    def __init__(self, redis: Redis, memories: RedisMemory, handoffs: RedisHandoffStore):
+    def __init__(self, redis: Redis, memories: RedisMemory, handoffs: RedisHandoffStore,
+                 replicas: ReplicaWait | None = None):
         self.redis, self.memories, self.handoffs = redis, memories, handoffs
+        self.replicas = replicas or ReplicaWait.of(redis)
 
     async def open(self, chat_id: str, delivery: object | None = None) -> RedisSession:
         if delivery is not None and not isinstance(delivery, Receipt):

@@ -26,6 +26,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from handlers.delivery.partitions import Partitions
 from handlers.delivery.receipt import DONE_SECONDS, GROUP, Entry, Receipt
+from handlers.delivery.replicas import ReplicaWait
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,11 @@ _APPEND = """
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then
   return redis.call('XADD', KEYS[2], '*', 'update', ARGV[1])
 end
+if ARGV[3] == '1' then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
 return false
 """
+# ARGV[3] = '1' when a WAIT follows: a duplicate then writes too (its seen-marker's lifetime), so that the WAIT
+# after it covers the first append of the update, which the master's replication stream holds before it
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
@@ -96,10 +100,14 @@ def chat_of(update: Update) -> int | None:
 class Inbox:
     """The inbox's keys (handlers/delivery/partitions.py has the layout): per partition, under its hash
     tag T, the stream `<prefix>inbox:{T}` and the markers `<prefix>{T}:seen:<update>` and
-    `<prefix>{T}:done:<update>`; the leases and the workers' registry share the tag `{workers}`."""
+    `<prefix>{T}:done:<update>`; the leases and the workers' registry share the tag `{workers}`.
+    `replicas` (by default the client's own, REDIS_WAIT_REPLICAS > 0): appends, reads and acknowledgements
+    wait for a replica (handlers/delivery/replicas.py)."""
 
-    def __init__(self, redis: Redis | RedisCluster, prefix: str = "kefu:", partitions: int = 4):
+    def __init__(self, redis: Redis | RedisCluster, prefix: str = "kefu:", partitions: int = 4,
+                 replicas: ReplicaWait | None = None):
         self.redis, self.prefix, self.partitions = redis, prefix, partitions
+        self.replicas = replicas or ReplicaWait.of(redis)
         self.layout = Partitions(prefix, partitions)
         self.cluster = isinstance(redis, RedisCluster)
         self._streams = {self.stream(p): p for p in range(partitions)}
@@ -130,7 +138,7 @@ class Inbox:
     def _append_args(self, update: Update, payload: str) -> dict:
         partition = self.partition_of(update)
         return {"keys": [self.marker(partition, "seen", update.update_id), self.stream(partition)],
-                "args": [payload, SEEN_SECONDS]}
+                "args": [payload, SEEN_SECONDS, "1" if self.replicas else "0"]}
 
     @property
     def dead_letters(self) -> str:
@@ -153,6 +161,9 @@ class Inbox:
         if dead:
             await self._park(dead)
             return False
+        if self.replicas:
+            (added,) = await self._append_replicated(good)
+            return bool(added)
         return bool(await self._append(**self._append_args(*good[0])))
 
     async def append_many(self, updates: list[Update]) -> None:
@@ -161,6 +172,9 @@ class Inbox:
         good, dead = self._sorted(updates)
         if dead:
             await self._park(dead)
+        if self.replicas and good:
+            await self._append_replicated(good)
+            return
         if len(good) == 1:
             await self._append(**self._append_args(*good[0]))
             return
@@ -171,6 +185,19 @@ class Inbox:
                 args = self._append_args(update, payload)
                 pipe.eval(_APPEND, 2, *args["keys"], *args["args"])
             await pipe.execute()
+
+    async def _append_replicated(self, good: list[tuple[Update, str]]) -> list:
+        """The appends, then WAIT on each master written to, in one round trip per master: raises NotReplicated
+        (a RedisError) when a replica did not confirm them, so nothing is confirmed to Telegram."""
+        def queue(pipe) -> list[str]:
+            keys = []
+            for update, payload in good:
+                args = self._append_args(update, payload)
+                pipe.eval(_APPEND, 2, *args["keys"], *args["args"])
+                keys.append(args["keys"][1])
+            return keys
+
+        return await self.replicas.write(queue)
 
     async def _park(self, dead: list[tuple[Update, str]]) -> None:
         for update, reason in dead:
@@ -218,6 +245,15 @@ class Inbox:
         session settled it already)."""
         if entry is None:
             await self.mark_done(update_id)
+        elif not entry.acked and self.replicas:   # on a replica too before it counts (NotReplicated: retried)
+            receipt = self.receipt(update_id, entry)
+
+            def queue(pipe) -> list[str]:
+                receipt.queue(pipe)
+                return [receipt.done_key]
+
+            await self.replicas.write(queue)
+            entry.acked = True
         elif not entry.acked:
             async with self.redis.pipeline(transaction=True) as pipe:
                 self.receipt(update_id, entry).queue(pipe)

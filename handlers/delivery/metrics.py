@@ -31,6 +31,8 @@ INBOX_PENDING = Gauge("kefu_inbox_pending", "Inbox entries read and not yet ackn
 INBOX_LAG = Gauge("kefu_inbox_lag", "Inbox entries not yet read by any worker, per partition", ["partition"])
 REDIS_ROUND_TRIPS = Counter("kefu_redis_round_trips_total", "Requests written to Redis (a pipeline or a "
                             "transaction is one)")
+REPLICA_WAITS = Counter("kefu_redis_replica_waits_total", "WAITs for a replica after an inbox append, read or "
+                        "acknowledgement (REDIS_WAIT_REPLICAS), by outcome", ["outcome"])
 STAGE = Histogram("kefu_stage_seconds", "Time per stage of a customer message", ["stage"], buckets=SECONDS)
 # stages: inbox (appended → taken by a worker), queue (waiting for the chat's earlier messages), retrieval
 # (the tools: search and SQL, summed), model (waiting for the model, summed), validation (summed), turn

@@ -30,3 +30,8 @@ class Receipt:
     def queue(self, pipe) -> None:
         pipe.set(self.done_key, 1, ex=DONE_SECONDS)
         pipe.xack(self.entry.stream, GROUP, self.entry.id)
+
+    def fence(self, pipe) -> None:
+        """A write to the done-marker's slot after the transaction that settled it: a WAIT behind it covers the
+        transaction (handlers/delivery/replicas.py)."""
+        pipe.set(self.done_key, 1, ex=DONE_SECONDS)

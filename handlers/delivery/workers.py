@@ -228,11 +228,18 @@ class Worker:
                             await asyncio.wait_for(self._room.wait(), cycle)
                         continue
                     streams = {self.inbox.stream(p): ">" for p in sorted(serving)}
-                    async with self.inbox.redis.pipeline(transaction=False) as pipe:   # one round trip (per node)
+                    replicas = self.inbox.replicas
+                    async with (replicas or self.inbox).redis.pipeline(transaction=False) as pipe:   # one round trip (per node)
                         reads = self.inbox.queue_read(pipe, self.name, streams, max(room // len(streams), 1), 500)
                         for stream in streams:   # after the read: an older entry read by another consumer shows
                             pipe.xpending(stream, GROUP)
-                        replies = await pipe.execute()
+                        waits = replicas.queue(pipe, streams) if replicas else []
+                        replies = await (replicas.execute(pipe) if replicas else pipe.execute())
+                    # a read on a replica too: a failover keeps it (the entries stay pending, never read as new
+                    # again), so its entries are first deliveries; a read not confirmed is treated as a re-run
+                    # (each checks its done-marker first)
+                    first = replicas.confirmed(waits, replies[-2 * len(waits):]) if replicas else True
+                    replies = replies[:len(replies) - 2 * len(waits)]
                     found, summaries = self.inbox.entries_of(replies[:reads]), replies[reads:]
                     behind = {p for p, summary in zip(sorted(serving), summaries, strict=True)
                               if _others_pending(summary, self.name)}
@@ -241,7 +248,7 @@ class Worker:
                         self._rerun |= behind
                     for stream, entries in found:
                         if self.inbox.partition_of_stream(stream) not in behind:
-                            self._start(self.inbox.partition_of_stream(stream), entries, first=True)
+                            self._start(self.inbox.partition_of_stream(stream), entries, first=first)
                     if self.inbox.cluster and not any(entries for _, entries in found):
                         await asyncio.sleep(CLUSTER_POLL_SECONDS)   # the reads did not block: wait a moment
                 except (RedisError, OSError) as exc:
