@@ -13,6 +13,7 @@ import time
 
 import pytest
 from redis.crc import key_slot
+from redis.exceptions import RedisError
 
 from agent.handoff import Claim, Mode
 from agent.memory import Turn
@@ -198,3 +199,171 @@ async def test_a_cluster_url_the_bot_cannot_use_stops_start_up_with_one_line(clu
                 pass
     async with redis_client(Settings(_env_file=None, redis_url=cluster_nodes.url, redis_cluster=True)) as client:
         assert len(client.get_primaries()) == 3
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory, shared_builds):
+    """A cluster of this module's failover tests (they kill masters): one for the module, each test killing
+    a master that still has its replica."""
+    from tests.fakes.redis_cluster import RedisClusterNodes
+
+    nodes = RedisClusterNodes.start(tmp_path_factory.mktemp("own-cluster"))
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+def victim_of(client, inbox: Inbox, nodes) -> tuple[int, list[int]]:
+    """A master other than the one the URL names, holding partitions and with its replica connected: its port
+    and its partitions."""
+    by_partition = {p: client.get_node_from_key(inbox.stream(p)) for p in range(inbox.partitions)}
+    candidates = sorted({n.port for n in by_partition.values()} - {nodes.ports[0]})
+    port = nodes.master_with_replica(candidates)
+    assert port is not None, "no master with a replica left in the test's cluster"
+    return port, [p for p, n in by_partition.items() if n.port == port]
+
+
+@pytest.mark.slow
+async def test_failover_with_a_turn_in_flight_it_is_answered_once_and_settled_on_the_replica(
+        own_cluster, conn, search):
+    """A worker's turn is in flight (its memory read, its answer ready, the reply not yet sent) when the master of
+    its partition is SIGKILLed: the reply is sent once; the turn's commit fails on the dead master and is settled
+    (done-marker + XACK) on the replica that took over; the entry was read with WAIT, so the promoted replica
+    still shows it pending to this worker and it is never read as new again; the chat's next message, appended
+    on the promoted replica, is answered after it; a successor worker re-running the partition answers nothing
+    again."""
+    from aiogram.methods import SendMessage
+
+    from handlers.delivery.inbox import DeliveryMarker
+    from handlers.delivery.replicas import ReplicaWait
+
+    nodes = own_cluster
+    client, waits = cluster_client(nodes.url), cluster_client(nodes.url, retries=0)
+    await client.initialize()
+    client.replica_wait = ReplicaWait(waits, 1, 1000)
+    inbox = Inbox(client, unique_prefix(), partitions=4)
+    await inbox.ensure_groups()
+    victim, on_victim = victim_of(client, inbox, nodes)
+    chat = next(c for c in range(9800, 9900) if inbox.layout.of_chat(c) in on_victim)
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def hold_first_reply(make_request, bot_, method):
+        if isinstance(method, SendMessage) and method.chat_id == chat and not release.is_set():
+            held.set()
+            await release.wait()
+        return await make_request(bot_, method)
+
+    session.middleware(hold_first_reply)
+    session.middleware(DeliveryMarker())   # as make_bot has it: a reply sent is never sent again
+    stop = asyncio.Event()
+    running = asyncio.create_task(Worker(inbox, dispatcher, bot, "w1", lease_ms=2000).run(stop))
+    try:
+        first = update(chat, "足球多少钱")
+        await inbox.append(first)
+        await asyncio.wait_for(held.wait(), 60)                        # the turn is in flight
+        await asyncio.to_thread(nodes.kill, victim)
+        await asyncio.to_thread(nodes.wait_failed_over, victim)
+        release.set()
+        second = update(chat, "篮球多少钱")
+        for _ in range(100):   # the receiver's own retries: the cluster client learns the new master
+            try:
+                await inbox.append(second)
+                break
+            except (RedisError, OSError):
+                await asyncio.sleep(0.2)
+        assert await session.until(lambda: len(session.texts(chat)) >= 2, within=90)
+        stream = inbox.stream(inbox.layout.of_chat(chat))
+        assert await settled(client, stream, within=60)
+    finally:
+        stop.set()
+        await running
+    stop = asyncio.Event()   # a successor takes the partition over and re-runs whatever it finds pending
+    successor = Worker(inbox, dispatcher, bot, "w2", lease_ms=2000)
+    running = asyncio.create_task(successor.run(stop))
+    try:
+        deadline = time.monotonic() + 30
+        while inbox.layout.of_chat(chat) not in successor.held and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        assert inbox.layout.of_chat(chat) in successor.held
+        await asyncio.sleep(1)   # what it re-runs would have been answered by now
+    finally:
+        stop.set()
+        await running
+    replies = session.texts(chat)
+    assert len(replies) == 2 and "120元" in replies[0] and "200元" in replies[1], replies   # once each, in order
+    assert client.get_node_from_key(stream).port != victim                                 # the replica took over
+    for message in (first, second):
+        assert await inbox.is_done(message.update_id, stream)
+    await client.aclose()
+    await waits.aclose()
+
+
+async def settled(client, stream: str, within: float) -> bool:
+    """Every entry of `stream` read by the group and acknowledged."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            last = (await client.xinfo_stream(stream))["last-generated-id"]
+            (group,) = [g for g in await client.xinfo_groups(stream) if g["name"] in (GROUP, GROUP.encode())]
+            if group["pending"] == 0 and group["last-delivered-id"] == last:
+                return True
+        except (RedisError, OSError):
+            pass
+        await asyncio.sleep(0.1)
+    return False
+
+
+@pytest.mark.slow
+async def test_failover_of_a_master_mid_stream_every_message_is_answered_once_in_order(world,
+                                                                                                       own_cluster):
+    """A real `python bot.py` with REDIS_CLUSTER=1 (so REDIS_WAIT_REPLICAS=1): a master is SIGKILLed while chats on
+    its partitions and on others are sending; its replica takes over (node timeout 1 s) and every message is
+    answered once, in order: nothing was confirmed to Telegram before a replica had it (WAIT), nothing
+    acknowledged either."""
+    nodes = own_cluster
+    fake, bot, _ = world
+    process = bot(REDIS_URL=nodes.url, REDIS_CLUSTER="1")
+    client = cluster_client(nodes.url)
+    try:
+        await client.initialize()
+        inbox = Inbox(client, process.env["REDIS_PREFIX"], Settings(_env_file=None).inbox_partitions)
+        victim, on_victim = victim_of(client, inbox, nodes)
+        chats = [c for c in range(9600, 9700) if inbox.layout.of_chat(c) in on_victim][:2] + \
+            [c for c in range(9600, 9700) if inbox.layout.of_chat(c) not in on_victim][:2]
+        questions = [("足球多少钱", "120元"), ("篮球多少钱", "200元"), ("瑜伽垫多少钱", "150元"), ("排球多少钱", "229元"),
+                     ("跑步鞋多少钱", "500元")]
+        asked: dict[int, list[str]] = {c: [] for c in chats}
+
+        async def say(round_: int) -> None:
+            for i, chat in enumerate(chats):
+                text, figure = questions[(round_ + i) % len(questions)]
+                asked[chat].append(figure)
+                await fake.say(chat, text)
+
+        await process.start()
+        await say(0)
+        for chat in chats:
+            await fake.wait_replies(chat, 1, within=60)
+        await say(1)
+        await asyncio.to_thread(nodes.kill, victim)        # mid-stream: the second round is in flight
+        await say(2)
+        await say(3)
+        for chat in chats:
+            await fake.wait_replies(chat, len(asked[chat]), within=120)
+        await client.aclose()
+        client = cluster_client(nodes.url)
+        await client.initialize()
+        inbox = Inbox(client, process.env["REDIS_PREFIX"], inbox.partitions)
+        assert client.get_node_from_key(inbox.stream(on_victim[0])).port != victim   # the replica took over
+        await wait_acknowledged(client, inbox, fake, within=90)
+        for chat in chats:
+            replies = fake.replies(chat)
+            assert len(replies) == len(asked[chat]), (chat, replies)                 # none lost, none twice
+            for figure, reply in zip(asked[chat], replies, strict=True):
+                assert figure in reply, (chat, figure, reply)                        # in the order asked
+        code, output = await process.stop()
+        assert code == 0, output[-3000:]
+    finally:
+        await client.aclose()

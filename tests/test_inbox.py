@@ -472,3 +472,104 @@ async def test_a_worker_started_while_redis_does_not_answer_waits_and_then_works
         await running
         await through.aclose()
         await proxy.stop()
+
+
+async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_before_the_replica_has_it(tmp_path):
+    """REDIS_WAIT_REPLICAS=1 on a master with one replica (two redis-servers of the test's own; the replica
+    frozen with SIGSTOP stays connected and answers nothing): an append returns once the replica has it; while
+    the replica does not confirm, an append raises NotReplicated and the polling receiver does not confirm the
+    update to Telegram — once it does, the update is appended once; an acknowledgement (done-marker + XACK,
+    by the inbox or a chat session's commit) is not settled either. A master left without replicas (its
+    replica gone) is not waited for."""
+    from aiogram.client.session.aiohttp import AiohttpSession
+    from aiogram.client.telegram import TelegramAPIServer
+
+    from agent.memory import Turn
+    from agent.session import Outcome
+    from handlers.delivery.inbox import receive
+    from handlers.delivery.metrics import REPLICA_WAITS
+    from handlers.delivery.receipt import Entry
+    from handlers.delivery.replicas import NotReplicated, ReplicaWait
+    from tests.fakes.redis_server import RedisServer
+    from tests.fakes.telegram_server import FakeTelegram
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "r").mkdir()
+    master, replica = await RedisServer(tmp_path / "m").start(), await RedisServer(tmp_path / "r").start()
+    client, copy = master.client(), replica.client()
+    fake = await FakeTelegram().start()
+    bot = Bot(fake.token, session=AiohttpSession(api=TelegramAPIServer.from_base(fake.url)))
+
+    async def until(condition, within: float = 30) -> None:
+        deadline = time.monotonic() + within
+        while not await condition():
+            assert time.monotonic() < deadline, "timed out"
+            await asyncio.sleep(0.05)
+
+    def replicas_connected(n: int):
+        async def check() -> bool:
+            return len((await client.execute_command("ROLE"))[2]) == n
+        return check
+
+    def refused_at_least(n: float):
+        async def check() -> bool:
+            return REPLICA_WAITS.labels(outcome="not_replicated")._value.get() >= n
+        return check
+
+    try:
+        await copy.replicaof("127.0.0.1", master.port)
+        await until(replicas_connected(1))
+        wait = ReplicaWait(client, 1, timeout_ms=300)
+        inbox = Inbox(client, "kefu:", partitions=2, replicas=wait)
+        await inbox.ensure_groups()
+        first = update(61, "足球多少钱")
+        stream = inbox.stream(inbox.partition_of(first))
+        assert await inbox.append(first)
+        assert await copy.xlen(stream) == 1                                   # on the replica when it returned
+
+        replica.freeze()
+        with pytest.raises(NotReplicated):
+            await inbox.append(update(61, "有优惠吗"))
+        refused = REPLICA_WAITS.labels(outcome="not_replicated")._value.get()
+        stop = asyncio.Event()
+        receiving = asyncio.create_task(receive(bot, inbox, stop, poll_seconds=1))
+        update_id = await fake.say(62, "篮球多少钱")
+        await until(refused_at_least(refused + 2))
+        assert [u["update_id"] for u in fake.unconfirmed] == [update_id]     # Telegram would send it again
+        replica.thaw()
+        await fake.wait_for(lambda: not fake.unconfirmed, within=30, what="the update confirmed")
+        stop.set()
+        await receiving
+        other = inbox.stream(inbox.partition_of(update(62, "")))
+        appended = [json.loads(f[b"update"])["update_id"] for _, f in await copy.xrange(other)]
+        assert appended.count(update_id) == 1                                 # tried several times, appended once
+
+        ((_, entries),) = await client.xreadgroup(GROUP, "w", {stream: ">"}, count=1)
+        entry = Entry(stream, entries[0][0], first=True)
+        done = inbox.marker(inbox.partition_of(first), "done", first.update_id)
+        replica.freeze()
+        with pytest.raises(NotReplicated):
+            await inbox.finish(first.update_id, entry)
+        assert not entry.acked                                                # settled again later
+        keys = inbox.layout.chat_keys()
+        handoffs = RedisHandoffStore(client, "kefu:", keys=keys)
+        sessions = RedisSessions(client, RedisMemory(client, keys=keys), handoffs, replicas=wait)
+        session = await sessions.open("61", inbox.receipt(first.update_id, entry))
+        with pytest.raises(NotReplicated):
+            await session.commit(Outcome(Turn("足球多少钱", "120元"), ["001"], 1))
+        assert not entry.acked
+        replica.thaw()
+        await inbox.finish(first.update_id, entry)
+        assert entry.acked and await copy.exists(done)
+        assert (await copy.xpending(stream, GROUP))["pending"] == 0
+
+        await replica.crash()                                                 # no replica left: nothing to wait for
+        await until(replicas_connected(0))
+        assert await inbox.append(update(61, "那买两个呢")) and await inbox.append(update(61, "谢谢"))
+    finally:
+        await bot.session.close()
+        await fake.stop()
+        await client.aclose()
+        await copy.aclose()
+        await replica.stop()
+        await master.stop()

@@ -58,6 +58,7 @@ def _cli(port: int, *args: str, timeout: float = 10) -> str:
 class RedisClusterNodes:
     def __init__(self, workdir: Path, ports: list[int]):
         self.dir, self.ports = workdir, ports
+        self.killed: set[int] = set()
 
     @property
     def url(self) -> str:
@@ -93,6 +94,7 @@ class RedisClusterNodes:
             if result.returncode != 0:
                 raise RuntimeError(f"redis-cli --cluster create failed:\n{result.stdout}\n{result.stderr}")
             nodes._wait(nodes.ready, "the cluster to be ready")
+            nodes._wait(nodes.replicating, "every master's replica to be in sync")
         except BaseException:
             nodes.stop()
             raise
@@ -108,6 +110,13 @@ class RedisClusterNodes:
         replicas = [line for line in lines if "slave" in line.split()[2] and "fail" not in line.split()[2]]
         return len(masters) == 3 and len(replicas) == 3
 
+    def replicating(self) -> bool:
+        """Every master has its replica connected (ROLE): the link is up, the first sync done."""
+        roles = [_cli(port, "role").split() for port in self.ports]
+        masters = [role for role in roles if role and role[0] == "master"]
+        return len(masters) == 3 and all(len(role) > 2 for role in masters) and \
+            all(role[3] == "connected" for role in roles if role and role[0] == "slave")
+
     def _wait(self, condition, what: str, within: float = 60) -> None:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
@@ -119,8 +128,30 @@ class RedisClusterNodes:
             time.sleep(0.1)
         raise RuntimeError(f"timed out waiting for {what}")
 
+    def failed_over(self, port: int) -> bool:
+        """The node on `port` (killed) is marked failed by the others, and they all say the cluster is ok again:
+        its replica has taken its slots over."""
+        others = [p for p in self.ports if p != port and p not in self.killed]
+        lines = _cli(others[0], "cluster", "nodes").splitlines()
+        (victim,) = [line for line in lines if f":{port}@" in line.split()[1]]
+        if "fail" not in victim.split()[2].split(","):
+            return False
+        return all("cluster_state:ok" in _cli(p, "cluster", "info") for p in others)
+
+    def wait_failed_over(self, port: int, within: float = 60) -> None:
+        self._wait(lambda: self.failed_over(port), f"the replica of {port} to take over", within)
+
+    def master_with_replica(self, ports: list[int]) -> int | None:
+        """Of `ports`, one that is a master with a replica connected now (ROLE), else None."""
+        for port in ports:
+            role = _cli(port, "role").split()
+            if port not in self.killed and role and role[0] == "master" and len(role) > 2:
+                return port
+        return None
+
     def kill(self, port: int) -> None:
         """SIGKILL one node: no shutdown, no final save."""
+        self.killed.add(port)
         pid = self.pid(port)
         if pid is not None:
             try:
