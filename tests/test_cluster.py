@@ -316,8 +316,7 @@ async def settled(client, stream: str, within: float) -> bool:
 
 
 @pytest.mark.slow
-async def test_failover_of_a_master_mid_stream_every_message_is_answered_once_in_order(world,
-                                                                                                       own_cluster):
+async def test_failover_of_a_master_mid_stream_every_message_is_answered_once_in_order(world, own_cluster):
     """A real `python bot.py` with REDIS_CLUSTER=1 (so REDIS_WAIT_REPLICAS=1): a master is SIGKILLed while chats on
     its partitions and on others are sending; its replica takes over (node timeout 1 s) and every message is
     answered once, in order: nothing was confirmed to Telegram before a replica had it (WAIT), nothing
