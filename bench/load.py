@@ -11,7 +11,8 @@ follow-ups that need the chat's memory). --burst: each chat sends all its messag
 questions whose answers name their own figure, so the order of the replies can be checked).
 --cluster: instead of the echo bot, the same load on a Redis Cluster (six redis-server processes, three
 masters and three replicas, started here: tests/fakes/redis_cluster.py) after the single node, in the same
-run, with the cluster's figures as ratios to the single node's.
+run — once with REDIS_WAIT_REPLICAS=0 and once with its cluster default, 1 (WAIT before confirming) — with
+the cluster's figures as ratios to the single node's and the WAITs per message.
 Needs Redis on 127.0.0.1:6379 (db 15 is used, under a key prefix of its own)."""
 
 from __future__ import annotations
@@ -118,13 +119,13 @@ async def echo_baseline(args):
 
 
 async def scraped(processes, name: str) -> float:
-    """A counter of the bot processes' /metrics, summed."""
+    """A counter of the bot processes' /metrics, summed (over its labels too)."""
     total = 0.0
     async with aiohttp.ClientSession() as http:
         for process in processes:
             async with http.get(f"http://127.0.0.1:{process.port}/metrics") as response:
-                total += sum(float(line.split()[1]) for line in (await response.text()).splitlines()
-                             if line.startswith(f"{name} "))
+                total += sum(float(line.rsplit(" ", 1)[1]) for line in (await response.text()).splitlines()
+                             if line.startswith((f"{name} ", f"{name}{{")))
     return total
 
 
@@ -147,12 +148,12 @@ async def commands_processed(redis, cluster: bool) -> int:
     return sum(int(stats["total_commands_processed"]) for stats in found.values())
 
 
-async def ours(args, cluster: RedisClusterNodes | None = None):
+async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
     fake = await FakeTelegram().start()
     redis = cluster_client(cluster.url) if cluster else await connect()
     prefix = unique_prefix()
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"RATE_LIMIT_MESSAGES": "1000", "AUDIT_PATH": None}   # as deployed: the audit store, no JSONL copy
+        env = {"RATE_LIMIT_MESSAGES": "1000", "AUDIT_PATH": None, **settings}   # as deployed: no JSONL copy
         if cluster:
             env.update({"REDIS_URL": cluster.url, "REDIS_CLUSTER": "1"})
         processes = [BotProcess(fake, Path(tmp), prefix, **env)]
@@ -165,9 +166,11 @@ async def ours(args, cluster: RedisClusterNodes | None = None):
             await fake.wait_replies(1, 1)
             commands = await commands_processed(redis, cluster is not None)
             trips = await scraped(processes, "kefu_redis_round_trips_total")
+            waits = await scraped(processes, "kefu_redis_replica_waits_total")
             rate, latencies = await drive(fake, args)
             commands = await commands_processed(redis, cluster is not None) - commands
             trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
+            waits = await scraped(processes, "kefu_redis_replica_waits_total") - waits
             found = faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=False)
         finally:
             for process in reversed(processes):
@@ -177,29 +180,35 @@ async def ours(args, cluster: RedisClusterNodes | None = None):
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
-    return rate, latencies, found, trips / total, commands / total
+    return rate, latencies, found, trips / total, commands / total, waits / total
 
 
 async def against_cluster(args) -> None:
-    """The same load on one node, then on a three-master cluster, in one run."""
+    """The same load on one node, then on a three-master cluster without and with WAIT, in one run."""
     single = await ours(args)
     with tempfile.TemporaryDirectory() as tmp:
         nodes = await asyncio.to_thread(RedisClusterNodes.start, Path(tmp))
         try:
-            clustered = await ours(args, nodes)
+            no_wait = await ours(args, nodes, REDIS_WAIT_REPLICAS="0")
+            waiting = await ours(args, nodes)   # the cluster's default: REDIS_WAIT_REPLICAS=1
         finally:
             nodes.stop()
     mode = "each chat sends all its messages at once" if args.burst else \
         "each chat waits for its reply before its next message"
     print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
-    print("| Redis | replies/s | p50 ms | p99 ms | round trips / message | commands / message | lost / dup / disorder |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, (rate, latencies, found, trips, commands) in (("one node", single), ("cluster, 3 masters", clustered)):
-        print(f"| {name} | {rate:.1f} | {np.percentile(latencies, 50):.0f} | {np.percentile(latencies, 99):.0f} | "
-              f"{trips:.2f} | {commands:.2f} | {found[0]} / {found[1]} / {found[2]} |")
-    p99 = np.percentile(clustered[1], 99) / np.percentile(single[1], 99)
-    print(f"cluster / one node: throughput {clustered[0] / single[0]:.2f}×, p99 {p99:.2f}×, "
-          f"round trips per message {clustered[3] / single[3]:.2f}×")
+    print("| Redis | replies/s | p50 ms | p99 ms | round trips / message | commands / message | WAITs / message "
+          "| lost / dup / disorder | throughput, p99 vs one node |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    runs = (("one node", single), ("cluster, 3 masters, no WAIT", no_wait),
+            ("cluster, 3 masters, WAIT 1 (default)", waiting))
+    base_p99 = np.percentile(single[1], 99)
+    for name, (rate, latencies, found, trips, commands, waits) in runs:
+        p50, p99 = np.percentile(latencies, 50), np.percentile(latencies, 99)
+        print(f"| {name} | {rate:.1f} | {p50:.0f} | {p99:.0f} | {trips:.2f} | {commands:.2f} | {waits:.2f} | "
+              f"{found[0]} / {found[1]} / {found[2]} | {rate / single[0]:.2f}×, {p99 / base_p99:.2f}× |")
+    p50_cost = np.percentile(waiting[1], 50) - np.percentile(no_wait[1], 50)
+    print(f"WAIT on the cluster: throughput {waiting[0] / no_wait[0]:.2f}× of no WAIT, p50 {p50_cost:+.0f} ms, "
+          f"round trips per message {waiting[3] - no_wait[3]:+.2f}, commands {waiting[4] - no_wait[4]:+.2f}")
 
 
 async def main(args) -> None:
@@ -207,7 +216,7 @@ async def main(args) -> None:
         await against_cluster(args)
         return
     echo_rate, echo_latencies, echo_faults = await echo_baseline(args)
-    rate, latencies, found, trips, commands = await ours(args)
+    rate, latencies, found, trips, commands, _ = await ours(args)
     mode = "each chat sends all its messages at once" if args.burst else \
         "each chat waits for its reply before its next message"
     print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
