@@ -21,6 +21,7 @@ from agent.session import Outcome
 from agent.settings import Settings
 from handlers.delivery.inbox import GROUP, Entry, Inbox
 from handlers.delivery.metrics import REDIS_ROUND_TRIPS
+from handlers.delivery.replicas import ReplicaWait
 from handlers.delivery.workers import Worker
 from handlers.stores import chat_stores, cluster_client
 from tests.fakes.redis_cluster import shared_cluster
@@ -199,6 +200,8 @@ async def test_a_cluster_url_the_bot_cannot_use_stops_start_up_with_one_line(clu
                 pass
     async with redis_client(Settings(_env_file=None, redis_url=cluster_nodes.url, redis_cluster=True)) as client:
         assert len(client.get_primaries()) == 3
+        wait = ReplicaWait.of(client)   # REDIS_WAIT_REPLICAS=1 by default on a cluster, on a client that never retries
+        assert wait.replicas == 1 and wait.redis is not client and wait.redis.retry.get_retries() == 0
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +239,6 @@ async def test_failover_with_a_turn_in_flight_it_is_answered_once_and_settled_on
     from aiogram.methods import SendMessage
 
     from handlers.delivery.inbox import DeliveryMarker
-    from handlers.delivery.replicas import ReplicaWait
 
     nodes = own_cluster
     client, waits = cluster_client(nodes.url), cluster_client(nodes.url, retries=0)

@@ -573,3 +573,25 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
         await copy.aclose()
         await replica.stop()
         await master.stop()
+
+
+async def test_no_wait_for_replicas_on_one_node_unless_asked():
+    """REDIS_WAIT_REPLICAS: 0 on one node (no WAIT, the inbox and the sessions as before), 1 on a cluster
+    (tests/test_cluster.py), any number when set."""
+    from agent.settings import Settings
+    from handlers.delivery.replicas import ReplicaWait
+    from handlers.stores import chat_stores, redis_client
+    from tests.fakes.redis_support import REDIS_TEST_URL
+
+    assert Settings(_env_file=None).wait_replicas == 0
+    assert Settings(_env_file=None, redis_cluster=True).wait_replicas == 1
+    assert Settings(_env_file=None, redis_cluster=True, redis_wait_replicas=0).wait_replicas == 0
+    async with redis_client(Settings(_env_file=None, redis_url=REDIS_TEST_URL)) as client:
+        assert ReplicaWait.of(client) is None and Inbox(client).replicas is None
+        sessions, _, _ = chat_stores(Settings(_env_file=None, redis_url=REDIS_TEST_URL), client)
+        assert sessions.replicas is None
+    asked = Settings(_env_file=None, redis_url=REDIS_TEST_URL, redis_wait_replicas=2, redis_wait_timeout_ms=50)
+    async with redis_client(asked) as client:
+        wait = ReplicaWait.of(client)
+        assert wait.redis is client and (wait.replicas, wait.timeout_ms) == (2, 50)   # one node: the same client
+        assert Inbox(client).replicas is wait and chat_stores(asked, client)[0].replicas is wait

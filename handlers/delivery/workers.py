@@ -20,7 +20,10 @@ from handlers.delivery.inbox import GROUP, RETRY_SECONDS, TRANSIENT, Entry, Inbo
 
 log = logging.getLogger(__name__)
 
-CLUSTER_POLL_SECONDS = 0.02   # on a cluster the reads do not block (Inbox.queue_read): the pause when idle
+# on a cluster the reads do not block (Inbox.queue_read): the pause when nothing came, doubled while nothing comes
+# (each read is a round trip per master) up to the longest, back to the first as soon as something came
+CLUSTER_POLL_SECONDS = 0.02
+CLUSTER_POLL_MAX_SECONDS = 0.1
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Worker:
     _foreign: set[int] = field(default_factory=set)   # held, with entries pending on another consumer: paused
     _room: asyncio.Event = field(default_factory=asyncio.Event)   # set when a turn finishes
     _draining: set[int] = field(default_factory=set)   # held beyond the fair share: read no more, then release
+    _pause: float = CLUSTER_POLL_SECONDS   # the next pause after a cluster read that found nothing
 
     async def _handle(self, partition: int, entry_id: Any, fields: dict, first: bool) -> None:
         raw = fields.get(b"update") or fields.get("update")
@@ -250,7 +254,10 @@ class Worker:
                         if self.inbox.partition_of_stream(stream) not in behind:
                             self._start(self.inbox.partition_of_stream(stream), entries, first=first)
                     if self.inbox.cluster and not any(entries for _, entries in found):
-                        await asyncio.sleep(CLUSTER_POLL_SECONDS)   # the reads did not block: wait a moment
+                        await asyncio.sleep(self._pause)   # the reads did not block: wait a moment
+                        self._pause = min(self._pause * 2, CLUSTER_POLL_MAX_SECONDS)
+                    else:
+                        self._pause = CLUSTER_POLL_SECONDS
                 except (RedisError, OSError) as exc:
                     log.warning("worker %s: Redis trouble (%s); retrying", self.name, type(exc).__name__)
                     self.recheck_pending()
