@@ -2,9 +2,10 @@
 the inbox's partitions spread over the masters; updates appended once, read and acknowledged by a worker;
 a chat's memory, handoff state, miss counter and rate limit through the real stores, the turn's read and
 its write one round trip each (one slot); a real `python bot.py` with REDIS_CLUSTER=1 answering; and, on a
-cluster of its own, a master SIGKILLed while chats are sending: its replica takes over (node timeout 1 s)
-and every message is answered once, in order (the cluster client's own bounded retries carry the Redis
-calls of the turns in flight through the failover)."""
+cluster of this module's own (`-k failover`), masters SIGKILLed: a turn in flight is answered once and settled
+on the promoted replica, and under a real `python bot.py` every message of a stream is answered once, in
+order — appends, reads and acknowledgements wait for a replica (WAIT, REDIS_WAIT_REPLICAS=1 by default on a
+cluster), so nothing confirmed is lost with the master."""
 
 from __future__ import annotations
 
