@@ -478,11 +478,12 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
     """REDIS_WAIT_REPLICAS=1 on a master with one replica (two redis-servers of the test's own; the replica
     frozen with SIGSTOP stays connected and answers nothing): an append returns once the replica has it; while
     the replica does not confirm, an append raises NotReplicated and the polling receiver does not confirm the
-    update to Telegram — once it does, the update is appended once; an acknowledgement (done-marker + XACK,
+    update to Telegram, nor does the webhook (503) — once it does, the update is appended once; an acknowledgement (done-marker + XACK,
     by the inbox or a chat session's commit) is not settled either. A master left without replicas (its
     replica gone) is not waited for."""
     from aiogram.client.session.aiohttp import AiohttpSession
     from aiogram.client.telegram import TelegramAPIServer
+    from aiohttp import web
 
     from agent.memory import Turn
     from agent.session import Outcome
@@ -490,6 +491,8 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
     from handlers.delivery.metrics import REPLICA_WAITS
     from handlers.delivery.receipt import Entry
     from handlers.delivery.replicas import NotReplicated, ReplicaWait
+    from handlers.delivery.runners import SECRET_HEADER, WEBHOOK_PATH, add_webhook_intake
+    from tests.fakes.local_http import serve
     from tests.fakes.redis_server import RedisServer
     from tests.fakes.telegram_server import FakeTelegram
 
@@ -516,12 +519,23 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
             return REPLICA_WAITS.labels(outcome="not_replicated")._value.get() >= n
         return check
 
+    app = web.Application()
+    runner, url = None, ""
+
+    async def post_update(message: Update) -> int:
+        async with aiohttp.ClientSession() as http, http.post(
+                f"{url}{WEBHOOK_PATH}", data=message.model_dump_json(exclude_none=True),
+                headers={SECRET_HEADER: "webhook-secret-123", "Content-Type": "application/json"}) as response:
+            return response.status
+
     try:
         await copy.replicaof("127.0.0.1", master.port)
         await until(replicas_connected(1))
         wait = ReplicaWait(client, 1, timeout_ms=300)
         inbox = Inbox(client, "kefu:", partitions=2, replicas=wait)
         await inbox.ensure_groups()
+        add_webhook_intake(app, inbox, "webhook-secret-123")
+        runner, url = await serve(app)
         first = update(61, "足球多少钱")
         stream = inbox.stream(inbox.partition_of(first))
         assert await inbox.append(first)
@@ -536,8 +550,11 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
         update_id = await fake.say(62, "篮球多少钱")
         await until(refused_at_least(refused + 2))
         assert [u["update_id"] for u in fake.unconfirmed] == [update_id]     # Telegram would send it again
+        posted = update(63, "排球多少钱")                                      # the webhook answers 503: sent again
+        assert await post_update(posted) == 503
         replica.thaw()
         await fake.wait_for(lambda: not fake.unconfirmed, within=30, what="the update confirmed")
+        assert await post_update(posted) == 200
         stop.set()
         await receiving
         other = inbox.stream(inbox.partition_of(update(62, "")))
@@ -567,6 +584,8 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
         await until(replicas_connected(0))
         assert await inbox.append(update(61, "那买两个呢")) and await inbox.append(update(61, "谢谢"))
     finally:
+        if runner is not None:
+            await runner.cleanup()
         await bot.session.close()
         await fake.stop()
         await client.aclose()
