@@ -338,6 +338,23 @@ def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str
             [p.evidence_id for p in products])
 
 
+def same_kind(subject: str, product_name: str) -> bool:
+    """Whether a product is of the kind a word names by its head character, the thing a Chinese compound
+    is (运动鞋, 球鞋 → 跑步鞋, 越野跑鞋: 鞋; 球袜 → 运动袜（3双装）: 袜) — a synonym or a hypernym of what is
+    sold, not a different thing."""
+    base = re.sub(r"[（(][^）)]*[）)]", "", product_name).strip() or product_name
+    return len(subject) >= 2 and "\u4e00" <= subject[-1] <= "\u9fff" and base.endswith(subject[-1])
+
+
+def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:
+    """A word for a kind of thing the shop sells under other names (运动鞋): the products of that kind
+    search found, each with its verified price — never "not sold"."""
+    lines = [f"{_label(p)}，售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}，{NO_PRICE}"
+             for p in products]
+    return (f"您问的“{subject}”，店里有这些：\n" + "；\n".join(lines) + "。需要的话可以问我它们的详情。",
+            [p.evidence_id for p in products])
+
+
 def not_sold_answer(subject: str) -> str:
     """Nothing verified fits: say so, naming the thing asked about (the reader's goods phrase) when there
     is one; a described need that nothing fits is not called "not sold"."""

@@ -53,7 +53,7 @@ async def main(args) -> None:
 
         async def lexical_only(q):
             s = await search.signals(q)
-            fused = search.fuse(replace(s, dense_z=None, view_z=(), best_document_z=None))[0]
+            fused = search.fuse(replace(s, dense_z=None, view_z=(), best_document_z=None, synonyms=None))[0]
             return [docs[i].product_id for i in np.argsort(-fused, kind="stable")[:10] if fused[i] > 0]
 
         original = OriginalRetriever(db_path, json_index, lambda q: embedder.encode([q], True)[0])

@@ -20,11 +20,14 @@ MODEL_PATH = Path(__file__).resolve().parent / "models" / "ranker.json"
 # Per (query, product). The dense z-scores are against the whole catalog, so they do not depend on the
 # embedding model's score range; the lexical ones are in 0..1.
 FEATURES = ("name", "brand", "bm25", "bm25_covered", "dense", "dense_document", "dense_usage", "dense_name",
-            "token_cover", "head", "category", "dense_latin", "dense_described", "name_head")
+            "token_cover", "head", "category", "dense_latin", "dense_described", "name_head",
+            "synonym_word", "synonym_query", "synonym_query_latin", "synonym_morpheme", "synonym_morpheme_word",
+            "pinyin")
 # Per query, read at its best-ranked product.
 GATE_FEATURES = ("score", "margin", "name", "brand", "head", "category", "token_cover", "coverage",
                  "document_z", "dense", "latin", "described", "bm25_max", "name_z", "best_name_z",
-                 "unexplained", "last_unexplained")
+                 "unexplained", "last_unexplained", "synonym_word", "synonym_query", "synonym_last", "synonym_morpheme",
+                 "synonym_breadth", "synonym_hypernym", "unknown", "pinyin")
 
 
 @dataclass

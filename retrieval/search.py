@@ -16,6 +16,7 @@ from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
 from retrieval.lexical import LexicalIndex
 from retrieval.ranker import Ranker, load_rankers
+from retrieval.synonyms import HeadFamilies, PinyinNames, SynonymMatch, SynonymTable, unknown_words
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,10 @@ class Signals:
     head: np.ndarray | None = None         # the query names the product's head noun
     category: np.ndarray | None = None     # the query names a word of the product's category
     unexplained: Callable[[int], tuple[float, float]] | None = None   # the query's words a product lacks
+    synonyms: SynonymMatch | None = None   # the query's unknown words matched to the catalog's head nouns
+    unknown: float = 0.0                   # share of the query's content words the catalog never uses
+    pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
+    family: np.ndarray | None = None       # the query's last word is a hypernym of these products (运动鞋)
 
     def features(self) -> np.ndarray:
         """The ranker's per-product features (retrieval/ranker.py FEATURES), one row per product."""
@@ -46,9 +51,13 @@ class Signals:
         dense = self.dense_z if self.dense_z is not None else zero
         document, usage, name = self.view_z if self.view_z else (zero, zero, zero)
         described = float(self.words >= 3)
+        synonyms = self.synonyms
+        word, query, morpheme = (synonyms.word, synonyms.query, synonyms.morpheme) if synonyms else (zero, zero, zero)
         return np.stack([self.name, self.brand, self.bm25, self.bm25 * self.coverage, dense, document, usage, name,
                          self.token_cover, self.head, self.category, dense * float(self.latin),
-                         dense * described, self.name * self.head], axis=1).astype(np.float32)
+                         dense * described, self.name * self.head, word, query, query * float(self.latin), morpheme,
+                         morpheme * word, self.pinyin if self.pinyin is not None else zero],
+                        axis=1).astype(np.float32)
 
     def gate_features(self, scores: np.ndarray, best: int, runner_up: float) -> np.ndarray:
         """The gate's per-query features (retrieval/ranker.py GATE_FEATURES), read at the best product."""
@@ -59,11 +68,16 @@ class Signals:
         # need is explained by meaning, not by its characters (骑车时头老出汗 → 运动头带)
         short = self.unexplained is not None and self.words < 3
         share, last = self.unexplained(best) if short else (0.0, 0.0)
+        synonyms = self.synonyms
         return np.array([scores[best], scores[best] - runner_up, self.name.max(), self.brand.max(),
                          self.head[best], self.category[best], self.token_cover[best], self.coverage,
                          document_z, dense, float(self.latin), float(self.words >= 3),
                          np.log1p(self.bm25_max), name[best] if self.view_z else 0.0, float(name.max()),
-                         share, last], dtype=np.float32)
+                         share, last, synonyms.word[best] if synonyms else 0.0,
+                         synonyms.query[best] if synonyms else 0.0, synonyms.last if synonyms else 0.0,
+                         synonyms.morpheme[best] if synonyms else 0.0, synonyms.breadth if synonyms else 0.0,
+                         synonyms.morpheme[best] * synonyms.breadth if synonyms else 0.0,
+                         self.unknown, self.pinyin[best] if self.pinyin is not None else 0.0], dtype=np.float32)
 
 
 CONFIDENCE_POOL = 64
@@ -111,6 +125,8 @@ class ProductSearch:
         self.docs = list(docs)
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
+        self._pinyin = PinyinNames(self.docs, self.lexical.tokenizer)
+        self._families = HeadFamilies(self.docs, self.lexical.tokenizer)
         self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
         self._matrix: np.ndarray | ApproximateDense | None = None
@@ -133,6 +149,7 @@ class ProductSearch:
             self._names = self._rows(positions, names, index.dimensions)
             self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document),
                                                                   ("usage", self._usage), ("name", self._names))}
+            self._synonyms = SynonymTable(self.docs, self.lexical.tokenizer, self._names, self._has_vector)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -165,9 +182,26 @@ class ProductSearch:
         return await self._cache.vector(query) if self._cache is not None else None
 
     async def prime(self, queries: Sequence[str]) -> None:
-        """Embed a batch of queries ahead of their searches (an evaluation run)."""
+        """Embed a batch of queries, and their words the catalog never uses, ahead of their searches (an
+        evaluation run)."""
         if self._cache is not None:
-            await self._cache.prime(list(queries))
+            words = await asyncio.to_thread(lambda: [w for q in queries for w in self._unknown_words(q)])
+            await self._cache.prime(list(dict.fromkeys([*queries, *words])))
+
+    def _unknown_words(self, query: str) -> list[str]:
+        return unknown_words(self.lexical.content_words(self.lexical.analyze(query)), self.lexical.vocabulary, query)
+
+    async def word_vectors(self, query: str) -> dict[str, np.ndarray]:
+        """The vectors of the query's words the catalog never uses (the synonym table matches them to the
+        catalog's head nouns); none when the search is lexical or the embedder fails on them."""
+        if self._cache is None:
+            return {}
+        words = await asyncio.to_thread(self._unknown_words, query)
+        try:
+            return {w: await self._cache.vector(w) for w in words}
+        except EmbeddingError as exc:
+            log.warning("no synonyms for this query (%s)", exc)
+            return {}
 
     async def closeness(self, query: str, product_ids: Sequence[str]) -> dict[str, float]:
         """How close each of `product_ids` is to `query` by meaning (z-scores against the whole catalog);
@@ -195,9 +229,10 @@ class ProductSearch:
         The query is embedded on the embedder's thread; the scoring (jieba, pinyin, a pass over every
         product) runs in a worker thread too, so the event loop is never held for milliseconds."""
         vector = await self._cache.vector(query) if self._cache is not None else None
-        return await asyncio.to_thread(self._signals, query, vector)
+        words = await self.word_vectors(query) if vector is not None else {}
+        return await asyncio.to_thread(self._signals, query, vector, words)
 
-    def _signals(self, query: str, vector: np.ndarray | None) -> Signals:
+    def _signals(self, query: str, vector: np.ndarray | None, words: dict[str, np.ndarray] | None = None) -> Signals:
         q = self.lexical.analyze(query)
         bm25 = self.lexical.bm25(q.tokens)
         top = float(bm25.max()) if len(bm25) else 0.0
@@ -210,7 +245,12 @@ class ProductSearch:
             words=len(self.lexical.content_words(q)), token_cover=self.lexical.token_cover(q.tokens))
         out.head, out.category = self.lexical.kind_match(q)
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
+        content = self.lexical.content_words(q)
+        out.pinyin = self._pinyin.match(query)
+        out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
+        out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
         if vector is not None and self._ann is not None:
+            # (a large catalog: no synonym table yet, its name vectors are not held in memory)
             lexical = _top_indices(out.bm25 + out.name + out.brand, LEXICAL_CANDIDATES)
             out.dense_z, out.view_z, out.best_document_z = self._ann.signals(vector, lexical, CONFIDENCE_POOL)
         elif vector is not None and self._matrix is not None:
@@ -222,6 +262,7 @@ class ProductSearch:
             # confidence rule needs, and a second full pass over the catalog would double the cost.
             top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
             out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
+            out.synonyms = self._synonyms.match(vector, words or {})
         return out
 
     def ranker(self, s: Signals) -> Ranker:
@@ -261,10 +302,17 @@ class ProductSearch:
 
     async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None) -> list[Candidate]:
         top_k = max(1, min(int(top_k), 10))
-        signals = await asyncio.to_thread(self._signals, query, vector)
+        words = await self.word_vectors(query) if vector is not None else {}
+        signals = await asyncio.to_thread(self._signals, query, vector, words)
         fused, confident = self.fuse(signals)
         if not confident:
-            return []
+            if signals.family is None or not signals.family.any():
+                return []
+            # a hypernym of a family the shop sells (运动鞋 → 跑步鞋, 篮球鞋…): that family, best first, never
+            # "not sold"
+            fused = np.where(signals.family, fused, -np.inf)
+            order = [i for i in _top_indices(fused, top_k) if signals.family[i]]
+            return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i])) for i in order]
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
         return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))

@@ -44,7 +44,7 @@ async def examples(search: ProductSearch, queries: Sequence[EvalQuery]) -> dict[
         relevant = np.zeros(len(search.docs), dtype=bool)
         relevant[[position[p] for p in q.relevant if p in position]] = True
         s = await search.signals(q.query)
-        lexical = replace(s, dense_z=None, view_z=(), best_document_z=None)
+        lexical = replace(s, dense_z=None, view_z=(), best_document_z=None, synonyms=None)
         out["hybrid"].append(Example(s, s.features(), relevant))
         out["lexical"].append(Example(lexical, lexical.features(), relevant))
     return out

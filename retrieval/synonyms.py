@@ -1,0 +1,167 @@
+"""Query-term → catalog-term synonyms learned from the catalog and the embedder, not a hand list: each head
+noun of the catalog (the thing a product is: 跑步鞋, 帐篷) gets a vector from the name vectors of the
+products that share it (its context in this catalog), and a word of a query that the catalog never uses
+(运动鞋, 背囊, tent) is matched to those head nouns by meaning. The learned ranker and gate read the match
+as features (retrieval/ranker.py), so how much a synonym counts is fitted on the train split."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval.documents import RetrievalDoc
+from retrieval.text import STOPWORDS, Tokenizer, compact, fold, pinyin_of
+
+_HAN = re.compile(r"^[\u4e00-\u9fff]+$")
+_WORDS = re.compile(r"[a-z][a-z\-]+")
+_LATIN_RUN = re.compile(r"[a-z]")
+_LATIN = re.compile(r"^[a-z][a-z\-]+$")
+# numerals, units and sizes say how many or how big, not what (3x3, 230g, 1000)
+_MEASURE = re.compile(r"^[\d.x×\-+]+[a-z]*$|^[a-z]{0,2}\d")
+MIN_Z = 0.0   # below the catalog's average match a synonym says nothing
+
+
+def head_noun(doc: RetrievalDoc, tokenizer: Tokenizer) -> str:
+    """The thing a product is: the last word of two or more Chinese characters of its name that is not
+    its brand ('…双人四季帐篷' → '帐篷')."""
+    brand = compact(doc.brand)
+    words = [w for w in tokenizer.words(doc.base_name) if len(w) >= 2 and _HAN.match(w) and w != brand]
+    return words[-1] if words else ""
+
+
+def unknown_words(words: Sequence[str], vocabulary: set[str] | frozenset[str], query: str = "") -> list[str]:
+    """The query's content words the catalog never uses: the ones a synonym may explain (a Latin word is
+    read from the query as written, since its spaces separate them)."""
+    out = []
+    latin = _WORDS.findall(fold(query)) if query else []
+    for word in [*(w for w in words if not _LATIN_RUN.search(w)), *latin]:
+        if word in STOPWORDS or word in vocabulary or _MEASURE.match(word):
+            continue
+        if (_HAN.match(word) and len(word) >= 2) or (_LATIN.match(word) and len(word) >= 3):
+            out.append(word)
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class SynonymMatch:
+    """One query's synonym signals: per product, and the best match of its last unknown word."""
+
+    word: np.ndarray     # per product: the best z of any unknown query word against the product's head noun
+    morpheme: np.ndarray  # per product: 1 when its head noun ends as an unknown query word does (运动鞋 ~ 跑步鞋)
+    breadth: float       # how many of the catalog's head nouns end so (a hypernym names many: 鞋 → 6)
+    query: np.ndarray    # per product: the whole query's z against the product's head noun
+    last: float          # the z of the query's last unknown word at its best head noun (0 when none)
+    table: dict[str, tuple[str, float]]   # unknown word → (the catalog term it maps to, z)
+
+
+class SynonymTable:
+    """The catalog's head nouns with a vector each (the normalized mean of their products' name vectors),
+    and which head noun each product has."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer, name_vectors: np.ndarray,
+                 present: np.ndarray):
+        members: dict[str, list[int]] = defaultdict(list)
+        for i, doc in enumerate(docs):
+            head = head_noun(doc, tokenizer)
+            if head and present[i]:
+                members[head].append(i)
+        self.heads = sorted(members)
+        self.head_of = np.full(len(docs), -1, dtype=np.int64)
+        vectors = np.zeros((len(self.heads), name_vectors.shape[1]), dtype=np.float32)
+        for k, head in enumerate(self.heads):
+            self.head_of[members[head]] = k
+            mean = name_vectors[members[head]].mean(axis=0)
+            vectors[k] = mean / max(float(np.linalg.norm(mean)), 1e-9)
+        self.vectors = vectors
+        self._endings = np.array([h[-1] for h in self.heads])
+
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    def z(self, vector: np.ndarray) -> np.ndarray:
+        """z-scores of a vector's closeness to every head noun, against the catalog's head nouns."""
+        sims = self.vectors @ vector
+        return (sims - sims.mean()) / (sims.std() + 1e-6)
+
+    def _per_product(self, z: np.ndarray) -> np.ndarray:
+        out = np.where(self.head_of >= 0, z[np.maximum(self.head_of, 0)], 0.0)
+        return np.maximum(out, MIN_Z).astype(np.float32)
+
+    def match(self, query_vector: np.ndarray, word_vectors: Mapping[str, np.ndarray]) -> SynonymMatch:
+        n = len(self.head_of)
+        if len(self.heads) < 3:
+            zero = np.zeros(n, np.float32)
+            return SynonymMatch(zero, zero, 0.0, zero, 0.0, {})
+        word = np.zeros(n, dtype=np.float32)
+        morpheme = np.zeros(len(self.heads), dtype=bool)
+        table, last = {}, 0.0
+        for w, vector in word_vectors.items():
+            if _HAN.match(w):
+                morpheme |= self._endings == w[-1]
+            z = self.z(vector)
+            best = int(np.argmax(z))
+            table[w] = (self.heads[best], float(z[best]))
+            word = np.maximum(word, self._per_product(z))
+            last = float(z[best])   # dicts keep the query's order: the last one wins
+        per_product = np.where(self.head_of >= 0, morpheme[np.maximum(self.head_of, 0)], False).astype(np.float32)
+        return SynonymMatch(word, per_product, float(np.log1p(morpheme.sum())), self._per_product(self.z(query_vector)),
+                            last, table)
+
+
+class PinyinNames:
+    """Product names as unbroken pinyin, for a query typed in pinyin without its characters (paobuxie,
+    yumaoqiupai): the share of the query's letters that spell the product's whole name, or 0.6 of the share
+    that spell its head noun."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
+        self._names = [pinyin_of(compact(d.base_name)).replace(" ", "") for d in docs]
+        self._heads = [pinyin_of(head_noun(d, tokenizer)).replace(" ", "") for d in docs]
+
+    def match(self, query: str) -> np.ndarray:
+        letters = "".join(_WORDS.findall(fold(query))).replace("-", "")
+        out = np.zeros(len(self._names), dtype=np.float32)
+        if len(letters) < 4:
+            return out
+        for i, (name, head) in enumerate(zip(self._names, self._heads, strict=True)):
+            if len(name) >= 4 and name in letters:
+                out[i] = len(name) / len(letters)
+            elif len(head) >= 4 and head in letters:
+                out[i] = 0.6 * len(head) / len(letters)
+        return out
+
+
+HYPERNYM_HEADS = 3   # a word whose head character ends this many of the catalog's head nouns names a family
+
+
+class HeadFamilies:
+    """The catalog's head nouns grouped by their last character, the kind of thing a Chinese compound
+    names (鞋: 跑步鞋, 篮球鞋, 足球鞋…). A word the catalog never uses that ends in a character shared by
+    HYPERNYM_HEADS or more head nouns (运动鞋, 球鞋) is a hypernym of a family the shop sells, not a thing it
+    lacks; one shared by fewer (杠铃 ~ 壶铃, 篮球架 ~ 羽毛球网架) may well be a different thing. The
+    threshold was chosen on the train split (no train absent query of either catalog reaches it)."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
+        members: dict[str, set[str]] = defaultdict(set)
+        self._ending = []
+        for doc in docs:
+            head = head_noun(doc, tokenizer)
+            self._ending.append(head[-1] if head else "")
+            if head:
+                members[head[-1]].add(head)
+        self._size = {ending: len(heads) for ending, heads in members.items()}
+        self._ending_arr = np.array(self._ending)
+
+    def family(self, words: Sequence[str], vocabulary: set[str] | frozenset[str]) -> np.ndarray:
+        """Per product, True when the query's last content word is unknown to the catalog and names the
+        product's family; all False otherwise."""
+        out = np.zeros(len(self._ending), dtype=bool)
+        if not words or words[-1] in vocabulary or not _HAN.match(words[-1]) or len(words[-1]) < 2:
+            return out
+        ending = words[-1][-1]
+        if self._size.get(ending, 0) >= HYPERNYM_HEADS:
+            out = self._ending_arr == ending
+        return out
