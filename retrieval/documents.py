@@ -50,6 +50,9 @@ def doc_from_product(row: Mapping[str, Any]) -> RetrievalDoc:
     name, brand = str(row["product_name"]), str(row.get("brand") or "")
     parts = [f"{brand} {name}".strip(), row.get("description"), row.get("specifications"), row.get("usage")]
     text = "。".join(str(p).strip() for p in parts if p and str(p).strip())
-    aliases = tuple(a.strip() for a in str(row.get("aliases") or "").split("|") if a.strip())
+    raw = row.get("aliases") or ""
+    # the column as stored ('yoga mat|瑜伽毯'), or a record's tuple of names (db.records.Product)
+    names = raw.split("|") if isinstance(raw, str) else [str(a) for a in raw]
+    aliases = tuple(a.strip() for a in names if a.strip())
     return RetrievalDoc(str(row["product_id"]), name, brand, text, str(row.get("usage") or "").strip(), aliases,
                         str(row.get("category") or "").strip())
