@@ -142,7 +142,9 @@ class HeadFamilies:
     names (鞋: 跑步鞋, 篮球鞋, 足球鞋…). A word the catalog never uses that ends in a character shared by
     HYPERNYM_HEADS or more head nouns (运动鞋, 球鞋) is a hypernym of a family the shop sells, not a thing it
     lacks; one shared by fewer (杠铃 ~ 壶铃, 篮球架 ~ 羽毛球网架) may well be a different thing. The
-    threshold was chosen on the train split (no train absent query of either catalog reaches it)."""
+    threshold was chosen on the train split (no train absent query of either catalog reaches it). The rest
+    of the word must be written with characters of the catalog's names (运动鞋: 运动袜), else it names another
+    thing of the family's kind (保龄球 is a 球 the shop does not sell)."""
 
     def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
         members: dict[str, set[str]] = defaultdict(set)
@@ -154,6 +156,7 @@ class HeadFamilies:
                 members[head[-1]].add(head)
         self._size = {ending: len(heads) for ending, heads in members.items()}
         self._ending_arr = np.array(self._ending)
+        self._name_chars = {c for doc in docs for c in compact(doc.base_name)}
 
     def family(self, words: Sequence[str], vocabulary: set[str] | frozenset[str]) -> np.ndarray:
         """Per product, True when the query's last content word is unknown to the catalog and names the
@@ -162,6 +165,6 @@ class HeadFamilies:
         if not words or words[-1] in vocabulary or not _HAN.match(words[-1]) or len(words[-1]) < 2:
             return out
         ending = words[-1][-1]
-        if self._size.get(ending, 0) >= HYPERNYM_HEADS:
+        if self._size.get(ending, 0) >= HYPERNYM_HEADS and set(words[-1][:-1]) <= self._name_chars:
             out = self._ending_arr == ending
         return out
