@@ -233,7 +233,9 @@ class ProductSearch:
         return await asyncio.to_thread(self._signals, query, vector, words)
 
     def _signals(self, query: str, vector: np.ndarray | None, words: dict[str, np.ndarray] | None = None) -> Signals:
-        q = self.lexical.analyze(query)
+        # a query typed in pinyin is read with the catalog's characters it spells beside it (paobuxie 跑步鞋)
+        spelled = self._pinyin.spelled(query)
+        q = self.lexical.analyze(f"{query} {spelled}" if spelled else query)
         bm25 = self.lexical.bm25(q.tokens)
         top = float(bm25.max()) if len(bm25) else 0.0
         letters = [c for c in query if c.isalpha()]

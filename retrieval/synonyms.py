@@ -119,7 +119,22 @@ class PinyinNames:
 
     def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
         self._names = [pinyin_of(compact(d.base_name)).replace(" ", "") for d in docs]
-        self._heads = [pinyin_of(head_noun(d, tokenizer)).replace(" ", "") for d in docs]
+        heads = [head_noun(d, tokenizer) for d in docs]
+        self._heads = [pinyin_of(h).replace(" ", "") for h in heads]
+        self._written = [(d.base_name, h) for d, h in zip(docs, heads, strict=True)]
+
+    def spelled(self, query: str) -> str:
+        """The catalog's own characters for a query typed in pinyin ('paobuxie' → '跑步鞋'): the longest name
+        or head noun its letters spell, when that covers at least half of them; else ''."""
+        letters = "".join(_WORDS.findall(fold(query))).replace("-", "")
+        if len(letters) < 4:
+            return ""
+        best, text = 0, ""
+        for i, (name, head) in enumerate(zip(self._names, self._heads, strict=True)):
+            for sound, written in ((name, self._written[i][0]), (head, self._written[i][1])):
+                if len(sound) > best and len(sound) >= 4 and sound in letters:
+                    best, text = len(sound), written
+        return text if best * 2 >= len(letters) else ""
 
     def match(self, query: str) -> np.ndarray:
         letters = "".join(_WORDS.findall(fold(query))).replace("-", "")

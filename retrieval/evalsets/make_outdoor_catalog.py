@@ -426,6 +426,30 @@ SOLO = [
 ]
 
 
+# The shop's English names of each product type (its catalog's `aliases` column: other names customers use),
+# written from the type's Chinese noun as a shop would list them, never from the query sets.
+ENGLISH = {
+    "tent": "tent", "tarp": "tarp|canopy", "sleepbag": "sleeping bag", "pad": "sleeping pad|ground mat",
+    "airbed": "air mattress|air bed", "stove": "camping stove", "gas": "gas canister", "cookset": "cookware set",
+    "lantern": "camping lantern", "chair": "folding chair|camping chair", "table": "folding table",
+    "cart": "camping cart", "poles": "trekking poles|hiking poles", "hardshell": "hardshell jacket",
+    "softshell": "softshell jacket", "fleece": "fleece jacket", "down": "down jacket", "pants": "quick-dry pants",
+    "boots": "hiking boots", "watershoe": "water shoes", "gaiter": "gaiters", "pack": "hiking backpack",
+    "daypack": "waist pack", "headlamp": "headlamp", "flashlight": "flashlight", "multitool": "multitool",
+    "bikehelmet": "bike helmet|cycling helmet", "jersey": "cycling jersey", "bibs": "cycling shorts",
+    "computer": "bike computer", "frontlight": "bike light|front light", "taillight": "tail light",
+    "lock": "bike lock", "bikegloves": "cycling gloves", "pump": "bike pump", "taizhu": "fishing pole",
+    "lure": "lure rod", "searod": "surf rod", "isorod": "rock fishing rod", "line": "fishing line",
+    "spinning": "spinning reel", "baitcaster": "baitcasting reel", "hook": "fishing hooks", "float": "fishing float",
+    "tacklebox": "tackle box", "net": "landing net", "goggles": "swim goggles", "swimcap": "swim cap",
+    "swimsuit": "swimsuit", "kickboard": "kickboard", "earplug": "ear plugs|nose clip", "skigoggles": "ski goggles",
+    "skigloves": "ski gloves", "skijacket": "ski jacket", "skihelmet": "ski helmet", "skipad": "ski hip pad",
+    "harness": "climbing harness", "carabiner": "carabiner", "climbshoes": "climbing shoes", "chalk": "chalk bag",
+    "rope": "climbing rope", "thermos": "thermos|vacuum flask", "bladder": "hydration bladder",
+    "filter": "water filter", "cup": "titanium cup",
+}
+
+
 def _fmt_price(x):
     return f"{x:.2f}"
 
@@ -455,6 +479,7 @@ def _record(rng, t, brand, series, combo):
         "brand": brand,
         "price": _fmt_price(price),
         "stock_quantity": stock,
+        "aliases": ENGLISH.get(t["key"], ""),
         "_attrs": attrs,
     }
 
@@ -494,7 +519,7 @@ def build():
 def main():
     recs = build()
     fields = ["product_id", "product_name", "category", "description", "specifications",
-              "usage", "brand", "price", "stock_quantity"]
+              "usage", "brand", "price", "stock_quantity", "aliases"]
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "catalog-outdoor.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump([{k: r[k] for k in fields} for r in recs], f, ensure_ascii=False, indent=1)
