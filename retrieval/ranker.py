@@ -22,7 +22,7 @@ MODEL_PATH = Path(__file__).resolve().parent / "models" / "ranker.json"
 FEATURES = ("name", "brand", "bm25", "bm25_covered", "dense", "dense_document", "dense_usage", "dense_name",
             "token_cover", "head", "category", "dense_latin", "dense_described", "name_head",
             "synonym_word", "synonym_query", "synonym_query_latin", "synonym_morpheme", "synonym_morpheme_word",
-            "pinyin")
+            "pinyin", "short_form")
 # Per query, read at its best-ranked product.
 GATE_FEATURES = ("score", "margin", "name", "brand", "head", "category", "token_cover", "coverage",
                  "document_z", "dense", "latin", "described", "bm25_max", "name_z", "best_name_z",

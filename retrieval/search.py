@@ -16,7 +16,14 @@ from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
 from retrieval.lexical import LexicalIndex
 from retrieval.ranker import Ranker, load_rankers
-from retrieval.synonyms import HeadFamilies, PinyinNames, SynonymMatch, SynonymTable, unknown_words
+from retrieval.synonyms import (
+    HeadFamilies,
+    PinyinNames,
+    ShortForms,
+    SynonymMatch,
+    SynonymTable,
+    unknown_words,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +51,7 @@ class Signals:
     unknown: float = 0.0                   # share of the query's content words the catalog never uses
     pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
     family: np.ndarray | None = None       # the query's last word is a hypernym of these products (运动鞋)
+    short_form: np.ndarray | None = None   # a query word is a short form of the product's name (跑鞋, 跑步鞋)
 
     def features(self) -> np.ndarray:
         """The ranker's per-product features (retrieval/ranker.py FEATURES), one row per product."""
@@ -56,7 +64,8 @@ class Signals:
         return np.stack([self.name, self.brand, self.bm25, self.bm25 * self.coverage, dense, document, usage, name,
                          self.token_cover, self.head, self.category, dense * float(self.latin),
                          dense * described, self.name * self.head, word, query, query * float(self.latin), morpheme,
-                         morpheme * word, self.pinyin if self.pinyin is not None else zero],
+                         morpheme * word, self.pinyin if self.pinyin is not None else zero,
+                         self.short_form if self.short_form is not None else zero],
                         axis=1).astype(np.float32)
 
     def gate_features(self, scores: np.ndarray, best: int, runner_up: float) -> np.ndarray:
@@ -127,6 +136,7 @@ class ProductSearch:
         self.lexical = LexicalIndex(self.docs)
         self._pinyin = PinyinNames(self.docs, self.lexical.tokenizer)
         self._families = HeadFamilies(self.docs, self.lexical.tokenizer)
+        self._short_forms = ShortForms(self.docs)
         self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
         self._matrix: np.ndarray | ApproximateDense | None = None
@@ -250,6 +260,7 @@ class ProductSearch:
         content = self.lexical.content_words(q)
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
+        out.short_form = self._short_forms.match(self.lexical.content_words(q))
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
         if vector is not None and self._ann is not None:
             # (a large catalog: no synonym table yet, its name vectors are not held in memory)

@@ -183,3 +183,33 @@ class HeadFamilies:
         if self._size.get(ending, 0) >= HYPERNYM_HEADS and set(words[-1][:-1]) <= self._name_chars:
             out = self._ending_arr == ending
         return out
+
+
+def in_order(short: str, long: str) -> bool:
+    """双肩包 ~ 双肩运动背包, 跑鞋 ~ 跑步鞋: every character of the short form, in order, in the long one."""
+    rest = iter(long)
+    return len(short) >= 2 and all(ch in rest for ch in short)
+
+
+class ShortForms:
+    """A customer's short form of a product name (跑鞋 for 跑步鞋, 羽拍 for 羽毛球拍): a query word of two or
+    more Chinese characters that the name holds in order but not as one piece. Only the names holding every
+    character of the word are checked (an index by character), so a query does not walk the catalog."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc]):
+        self._names = [compact(d.base_name) for d in docs]
+        holders: dict[str, set[int]] = defaultdict(set)
+        for i, name in enumerate(self._names):
+            for ch in name:
+                holders[ch].add(i)
+        self._holders = holders
+
+    def match(self, words: Sequence[str]) -> np.ndarray:
+        out = np.zeros(len(self._names), dtype=np.float32)
+        for word in {w for w in words if _HAN.match(w) and 2 <= len(w) <= 6}:
+            sets = sorted((self._holders.get(ch, set()) for ch in set(word)), key=len)
+            for i in set.intersection(*sets) if sets and sets[0] else ():
+                name = self._names[i]
+                if word not in name and in_order(word, name):
+                    out[i] = max(out[i], len(word) / len(name))
+        return out

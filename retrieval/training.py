@@ -85,19 +85,23 @@ def _pairs(examples: Sequence[Example], rng: np.random.Generator) -> np.ndarray:
 
 
 KEEP_WITHIN = 2.5   # the band below the best candidate that a search keeps, in the scaled score's units
-BAND_QUANTILE = 0.99   # …and keeps this share of the train split's relevant products
+BAND_QUANTILE = 0.99   # …and keeps this share of the train split's relevant products (the best BAND_RELEVANT
+BAND_RELEVANT = 3      # of each query's, best first)
 
 
 def fit(examples: Sequence[Example], trained_on: str, absent_rejected: float = ABSENT_REJECTED) -> Ranker:
-    """The ranker from pairs, its scores scaled so that KEEP_WITHIN below the best keeps 95% of the train
-    split's relevant products (agent/tools.py widens that band for a filtered search), then the gate."""
+    """The ranker from pairs, its scores scaled so that KEEP_WITHIN below the best keeps BAND_QUANTILE of the
+    train split's best BAND_RELEVANT relevant products of each query (agent/tools.py widens that band for a
+    filtered search), then the gate."""
     rng = np.random.default_rng(24)
     weights = fit_pairwise(_pairs(examples, rng))
     gaps = []
     for ex in examples:
         if ex.relevant.any():
             scores = ex.features @ weights
-            gaps.append(float(scores.max() - scores[ex.relevant].max()))
+            # the best few relevant products, not only the best one: a listing (都有哪些跑鞋) names them all
+            best_relevant = np.sort(scores[ex.relevant])[::-1][:BAND_RELEVANT]
+            gaps += [float(scores.max() - s) for s in best_relevant]
     weights *= KEEP_WITHIN / max(float(np.quantile(gaps, BAND_QUANTILE)), 1e-6)
     rows, labels = [], []
     for ex in examples:
