@@ -23,6 +23,7 @@ _LATIN = re.compile(r"^[a-z][a-z\-]+$")
 # numerals, units and sizes say how many or how big, not what (3x3, 230g, 1000)
 _MEASURE = re.compile(r"^[\d.x×\-+]+[a-z]*$|^[a-z]{0,2}\d")
 MIN_Z = 0.0   # below the catalog's average match a synonym says nothing
+MAX_LETTERS = 40   # a pinyin query longer than this is not a product name typed without its characters
 
 
 def head_noun(doc: RetrievalDoc, tokenizer: Tokenizer) -> str:
@@ -115,37 +116,47 @@ class SynonymTable:
 class PinyinNames:
     """Product names as unbroken pinyin, for a query typed in pinyin without its characters (paobuxie,
     yumaoqiupai): the share of the query's letters that spell the product's whole name, or 0.6 of the share
-    that spell its head noun."""
+    that spell its head noun. Looked up by the query's letter runs (a dict), never by a pass over the catalog."""
 
     def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
-        self._names = [pinyin_of(compact(d.base_name)).replace(" ", "") for d in docs]
-        heads = [head_noun(d, tokenizer) for d in docs]
-        self._heads = [pinyin_of(h).replace(" ", "") for h in heads]
-        self._written = [(d.base_name, h) for d, h in zip(docs, heads, strict=True)]
+        self.size = len(docs)
+        self._names: dict[str, list[int]] = defaultdict(list)
+        self._heads: dict[str, list[int]] = defaultdict(list)
+        self._written: dict[str, str] = {}
+        for i, doc in enumerate(docs):
+            head = head_noun(doc, tokenizer)
+            for table, text in ((self._names, compact(doc.base_name)), (self._heads, head)):
+                sound = pinyin_of(text).replace(" ", "")
+                if len(sound) >= 4:
+                    table[sound].append(i)
+                    self._written.setdefault(sound, doc.base_name if table is self._names else head)
+
+    @staticmethod
+    def _letters(query: str) -> str:
+        return "".join(_WORDS.findall(fold(query))).replace("-", "")[:MAX_LETTERS]
+
+    def _spelled(self, letters: str) -> list[tuple[str, bool]]:
+        """(the pinyin of a name or head noun that the letters hold, whether it is a whole name)."""
+        pieces = {letters[i:j] for i in range(len(letters)) for j in range(i + 4, len(letters) + 1)}
+        return [(p, True) for p in pieces if p in self._names] + [(p, False) for p in pieces if p in self._heads]
 
     def spelled(self, query: str) -> str:
         """The catalog's own characters for a query typed in pinyin ('paobuxie' → '跑步鞋'): the longest name
         or head noun its letters spell, when that covers at least half of them; else ''."""
-        letters = "".join(_WORDS.findall(fold(query))).replace("-", "")
+        letters = self._letters(query)
         if len(letters) < 4:
             return ""
-        best, text = 0, ""
-        for i, (name, head) in enumerate(zip(self._names, self._heads, strict=True)):
-            for sound, written in ((name, self._written[i][0]), (head, self._written[i][1])):
-                if len(sound) > best and len(sound) >= 4 and sound in letters:
-                    best, text = len(sound), written
-        return text if best * 2 >= len(letters) else ""
+        found = max(self._spelled(letters), key=lambda f: len(f[0]), default=None)
+        return self._written[found[0]] if found and len(found[0]) * 2 >= len(letters) else ""
 
     def match(self, query: str) -> np.ndarray:
-        letters = "".join(_WORDS.findall(fold(query))).replace("-", "")
-        out = np.zeros(len(self._names), dtype=np.float32)
+        out = np.zeros(self.size, dtype=np.float32)
+        letters = self._letters(query)
         if len(letters) < 4:
             return out
-        for i, (name, head) in enumerate(zip(self._names, self._heads, strict=True)):
-            if len(name) >= 4 and name in letters:
-                out[i] = len(name) / len(letters)
-            elif len(head) >= 4 and head in letters:
-                out[i] = 0.6 * len(head) / len(letters)
+        for sound, whole in self._spelled(letters):
+            ids = (self._names if whole else self._heads)[sound]
+            out[ids] = np.maximum(out[ids], (1.0 if whole else 0.6) * len(sound) / len(letters))
         return out
 
 
