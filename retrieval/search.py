@@ -144,6 +144,11 @@ class ProductSearch:
         if self._cache is not None and isinstance(index, Generation):   # a large catalog (retrieval/ann.py)
             self._ann = self._matrix = ApproximateDense(index, [d.product_id for d in self.docs])
             self._has_vector, self._stats = self._ann.present, self._ann.stats
+            generation, row_of_doc = self._ann.generation, self._ann.row_of_doc
+            self._synonyms = SynonymTable(   # the bare-name view (2) of a few rows of the memory map per head noun
+                self.docs, self.lexical.tokenizer,
+                lambda rows: generation.vectors[np.sort(row_of_doc[rows]), 2], self._ann.dimensions,
+                self._has_vector)
         elif self._cache is not None:
             positions, vectors, names = index.vectors_for([d.product_id for d in self.docs])
             self._has_vector = np.zeros(len(self.docs), dtype=bool)
@@ -159,7 +164,8 @@ class ProductSearch:
             self._names = self._rows(positions, names, index.dimensions)
             self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document),
                                                                   ("usage", self._usage), ("name", self._names))}
-            self._synonyms = SynonymTable(self.docs, self.lexical.tokenizer, self._names, self._has_vector)
+            self._synonyms = SynonymTable(self.docs, self.lexical.tokenizer, lambda rows: self._names[rows],
+                                          index.dimensions, self._has_vector)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -263,9 +269,9 @@ class ProductSearch:
         out.short_form = self._short_forms.match(self.lexical.content_words(q))
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
         if vector is not None and self._ann is not None:
-            # (a large catalog: no synonym table yet, its name vectors are not held in memory)
             lexical = _top_indices(out.bm25 + out.name + out.brand, LEXICAL_CANDIDATES)
             out.dense_z, out.view_z, out.best_document_z = self._ann.signals(vector, lexical, CONFIDENCE_POOL)
+            out.synonyms = self._synonyms.match(vector, words or {})
         elif vector is not None and self._matrix is not None:
             out.dense_z = self._z(vector, self._matrix, self._stats["rank"], self._has_vector)
             out.view_z = (self._z(vector, self._document, self._stats["doc"], self._has_vector),

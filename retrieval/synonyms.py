@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +23,7 @@ _LATIN = re.compile(r"^[a-z][a-z\-]+$")
 # numerals, units and sizes say how many or how big, not what (3x3, 230g, 1000)
 _MEASURE = re.compile(r"^[\d.x×\-+]+[a-z]*$|^[a-z]{0,2}\d")
 MIN_Z = 0.0   # below the catalog's average match a synonym says nothing
+HEAD_SAMPLE = 64   # products read per head noun for its vector
 MAX_LETTERS = 40   # a pinyin query longer than this is not a product name typed without its characters
 
 
@@ -63,8 +64,8 @@ class SynonymTable:
     """The catalog's head nouns with a vector each (the normalized mean of their products' name vectors),
     and which head noun each product has."""
 
-    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer, name_vectors: np.ndarray,
-                 present: np.ndarray):
+    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer,
+                 name_rows: Callable[[list[int]], np.ndarray], dimensions: int, present: np.ndarray):
         members: dict[str, list[int]] = defaultdict(list)
         for i, doc in enumerate(docs):
             head = head_noun(doc, tokenizer)
@@ -72,10 +73,12 @@ class SynonymTable:
                 members[head].append(i)
         self.heads = sorted(members)
         self.head_of = np.full(len(docs), -1, dtype=np.int64)
-        vectors = np.zeros((len(self.heads), name_vectors.shape[1]), dtype=np.float32)
+        vectors = np.zeros((len(self.heads), dimensions), dtype=np.float32)
         for k, head in enumerate(self.heads):
             self.head_of[members[head]] = k
-            mean = name_vectors[members[head]].mean(axis=0)
+            # a head noun's vector: the mean of (at most HEAD_SAMPLE of) its products' name vectors, so a large
+            # catalog's memory-mapped vectors are read for a sample, not all of them
+            mean = np.asarray(name_rows(members[head][:HEAD_SAMPLE]), dtype=np.float32).mean(axis=0)
             vectors[k] = mean / max(float(np.linalg.norm(mean)), 1e-9)
         self.vectors = vectors
         self._endings = np.array([h[-1] for h in self.heads])
