@@ -22,6 +22,7 @@ from retrieval.synonyms import (
     ShortForms,
     SynonymMatch,
     SynonymTable,
+    head_noun,
     unknown_words,
 )
 
@@ -134,8 +135,9 @@ class ProductSearch:
         self.docs = list(docs)
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
-        self._pinyin = PinyinNames(self.docs, self.lexical.tokenizer)
-        self._families = HeadFamilies(self.docs, self.lexical.tokenizer)
+        heads = [head_noun(d, self.lexical.tokenizer) for d in self.docs]   # what each product is (跑步鞋)
+        self._pinyin = PinyinNames(self.docs, heads)
+        self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
         self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
@@ -146,8 +148,7 @@ class ProductSearch:
             self._has_vector, self._stats = self._ann.present, self._ann.stats
             generation, row_of_doc = self._ann.generation, self._ann.row_of_doc
             self._synonyms = SynonymTable(   # the bare-name view (2) of a few rows of the memory map per head noun
-                self.docs, self.lexical.tokenizer,
-                lambda rows: generation.vectors[np.sort(row_of_doc[rows]), 2], self._ann.dimensions,
+                heads, lambda rows: generation.vectors[np.sort(row_of_doc[rows]), 2], self._ann.dimensions,
                 self._has_vector)
         elif self._cache is not None:
             positions, vectors, names = index.vectors_for([d.product_id for d in self.docs])
@@ -164,8 +165,7 @@ class ProductSearch:
             self._names = self._rows(positions, names, index.dimensions)
             self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document),
                                                                   ("usage", self._usage), ("name", self._names))}
-            self._synonyms = SynonymTable(self.docs, self.lexical.tokenizer, lambda rows: self._names[rows],
-                                          index.dimensions, self._has_vector)
+            self._synonyms = SynonymTable(heads, lambda rows: self._names[rows], index.dimensions, self._has_vector)
 
     @property
     def embedder(self) -> Embedder | None:

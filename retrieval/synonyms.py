@@ -64,15 +64,15 @@ class SynonymTable:
     """The catalog's head nouns with a vector each (the normalized mean of their products' name vectors),
     and which head noun each product has."""
 
-    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer,
-                 name_rows: Callable[[list[int]], np.ndarray], dimensions: int, present: np.ndarray):
+    def __init__(self, heads: Sequence[str], name_rows: Callable[[list[int]], np.ndarray], dimensions: int,
+                 present: np.ndarray):
+        """`heads`: each product's head noun (head_noun), in the search's product order."""
         members: dict[str, list[int]] = defaultdict(list)
-        for i, doc in enumerate(docs):
-            head = head_noun(doc, tokenizer)
+        for i, head in enumerate(heads):
             if head and present[i]:
                 members[head].append(i)
         self.heads = sorted(members)
-        self.head_of = np.full(len(docs), -1, dtype=np.int64)
+        self.head_of = np.full(len(heads), -1, dtype=np.int64)
         vectors = np.zeros((len(self.heads), dimensions), dtype=np.float32)
         for k, head in enumerate(self.heads):
             self.head_of[members[head]] = k
@@ -121,13 +121,12 @@ class PinyinNames:
     yumaoqiupai): the share of the query's letters that spell the product's whole name, or 0.6 of the share
     that spell its head noun. Looked up by the query's letter runs (a dict), never by a pass over the catalog."""
 
-    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
+    def __init__(self, docs: Sequence[RetrievalDoc], heads: Sequence[str]):
         self.size = len(docs)
         self._names: dict[str, list[int]] = defaultdict(list)
         self._heads: dict[str, list[int]] = defaultdict(list)
         self._written: dict[str, str] = {}
-        for i, doc in enumerate(docs):
-            head = head_noun(doc, tokenizer)
+        for i, (doc, head) in enumerate(zip(docs, heads, strict=True)):
             for table, text in ((self._names, compact(doc.base_name)), (self._heads, head)):
                 sound = pinyin_of(text).replace(" ", "")
                 if len(sound) >= 4:
@@ -175,11 +174,10 @@ class HeadFamilies:
     of the word must be written with characters of the catalog's names (运动鞋: 运动袜), else it names another
     thing of the family's kind (保龄球 is a 球 the shop does not sell)."""
 
-    def __init__(self, docs: Sequence[RetrievalDoc], tokenizer: Tokenizer):
+    def __init__(self, docs: Sequence[RetrievalDoc], heads: Sequence[str]):
         members: dict[str, set[str]] = defaultdict(set)
         self._ending = []
-        for doc in docs:
-            head = head_noun(doc, tokenizer)
+        for head in heads:
             self._ending.append(head[-1] if head else "")
             if head:
                 members[head[-1]].add(head)

@@ -16,7 +16,7 @@ from retrieval.index import VectorIndex, build_index
 from retrieval.lexical import LexicalIndex
 from retrieval.ranker import FEATURES, GATE_FEATURES, MODES, load_rankers
 from retrieval.search import ProductSearch
-from retrieval.synonyms import HYPERNYM_HEADS, HeadFamilies, PinyinNames, unknown_words
+from retrieval.synonyms import HYPERNYM_HEADS, HeadFamilies, PinyinNames, head_noun, unknown_words
 from retrieval.training import examples
 from tests.fakes.demo import DEMO_DAY
 
@@ -138,7 +138,7 @@ def test_unknown_words_are_the_query_words_the_catalog_never_uses(lexical_index)
 
 def test_a_hypernym_names_a_family_of_head_nouns_and_a_near_miss_does_not(lexical_index):
     docs = _demo_docs()
-    families = HeadFamilies(docs, lexical_index.tokenizer)
+    families = HeadFamilies(docs, [head_noun(d, lexical_index.tokenizer) for d in docs])
     shoes = families.family(["运动鞋"], lexical_index.vocabulary)
     assert shoes.sum() >= HYPERNYM_HEADS and all(docs[i].base_name.endswith("鞋") for i in np.flatnonzero(shoes))
     for near_miss in ("杠铃", "篮球架", "跑步机"):   # 壶铃, 羽毛球网架: one head noun each; 机: none
@@ -147,7 +147,7 @@ def test_a_hypernym_names_a_family_of_head_nouns_and_a_near_miss_does_not(lexica
 
 def test_a_query_typed_in_pinyin_spells_the_longest_name(lexical_index):
     docs = _demo_docs()
-    scores = PinyinNames(docs, lexical_index.tokenizer).match("yumaoqiupai")
+    scores = PinyinNames(docs, [head_noun(d, lexical_index.tokenizer) for d in docs]).match("yumaoqiupai")
     assert docs[int(np.argmax(scores))].base_name == "羽毛球拍"
 
 
