@@ -41,8 +41,8 @@ async def test_demo_frozen_test_split_meets_its_floor(search):
     assert report["overall"]["recall@1"] >= 0.86 and report["overall"]["recall@3"] >= 0.88
     assert 1 - report["empty"]["returned_candidates"] >= 0.75
     kinds = report["by_kind"]
-    assert kinds["name"]["recall@1"] >= 0.95 and kinds["english"]["recall@1"] >= 0.9
-    assert kinds["paraphrase"]["recall@3"] >= 0.75 and kinds["need"]["recall@3"] >= 0.85
+    assert kinds["name"]["recall@1"] >= 0.95 and kinds["english"]["recall@1"] >= 0.95
+    assert kinds["paraphrase"]["recall@3"] >= 0.8 and kinds["need"]["recall@3"] >= 0.85
     assert kinds["synonym"]["recall@1"] >= 0.55 and kinds["typo"]["recall@1"] >= 0.8
 
 
