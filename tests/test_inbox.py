@@ -446,14 +446,17 @@ async def test_a_worker_started_while_redis_does_not_answer_waits_and_then_works
     from urllib.parse import urlsplit
 
     from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
 
     from tests.fakes.redis_support import REDIS_TEST_URL
     from tests.fakes.tcp_proxy import TcpProxy
 
     url = urlsplit(REDIS_TEST_URL)
     proxy = await TcpProxy(url.hostname, url.port or 6379).start()
+    # like the bot's client (a timeout retried on a new connection), with a short timeout and one retry
     through = Redis(host="127.0.0.1", port=proxy.port, db=int(url.path.strip("/") or 0), socket_timeout=1,
-                    socket_connect_timeout=1)
+                    socket_connect_timeout=1, retry=Retry(NoBackoff(), 1))
     far = Inbox(through, redis.test_prefix, partitions=1)
     session, bot, dispatcher = worker_parts(far, conn, search)
     stop = asyncio.Event()
