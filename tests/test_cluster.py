@@ -27,7 +27,7 @@ from handlers.delivery.workers import Worker
 from handlers.stores import chat_stores, cluster_client
 from tests.fakes.redis_cluster import shared_cluster
 from tests.fakes.redis_support import unique_prefix
-from tests.test_inbox import update, worker_parts
+from tests.test_inbox import update, worker_cycles, worker_parts
 
 
 @pytest.fixture(scope="session")
@@ -284,13 +284,17 @@ async def test_failover_with_a_turn_in_flight_it_is_answered_once_and_settled_on
         await running
     stop = asyncio.Event()   # a successor takes the partition over and re-runs whatever it finds pending
     successor = Worker(inbox, dispatcher, bot, "w2", lease_ms=2000)
+    cycles = worker_cycles(successor)
     running = asyncio.create_task(successor.run(stop))
     try:
         deadline = time.monotonic() + 30
         while inbox.layout.of_chat(chat) not in successor.held and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         assert inbox.layout.of_chat(chat) in successor.held
-        await asyncio.sleep(1)   # what it re-runs would have been answered by now
+        # two more lease cycles, each with its claim, re-read and read of the partition, and nothing in flight:
+        # whatever the successor found to run again has been answered by now (not a fixed wait)
+        since = cycles[0]
+        assert await session.until(lambda: cycles[0] >= since + 2 and not successor._in_flight, within=30)
     finally:
         stop.set()
         await running
