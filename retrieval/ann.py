@@ -8,11 +8,13 @@ as fast there and its results are the ones the quality evaluations measured."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,12 +109,30 @@ class PublishReport:
     rebuilt: bool   # the graph was built from nothing
 
 
+@contextmanager
+def _publishing(index_path: Path) -> Iterator[None]:
+    """One publish at a time per index (two `build-index` runs, an import beside one): an exclusive lock on a
+    file beside it, so that each numbers its generation after the other's and never writes the same files."""
+    with open(index_path.with_name(index_path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def publish(index_path: Path, ids: Sequence[str], hashes: Sequence[str], views: np.ndarray, names: np.ndarray,
             model: str, threads: int = 0) -> PublishReport:
     """Write a new generation for these vectors ((n, 2, d) document and name+usage views, (n, d) names) and
     make it current. The graph of the current generation is copied and updated by key: a product whose
     content hash is unchanged keeps its node. Readers of the previous generation are unaffected (its files
-    stay until the generation after this one is published)."""
+    stay until the generation after this one is published). Blocks while another process publishes."""
+    with _publishing(index_path):
+        return _publish(index_path, ids, hashes, views, names, model, threads)
+
+
+def _publish(index_path: Path, ids: Sequence[str], hashes: Sequence[str], views: np.ndarray, names: np.ndarray,
+             model: str, threads: int) -> PublishReport:
     ids, hashes = list(ids), list(hashes)
     n, dims = len(ids), int(views.shape[-1]) if len(views) else int(names.shape[-1])
     keys = np.fromiter((product_key(p) for p in ids), dtype=np.uint64, count=n)

@@ -119,6 +119,35 @@ def test_a_reader_keeps_its_generation_while_new_ones_are_published(tmp_path, ve
     assert ann.current_generation(path) == 3
 
 
+def test_two_publishes_at_once_are_numbered_and_written_one_after_the_other(tmp_path, vectors):
+    """Two builds publishing the same index at the same moment (two `build-index` runs, an import beside one):
+    each takes its own generation number and writes its own files; the current one opens whole."""
+    import threading
+
+    ids, views, names = vectors
+    half = len(ids) // 2
+    sets = [(ids, [f"h{i}" for i in range(len(ids))], views, names),
+            (ids[:half], [f"k{i}" for i in range(half)], views[:half], names[:half])]
+    start, reports = threading.Barrier(2), []
+
+    def build(which: int) -> None:
+        chosen, hashes, v, n = sets[which]
+        start.wait()
+        reports.append((which, ann.publish(tmp_path / "c.index", chosen, hashes, v, n, "m")))
+
+    threads = [threading.Thread(target=build, args=(k,)) for k in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert sorted(r.generation for _, r in reports) == [1, 2]            # never the same number twice
+    last_which = max(reports, key=lambda r: r[1].generation)[0]
+    current = ann.Generation.open(tmp_path / "c.index")
+    assert current.generation == 2 and current.ids == list(sets[last_which][0])
+    assert list(current.hashes) == list(sets[last_which][1])
+    assert np.allclose(np.asarray(current.vectors[:, 2], dtype=np.float32), sets[last_which][3], atol=2e-3)
+
+
 def test_the_generation_is_memory_mapped_from_its_files(tmp_path, vectors):
     ids, views, names = vectors
     path = tmp_path / "shop.index"
