@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import socket
 import sys
@@ -16,7 +17,22 @@ from tests.fakes.telegram_server import FakeTelegram
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+_ports = random.Random(f"{os.getpid()}-{time.time_ns()}")   # each xdist worker draws its own sequence
+
+
 def free_port() -> int:
+    """A port nothing listens on now, drawn below the kernel's ephemeral range (32768 and up here): outgoing
+    connections take their source ports from that range, so a port found free there can be taken by one
+    before the process it was chosen for binds it (seen: a bot start failed with "address already in use").
+    10000–19999: below the test clusters' node ports (20000–28999) and their bus ports (+10000) too."""
+    for _ in range(100):
+        port = _ports.randrange(10_000, 20_000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -33,6 +49,7 @@ class BotProcess:
                          "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
                          "MAX_MESSAGE_CHARS": "200", "KEFU_TODAY": "2026-11-29", **env})
         self.env = {k: v for k, v in self.env.items() if v is not None}   # None: leave the setting unset
+        self._own_port = "WEBHOOK_PORT" not in env
         self.process: asyncio.subprocess.Process | None = None
         self.output = bytearray()   # read all along: a full pipe would stall the bot's logging
         self._reader: asyncio.Task | None = None
@@ -42,29 +59,45 @@ class BotProcess:
         return int(self.env["WEBHOOK_PORT"])
 
     async def _healthy(self) -> bool:
+        """Whether /healthz on the process's port says ready (False, not a hang, when what holds the port
+        does not answer HTTP within 5 s)."""
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        except OSError:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port), 5)
+        except (OSError, TimeoutError):
             return False
-        writer.write(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
-        answer = await reader.read()
-        writer.close()
+        try:
+            writer.write(b"GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n")
+            answer = await asyncio.wait_for(reader.read(), 5)
+        except (OSError, TimeoutError):
+            return False
+        finally:
+            writer.close()
         head, _, body = answer.partition(b"\r\n\r\n")
         return b" 200 " in head.split(b"\r\n")[0] + b" " and b'"ready": true' in body
 
     async def start(self) -> None:
         """Start the process; ready when /healthz says the dispatcher has started (signal handlers
-        installed) — another process polling the same fake server cannot be mistaken for this one."""
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bot.py"), *self.args, cwd=self.workdir, env=self.env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        self._reader = asyncio.create_task(self._read(self.process.stdout))
-        deadline = time.monotonic() + 120
-        while not await self._healthy():
-            if self.process.returncode is not None or time.monotonic() > deadline:
-                await asyncio.wait_for(self._reader, 10)
-                raise AssertionError(f"the bot did not start:\n{self.output.decode(errors='replace')}")
-            await asyncio.sleep(0.05)
+        installed) — another process polling the same fake server cannot be mistaken for this one. A port
+        of ours taken by another test's process in the meantime gets the start tried again on another one
+        (twice at most); a port the test chose itself does not."""
+        for attempt in range(3):
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, str(ROOT / "bot.py"), *self.args, cwd=self.workdir, env=self.env,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            self._reader = asyncio.create_task(self._read(self.process.stdout))
+            deadline = time.monotonic() + 120
+            while self.process.returncode is not None or not await self._healthy():
+                if self.process.returncode is not None or time.monotonic() > deadline:
+                    await asyncio.wait_for(self._reader, 10)
+                    taken = b"WEBHOOK_PORT: cannot listen on port" in self.output
+                    if taken and self._own_port and attempt < 2 and self.process.returncode is not None:
+                        self.output.clear()
+                        self.env["WEBHOOK_PORT"] = str(free_port())
+                        break
+                    raise AssertionError(f"the bot did not start:\n{self.output.decode(errors='replace')}")
+                await asyncio.sleep(0.05)
+            else:
+                return
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
