@@ -47,6 +47,7 @@ from db.audit_store import (
     AuditEntry,
     AuditFilter,
     DatabaseUrl,
+    Paged,
     QueuedWriter,
     StoreError,
     _int64,
@@ -193,7 +194,7 @@ def _day(utc_offset_hours: int, column: str = "time") -> str:
             f"AT TIME ZONE 'UTC') + interval '{int(utc_offset_hours)} hours', 'YYYY-MM-DD') END")
 
 
-class PostgresReader:
+class PostgresReader(Paged):
     """Queries over the PostgreSQL store through a small pool of connections (threads may read at once)."""
 
     def __init__(self, url: DatabaseUrl, pool_size: int = POOL_SIZE):
@@ -309,16 +310,6 @@ class PostgresReader:
 
     def latest_id(self) -> int:
         return int(self._fetch("SELECT coalesce(max(id), 0) FROM audit")[0][0])
-
-    def iterate(self, where: AuditFilter = AuditFilter(), chunk: int = 1000) -> Iterator[dict[str, Any]]:  # noqa: B008
-        """Every matching record, oldest first, read in chunks (exports, statistics)."""
-        offset = 0
-        while True:
-            page = self.query(where, chunk, offset, newest_first=False)
-            yield from page
-            if len(page) < chunk:
-                return
-            offset += chunk
 
     def close(self) -> None:
         self._pool.close(timeout=5)

@@ -25,6 +25,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -216,7 +217,21 @@ def _numeric(column: str) -> str:
     return f"CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END AS {column}"
 
 
-class AuditReader:
+class Paged:
+    """What every store's reader derives from its `query`: all matching records, in chunks."""
+
+    def iterate(self, where: AuditFilter = AuditFilter(), chunk: int = 1000) -> Iterator[dict[str, Any]]:  # noqa: B008
+        """Every matching record, oldest first, read in chunks (exports, statistics)."""
+        offset = 0
+        while True:
+            page = self.query(where, chunk, offset, newest_first=False)
+            yield from page
+            if len(page) < chunk:
+                return
+            offset += chunk
+
+
+class AuditReader(Paged):
     """Queries over the store through a read-only connection (the command line, the operators' commands)."""
 
     def __init__(self, path: Path):
@@ -320,16 +335,6 @@ class AuditReader:
         with self._read_lock:
             return int(self._reader.execute("SELECT coalesce(max(id), 0) FROM audit").fetchone()[0])
 
-    def iterate(self, where: AuditFilter = AuditFilter(), chunk: int = 1000) -> Iterator[dict[str, Any]]:  # noqa: B008
-        """Every matching record, oldest first, read in chunks (exports, statistics)."""
-        offset = 0
-        while True:
-            page = self.query(where, chunk, offset, newest_first=False)
-            yield from page
-            if len(page) < chunk:
-                return
-            offset += chunk
-
     def close(self) -> None:
         self._reader.close()
 
@@ -370,7 +375,7 @@ class StoreUnavailable(Exception):
         self.remaining = remaining
 
 
-class QueuedWriter:
+class QueuedWriter(ABC):
     """The writing half of a store: a bounded queue and one thread writing it in batches. A subclass writes
     a batch in one transaction (`_write`), deletes old records (`purge`), says which errors mean the
     database is out of reach (`_unreachable`: the batch is kept, tried again after PAUSES, and the queue,
@@ -393,14 +398,16 @@ class QueuedWriter:
         """The error says the database is out of reach (not that this record is bad)."""
         return False
 
-    def _close_writer(self) -> None:
+    def _close_writer(self) -> None:  # noqa: B027 - an optional hook: a store with nothing to close keeps it
         """Close the writer's connection (the writer thread is gone)."""
 
+    @abstractmethod
     def purge(self, now: datetime | None = None) -> int:
-        raise NotImplementedError
+        """Delete what is older than the retention; how many records went."""
 
+    @abstractmethod
     def _write(self, entries: list[AuditEntry]) -> None:
-        raise NotImplementedError
+        """Write one batch in one transaction (the writer thread)."""
 
     def add(self, entry: AuditEntry) -> bool:
         """Queue an entry; False (counted and logged) when the queue is full."""
@@ -622,7 +629,7 @@ class AuditStore(AuditReader, QueuedWriter):
             deleted = self._writer.execute("DELETE FROM audit WHERE time < ?", (cutoff,)).rowcount
         return deleted
 
-    def _close_writer(self) -> None:
+    def _close_writer(self) -> None:  # noqa: B027 - an optional hook: a store with nothing to close keeps it
         self._writer.close()
 
     def close(self, timeout: float | None = None) -> None:
