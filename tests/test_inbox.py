@@ -374,12 +374,9 @@ async def test_what_a_worker_that_lost_its_lease_read_late_is_claimed_by_the_new
         await running
 
 
-async def test_a_network_cut_during_a_takeover_loses_nothing_and_keeps_the_order(redis, conn, search, caplog):
-    """A real network cut (a TCP proxy holding bytes both ways) between a worker and Redis just as it takes
-    over a partition, longer than its client's retries: the XAUTOCLAIM of a dead predecessor's message
-    (and the client's retries of it) reach Redis only after the worker recovered, as a connection's
-    backed-off retransmissions can; a newer message of the same chat arrives during the cut. Both are
-    answered once, the older first."""
+async def inbox_through_a_proxy(redis):
+    """An inbox whose Redis connection runs through a TCP proxy the test can cut: (proxy, client, inbox). The
+    client is like the bot's (a timeout retried once on a new connection), with a one-second timeout."""
     from urllib.parse import urlsplit
 
     from redis.asyncio import Redis
@@ -389,17 +386,25 @@ async def test_a_network_cut_during_a_takeover_loses_nothing_and_keeps_the_order
     from tests.fakes.redis_support import REDIS_TEST_URL
     from tests.fakes.tcp_proxy import TcpProxy
 
+    url = urlsplit(REDIS_TEST_URL)
+    proxy = await TcpProxy(url.hostname, url.port or 6379).start()
+    through = Redis(host="127.0.0.1", port=proxy.port, db=int(url.path.strip("/") or 0), socket_timeout=1,
+                    socket_connect_timeout=1, retry=Retry(NoBackoff(), 1))
+    return proxy, through, Inbox(through, redis.test_prefix, partitions=1)
+
+
+async def test_a_network_cut_during_a_takeover_loses_nothing_and_keeps_the_order(redis, conn, search, caplog):
+    """A real network cut (a TCP proxy holding bytes both ways) between a worker and Redis just as it takes
+    over a partition, longer than its client's retries: the XAUTOCLAIM of a dead predecessor's message
+    (and the client's retries of it) reach Redis only after the worker recovered, as a connection's
+    backed-off retransmissions can; a newer message of the same chat arrives during the cut. Both are
+    answered once, the older first."""
     inbox = Inbox(redis, redis.test_prefix, partitions=1)
     await inbox.ensure_groups()
     await inbox.append(update(45, "足球多少钱"))
     await redis.xreadgroup(GROUP, "dead-worker", {inbox.stream(0): ">"}, count=1)   # read, never answered
 
-    url = urlsplit(REDIS_TEST_URL)
-    proxy = await TcpProxy(url.hostname, url.port or 6379).start()
-    # like the bot's client (which retries a timeout on a new connection), with a short timeout and one retry
-    through = Redis(host="127.0.0.1", port=proxy.port, db=int(url.path.strip("/") or 0), socket_timeout=1,
-                    socket_connect_timeout=1, retry=Retry(NoBackoff(), 1))
-    far = Inbox(through, redis.test_prefix, partitions=1)
+    proxy, through, far = await inbox_through_a_proxy(redis)
     session, bot, dispatcher = worker_parts(far, conn, search)
     worker = Worker(far, dispatcher, bot, "w-cut", lease_ms=8000)
     stop = asyncio.Event()
@@ -443,21 +448,7 @@ async def test_a_worker_started_while_redis_does_not_answer_waits_and_then_works
     """Redis away as a worker starts (its first call, creating the consumer groups, times out) is trouble
     like any other: the worker retries instead of ending, and answers once Redis is back. (A worker process
     started just before a Redis blip died this way, its messages left unanswered.)"""
-    from urllib.parse import urlsplit
-
-    from redis.asyncio import Redis
-    from redis.asyncio.retry import Retry
-    from redis.backoff import NoBackoff
-
-    from tests.fakes.redis_support import REDIS_TEST_URL
-    from tests.fakes.tcp_proxy import TcpProxy
-
-    url = urlsplit(REDIS_TEST_URL)
-    proxy = await TcpProxy(url.hostname, url.port or 6379).start()
-    # like the bot's client (a timeout retried on a new connection), with a short timeout and one retry
-    through = Redis(host="127.0.0.1", port=proxy.port, db=int(url.path.strip("/") or 0), socket_timeout=1,
-                    socket_connect_timeout=1, retry=Retry(NoBackoff(), 1))
-    far = Inbox(through, redis.test_prefix, partitions=1)
+    proxy, through, far = await inbox_through_a_proxy(redis)
     session, bot, dispatcher = worker_parts(far, conn, search)
     stop = asyncio.Event()
     proxy.cut_on(b"XGROUP")                                   # the worker's first call is held
