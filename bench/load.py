@@ -94,6 +94,16 @@ def faults(fake: FakeTelegram, chats: range, messages: int, burst_mode: bool, ec
     return lost, duplicate, disorder
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user + system, every thread) the processes have used so far, from /proc: the cost per
+    message that does not move with how busy the machine is, unlike replies/s and latency."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15 of stat(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 async def drive(fake: FakeTelegram, args) -> tuple[float, list[float]]:
     latencies: list[float] = []
     step = burst if args.burst else converse
@@ -110,8 +120,10 @@ async def echo_baseline(args):
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
         await fake.wait_for(lambda: any(m == "getUpdates" for m, _ in fake.calls), within=60)
+        cpu = cpu_seconds([process.pid])
         rate, latencies = await drive(fake, args)
-        return rate, latencies, faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=True)
+        cpu = (cpu_seconds([process.pid]) - cpu) / (args.chats * args.messages)
+        return rate, latencies, faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=True), cpu
     finally:
         process.terminate()
         await process.wait()
@@ -167,7 +179,9 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             commands = await commands_processed(redis, cluster is not None)
             trips = await scraped(processes, "kefu_redis_round_trips_total")
             waits = await scraped(processes, "kefu_redis_replica_waits_total")
+            cpu = cpu_seconds([p.process.pid for p in processes])
             rate, latencies = await drive(fake, args)
+            cpu = cpu_seconds([p.process.pid for p in processes]) - cpu
             commands = await commands_processed(redis, cluster is not None) - commands
             trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
             waits = await scraped(processes, "kefu_redis_replica_waits_total") - waits
@@ -180,7 +194,7 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
-    return rate, latencies, found, trips / total, commands / total, waits / total
+    return rate, latencies, found, trips / total, commands / total, waits / total, cpu / total
 
 
 async def against_cluster(args) -> None:
@@ -202,7 +216,7 @@ async def against_cluster(args) -> None:
     runs = (("one node", single), ("cluster, 3 masters, no WAIT", no_wait),
             ("cluster, 3 masters, WAIT 1 (default)", waiting))
     base_p99 = np.percentile(single[1], 99)
-    for name, (rate, latencies, found, trips, commands, waits) in runs:
+    for name, (rate, latencies, found, trips, commands, waits, _) in runs:
         p50, p99 = np.percentile(latencies, 50), np.percentile(latencies, 99)
         print(f"| {name} | {rate:.1f} | {p50:.0f} | {p99:.0f} | {trips:.2f} | {commands:.2f} | {waits:.2f} | "
               f"{found[0]} / {found[1]} / {found[2]} | {rate / single[0]:.2f}×, {p99 / base_p99:.2f}× |")
@@ -215,13 +229,15 @@ async def main(args) -> None:
     if args.cluster:
         await against_cluster(args)
         return
-    echo_rate, echo_latencies, echo_faults = await echo_baseline(args)
-    rate, latencies, found, trips, commands, _ = await ours(args)
+    echo_rate, echo_latencies, echo_faults, echo_cpu = await echo_baseline(args)
+    rate, latencies, found, trips, commands, _, cpu = await ours(args)
     mode = "each chat sends all its messages at once" if args.burst else \
         "each chat waits for its reply before its next message"
     print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
     print(f"throughput: {rate:.1f} replies/s; the bare aiogram echo bot, same run: {echo_rate:.1f} replies/s "
           f"(ours {rate / echo_rate:.0%} of it)")
+    print(f"CPU per message (the bot's processes, every thread): {cpu * 1000:.2f} ms; the echo bot "
+          f"{echo_cpu * 1000:.2f} ms ({cpu / echo_cpu:.1f}×) — steady however busy the machine is")
     for q in (50, 95, 99):
         p, e = np.percentile(latencies, q), np.percentile(echo_latencies, q)
         print(f"latency update→reply p{q}: {p:.0f} ms (echo bot {e:.0f} ms, {p / e:.1f}×)")

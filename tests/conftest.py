@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+import handlers.aiogram_import  # noqa: F401 - as in the bot: aiogram's schemas built where first used
+
+# isort: split
 from db.connection import open_readonly
 from db.records import demo_catalog
 from retrieval.documents import doc_from_product

@@ -11,6 +11,9 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware

@@ -154,7 +154,9 @@ async def wait_handled(fake: FakeTelegram, process: BotProcess, within: float = 
     try:
         while waiting := await left():
             if time.monotonic() > deadline:
-                raise AssertionError(f"not everything was handled within {within} s: {waiting}")
+                tail = process.output.decode(errors="replace")[-4000:]
+                raise AssertionError(f"not everything was handled within {within} s: {waiting}\n"
+                                     f"the bot's output (end):\n{tail}")
             await fake.changed(0.05)
     finally:
         await redis.aclose()
