@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import logging.handlers
 import os
-import queue
 import socket
 import sys
 import traceback
@@ -25,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from agent.commands import add_commands
 from agent.settings import Settings, StartupError, audit_target, load_settings
 from handlers.delivery.dead_letters import add_inbox_commands
-from handlers.process_exit import leave
+from handlers.process import leave, log_off_the_loop, settle_heap
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
     from aiogram import Bot
@@ -67,6 +65,7 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
         audit = await asyncio.to_thread(open_audit, settings)   # PostgreSQL: connects off the loop
         closing.callback(audit.close)
         await closing.enter_async_context(audit_console(settings, audit))
+        settle_heap()   # what was loaded lives as long as the process: out of the collector's scans
         yield App(agent, audit, client, bot, closing)
 
 
@@ -194,22 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub)
     add_inbox_commands(sub)
     return parser
-
-
-def log_off_the_loop(level: int) -> logging.handlers.QueueListener:
-    """Log lines are queued and written to stderr by a thread of their own: a slow reader of the log
-    (a full pipe, a busy log driver) never stalls the event loop. aiogram's line per update is left out
-    (the audit log has one per turn)."""
-    lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    writer = logging.StreamHandler()
-    writer.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.setLevel(level)
-    root.addHandler(logging.handlers.QueueHandler(lines))
-    logging.getLogger("aiogram.event").setLevel(max(level, logging.WARNING))
-    listener = logging.handlers.QueueListener(lines, writer)
-    listener.start()
-    return listener
 
 
 def log_level(args: argparse.Namespace, settings: Settings) -> int:

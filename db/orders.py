@@ -21,8 +21,7 @@ async def list_orders(conn: aiosqlite.Connection, user_id: str, order_id: str | 
         sql += " AND o.order_id = ?"
         args.append(str(order_id).strip())
     sql += " ORDER BY o.created_at DESC, o.order_id, o.product_id"
-    async with conn.execute(sql, args) as cur:
-        rows = await cur.fetchall()
+    rows = await conn.execute_fetchall(sql, args)   # one trip to aiosqlite's thread
     lines: dict[str, list[Any]] = {}
     for row in rows:
         lines.setdefault(row["order_id"], []).append(row)
