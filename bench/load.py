@@ -95,8 +95,8 @@ def faults(fake: FakeTelegram, chats: range, messages: int, burst_mode: bool, ec
 
 
 def cpu_seconds(pids: list[int]) -> float:
-    """CPU time (user + system, every thread) the processes have used so far, from /proc: the cost per
-    message that does not move with how busy the machine is, unlike replies/s and latency."""
+    """CPU time (user + system, every thread) the processes have used so far, from /proc: what a message
+    costs the bot, beside how long it waited. (It rises on a busy machine too, less than the latency.)"""
     total = 0
     for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -237,7 +237,7 @@ async def main(args) -> None:
     print(f"throughput: {rate:.1f} replies/s; the bare aiogram echo bot, same run: {echo_rate:.1f} replies/s "
           f"(ours {rate / echo_rate:.0%} of it)")
     print(f"CPU per message (the bot's processes, every thread): {cpu * 1000:.2f} ms; the echo bot "
-          f"{echo_cpu * 1000:.2f} ms ({cpu / echo_cpu:.1f}×) — steady however busy the machine is")
+          f"{echo_cpu * 1000:.2f} ms ({cpu / echo_cpu:.1f}×)")
     for q in (50, 95, 99):
         p, e = np.percentile(latencies, q), np.percentile(echo_latencies, q)
         print(f"latency update→reply p{q}: {p:.0f} ms (echo bot {e:.0f} ms, {p / e:.1f}×)")
