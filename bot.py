@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from agent.commands import add_commands
 from agent.settings import Settings, StartupError, audit_target, load_settings
 from handlers.delivery.dead_letters import add_inbox_commands
-from handlers.process import leave, log_off_the_loop, settle_heap
+from handlers.process import leave, log_off_the_loop, run_serving, settle_heap
 
 if TYPE_CHECKING:   # the run modes import aiogram, Redis and the agent when they run, not for `--help`
     from aiogram import Bot
@@ -157,19 +157,19 @@ def cmd_receive(args: argparse.Namespace, settings: Settings) -> int:
                                RedisGuards(redis, settings.redis_prefix))
             return 0
 
-    return asyncio.run(run())
+    return run_serving(run())
 
 
 def cmd_work(args: argparse.Namespace, settings: Settings) -> int:
     """Work only: answer the updates the inbox holds, for the partitions this process leases."""
     settings.check_inbox("work")
-    return asyncio.run(run_telegram(settings, role="work"))
+    return run_serving(run_telegram(settings, role="work"))
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.bot_token is None:
         return cmd_console(args, settings)
-    return asyncio.run(run_telegram(settings))
+    return run_serving(run_telegram(settings))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
-"""What a `python bot.py` process does about itself, apart from its work: its log lines leave the event
-loop, what start-up loaded stays out of the garbage collector's scans, and a clean stop skips the
-interpreter's teardown.
+"""What a `python bot.py` process does about itself, apart from its work: a Telegram mode runs on uvloop's
+event loop, its log lines leave the event loop, what start-up loaded stays out of the garbage collector's
+scans, and a clean stop skips the interpreter's teardown.
 
 The teardown: freeing what aiogram (~450 pydantic models), jieba and pypinyin (dictionaries of hundreds of
 thousands of entries) built costs a bot process 0.5–1 CPU second at every stop — a restart, a rolling
@@ -11,6 +11,7 @@ process ends."""
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import gc
@@ -20,7 +21,20 @@ import os
 import queue
 import sys
 import threading
-from typing import NoReturn
+from collections.abc import Coroutine
+from typing import Any, NoReturn
+
+
+def run_serving(main: Coroutine[Any, Any, int]) -> int:
+    """`asyncio.run(main)` on uvloop's event loop (libuv) where it is installed — every platform but Windows:
+    a bot that serves hundreds of chats spends much of its time in the loop's socket and callback handling,
+    which uvloop does in C."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
 
 
 def log_off_the_loop(level: int) -> logging.handlers.QueueListener:
