@@ -159,3 +159,16 @@ def test_every_aiogram_model_and_method_response_completes_from_what_the_deferre
         if isinstance(method, type) and issubclass(method, aiogram.methods.TelegramMethod) and \
                 method is not aiogram.methods.TelegramMethod:
             assert Response[method.__returning__].__pydantic_complete__, name
+
+
+def test_the_telegram_modes_run_on_uvloop():
+    """`run_serving` (the Telegram modes' asyncio.run) runs its coroutine on uvloop's loop, and returns its result."""
+    import asyncio
+
+    from handlers.process import run_serving
+
+    async def which() -> str:
+        await asyncio.sleep(0)
+        return type(asyncio.get_running_loop()).__module__
+
+    assert run_serving(which()).startswith("uvloop")
