@@ -296,23 +296,44 @@ class ApproximateDense:
         block = np.asarray(self.generation.vectors[rows], dtype=np.float32)
         return (block[:, 0] + block[:, 1]) / 2
 
-    def signals(self, vector: np.ndarray, lexical: np.ndarray, pool: int) -> tuple[np.ndarray, tuple, float]:
-        """(ranking z, (document z, name+usage z, name z), best document z among the `pool` best ranked)."""
+    def _scored(self, vector: np.ndarray, lexical: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(the product positions scored exactly: the ANN neighbours and the lexical candidates, ascending; which of
+        them are neighbours; each view's z-scores of them against the whole catalog)."""
         neighbours = self.doc_of_row[self.generation.nearest(vector)]
         neighbours = neighbours[neighbours >= 0]
         docs = np.unique(np.concatenate([neighbours, lexical[self.present[lexical]]]).astype(np.int64))
         scores = self.generation.exact(vector, self.row_of_doc[docs]) if len(docs) else np.zeros((0, 3))
         columns = {"doc": scores[:, 0], "usage": scores[:, 1], "name": scores[:, 2],
                    "rank": (scores[:, 0] + scores[:, 1]) / 2}
-        out = {}
+        z = {}
         for name, values in columns.items():
             mean, std = _spread(vector, self.stats[name])
-            z = (values - mean) / std
-            floor = min(0.0, float(z[np.isin(docs, neighbours)].min())) if len(neighbours) else 0.0
+            z[name] = ((values - mean) / std).astype(np.float32)
+        return docs, np.isin(docs, neighbours), z
+
+    @staticmethod
+    def _best_document(rank: np.ndarray, document: np.ndarray, pool: int) -> float:
+        ranked = np.argsort(-rank, kind="stable")[:pool]
+        return float(document[ranked].max()) if len(ranked) else 0.0
+
+    def signals(self, vector: np.ndarray, lexical: np.ndarray, pool: int) -> tuple[np.ndarray, tuple, float]:
+        """(ranking z, (document z, name+usage z, name z), best document z among the `pool` best ranked), one
+        value per product of the catalog."""
+        docs, neighbour, z = self._scored(vector, lexical)
+        out = {}
+        for name, values in z.items():
+            floor = min(0.0, float(values[neighbour].min())) if neighbour.any() else 0.0
             full = np.full(self.size, floor, dtype=np.float32)
             full[~self.present] = 0.0
-            full[docs] = z
+            full[docs] = values
             out[name] = full
-        ranked = docs[np.argsort(-out["rank"][docs], kind="stable")[:pool]] if len(docs) else docs
-        best_document = float(out["doc"][ranked].max()) if len(ranked) else 0.0
+        best_document = self._best_document(z["rank"], z["doc"], pool) if len(docs) else 0.0
         return out["rank"], (out["doc"], out["usage"], out["name"]), best_document
+
+    def candidates(self, vector: np.ndarray, lexical: np.ndarray, pool: int) -> tuple[np.ndarray, np.ndarray,
+                                                                                       tuple, float]:
+        """`signals` for the scored products alone (a large catalog ranks only them): (their positions, ascending;
+        ranking z; (document z, name+usage z, name z); best document z among the `pool` best ranked)."""
+        docs, _, z = self._scored(vector, lexical)
+        best_document = self._best_document(z["rank"], z["doc"], pool) if len(docs) else 0.0
+        return docs, z["rank"], (z["doc"], z["usage"], z["name"]), best_document

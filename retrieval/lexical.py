@@ -3,7 +3,7 @@ survive traditional characters and homophone input-method typos (matched on piny
 
 from __future__ import annotations
 
-import math
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +13,7 @@ import numpy as np
 from pypinyin import lazy_pinyin
 
 from retrieval.documents import RetrievalDoc
-from retrieval.text import STOPWORDS, Tokenizer, compact, pinyin_of, plain_words
+from retrieval.text import STOPWORDS, Tokenizer, compact, fold, pinyin_of, plain_words
 
 K1, B = 1.2, 0.75
 NAME_WEIGHT, BRAND_WEIGHT = 3, 2
@@ -62,11 +62,51 @@ def _is_han(text: str) -> bool:
     return all("\u4e00" <= c <= "\u9fff" for c in text)
 
 
+class _PostingsBuilder:
+    """BM25 postings built from each product's bag of words as it is read (token ids and term frequencies in
+    flat arrays, the weights computed at the end in one vectorized pass), not from a list of a million bags."""
+
+    def __init__(self):
+        self.vocabulary: dict[str, int] = {}
+        self._tokens, self._tf, self._entries = array("q"), array("q"), array("q")
+
+    def add(self, bag: Counter[str]) -> None:
+        ids = self.vocabulary
+        for token, tf in bag.items():
+            self._tokens.append(ids.setdefault(token, len(ids)))
+            self._tf.append(tf)
+        self._entries.append(len(bag))
+
+    def build(self, size: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if not size:
+            return {}
+        tokens = np.frombuffer(self._tokens, dtype=np.int64) if self._tokens else np.zeros(0, np.int64)
+        tf = np.frombuffer(self._tf, dtype=np.int64) if self._tf else np.zeros(0, np.int64)
+        entries = np.frombuffer(self._entries, dtype=np.int64)
+        doc = np.repeat(np.arange(size), entries)
+        lengths = np.bincount(doc, weights=tf, minlength=size).astype(np.float32)
+        avg = float(lengths.mean()) or 1.0
+        df = np.bincount(tokens, minlength=len(self.vocabulary))
+        # the same arithmetic (and the same float32 rounding) as the per-entry loop it replaces
+        idf = np.log(1 + (size - df + 0.5) / (df + 0.5))
+        norm = K1 * (1 - B + B * lengths / avg)
+        weights = (idf[tokens] * tf * (K1 + 1)).astype(np.float32) / (tf.astype(np.float32) + norm[doc])
+        order = np.argsort(tokens, kind="stable")   # each token's products in ascending order
+        bounds = np.cumsum(np.bincount(tokens, minlength=len(self.vocabulary)))
+        docs, weights = doc[order], weights[order]
+        out, start = {}, 0
+        for token, end in zip(self.vocabulary, bounds.tolist(), strict=True):
+            out[token] = (docs[start:end], weights[start:end])
+            start = end
+        return out
+
+
 class LexicalIndex:
     """Scores every product against a query in a few vectorized steps."""
 
     def __init__(self, docs: Sequence[RetrievalDoc]):
         self.size = len(docs)
+        self._docs = docs   # read again for one product's characters (unexplained), never kept per product
         self.tokenizer = Tokenizer([d.base_name for d in docs] + [d.brand for d in docs])
         names: dict[str, list[tuple[int, float]]] = defaultdict(list)
         sounds: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -76,13 +116,12 @@ class LexicalIndex:
         kinds: dict[str, list[int]] = defaultdict(list)
 
         tokens_of = lru_cache(maxsize=None)(self.tokenizer.tokens)   # brands and categories repeat
-        bags: list[Counter[str]] = []
-        self._letters: list[frozenset[str]] = []   # each product's characters and their syllables
+        self._sentence_tokens = lru_cache(maxsize=65536)(self.tokenizer.folded_tokens)
+        self._letters_cache: dict[int, frozenset[str]] = {}
+        postings = _PostingsBuilder()
         for i, doc in enumerate(docs):
-            chars = {c for c in compact(" ".join((doc.text, doc.category, *doc.aliases))) if _is_han(c)}
-            self._letters.append(frozenset(chars | {pinyin_of(c) for c in chars}))
             name_tokens = self.tokenizer.tokens(doc.base_name)
-            bag = Counter(self.tokenizer.tokens(doc.text))
+            bag = Counter(self._text_tokens(doc.text))
             for token in name_tokens:
                 bag[token] += NAME_WEIGHT
             for token in tokens_of(doc.brand):
@@ -90,15 +129,15 @@ class LexicalIndex:
             # product-side expansion: what kind of thing it is and its other names are words it is found by
             for token in tokens_of(doc.category) + [t for a in doc.aliases for t in self.tokenizer.tokens(a)]:
                 bag[token] += 1
-            bags.append(bag)
+            postings.add(bag)
             self._index_name(i, doc, name_tokens, names, sounds, pairs)
             head = self._head(doc)
             if head:
                 heads[head].append(i)
             for token in {t for t in tokens_of(doc.category) if len(t) >= 2}:
                 kinds[token].append(i)
-        self.vocabulary: set[str] = {t for bag in bags for t in bag}
-        self._postings = self._build_postings(bags)
+        self.vocabulary: set[str] = set(postings.vocabulary)
+        self._postings = postings.build(self.size)
         self._names = {k: _as_arrays(v) for k, v in names.items()}
         self._sounds = {k: _as_arrays(v) for k, v in sounds.items()}
         # how the catalog writes each name piece it knows by sound (the longest piece first wins a span)
@@ -106,6 +145,25 @@ class LexicalIndex:
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
+
+    def _text_tokens(self, text: str) -> list[str]:
+        """`Tokenizer.tokens` of a product's document, one sentence at a time: jieba cuts at every 。 anyway, so
+        the words are the same, and a sentence many products share (a description, a usage) is cut once."""
+        folded = fold(text)
+        return [t for sentence in folded.split("。") for t in self._sentence_tokens(sentence)]
+
+    def _letters(self, doc: int) -> frozenset[str]:
+        """A product's Chinese characters and their syllables (computed when asked: a frozenset per product
+        would cost gigabytes at a million products)."""
+        cached = self._letters_cache.get(doc)
+        if cached is None:
+            d = self._docs[doc]
+            chars = {c for c in compact(" ".join((d.text, d.category, *d.aliases))) if _is_han(c)}
+            cached = frozenset(chars | {pinyin_of(c) for c in chars})
+            if len(self._letters_cache) >= 4096:
+                self._letters_cache.clear()
+            self._letters_cache[doc] = cached
+        return cached
 
     def _head(self, doc: RetrievalDoc) -> str:
         """The head noun of a name, the thing it is ('…双人四季帐篷' → '帐篷'): its last word of two or
@@ -127,7 +185,7 @@ class LexicalIndex:
         """(share of the query's Chinese characters that product `doc` lacks, 1.0 if its last one is among
         them): 篮球架 asked, 篮球 found — 架 is unexplained, and it is the thing asked for. A homophone
         (an input-method typo) counts as present."""
-        letters = self._letters[doc]
+        letters = self._letters(doc)
         asked = [c for w in self.content_words(q) for c in w if _is_han(c) and c not in _COUNTING]
         if not asked:
             return 0.0, 0.0
@@ -163,21 +221,6 @@ class LexicalIndex:
         brand = compact(doc.brand)
         if len(brand) >= 2:
             self._brands[brand].append(i)
-
-    def _build_postings(self, bags: list[Counter[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        if not bags:
-            return {}
-        lengths = np.array([sum(b.values()) for b in bags], dtype=np.float32)
-        avg = float(lengths.mean()) or 1.0
-        df: Counter[str] = Counter(t for bag in bags for t in bag)
-        rows: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
-        for i, bag in enumerate(bags):
-            norm = K1 * (1 - B + B * lengths[i] / avg)
-            for token, tf in bag.items():
-                idf = math.log(1 + (self.size - df[token] + 0.5) / (df[token] + 0.5))
-                rows[token][0].append(i)
-                rows[token][1].append(idf * tf * (K1 + 1) / (tf + norm))
-        return {t: (np.array(ix), np.array(w, dtype=np.float32)) for t, (ix, w) in rows.items()}
 
     def analyze(self, query: str) -> QueryText:
         """Fold and tokenize a query once, for every lexical signal; a homophone of a name piece the catalog

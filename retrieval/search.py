@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from retrieval.ann import LEXICAL_CANDIDATES, ApproximateDense, Generation
+from retrieval.ann import ANN_THRESHOLD, LEXICAL_CANDIDATES, ApproximateDense, Generation
 from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
@@ -53,6 +53,33 @@ class Signals:
     pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
     family: np.ndarray | None = None       # the query's last word is a hypernym of these products (运动鞋)
     short_form: np.ndarray | None = None   # a query word is a short form of the product's name (跑鞋, 跑步鞋)
+    # A large catalog's signals hold its candidates only (take): their positions in the catalog, and the
+    # whole catalog's best name match, brand match and bare-name z, which the gate reads
+    rows: np.ndarray | None = None
+    catalog_max: tuple[float, float, float] | None = None
+
+    def take(self, rows: np.ndarray) -> Signals:
+        """These signals for the products at `rows` alone (the per-product arrays cut, the query-level facts
+        kept, the gate's catalog-wide maxima read before the cut)."""
+        def cut(values: np.ndarray | None) -> np.ndarray | None:
+            return values[rows] if values is not None else None
+
+        view_max = float(self.view_z[2].max()) if self.view_z and len(self.view_z[2]) else 0.0
+        whole = self.unexplained
+        synonyms = self.synonyms
+        return replace(
+            self, name=self.name[rows], brand=self.brand[rows], bm25=self.bm25[rows], dense_z=cut(self.dense_z),
+            view_z=tuple(v[rows] for v in self.view_z), token_cover=cut(self.token_cover), head=cut(self.head),
+            category=cut(self.category), pinyin=cut(self.pinyin), family=cut(self.family),
+            short_form=cut(self.short_form),
+            unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
+            synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
+                             query=synonyms.query[rows]) if synonyms is not None else None,
+            rows=rows, catalog_max=(float(self.name.max(initial=0.0)), float(self.brand.max(initial=0.0)), view_max))
+
+    def position(self, i: int) -> int:
+        """The catalog position of the product at index `i` of these signals."""
+        return int(self.rows[i]) if self.rows is not None else int(i)
 
     def features(self) -> np.ndarray:
         """The ranker's per-product features (retrieval/ranker.py FEATURES), one row per product."""
@@ -79,10 +106,12 @@ class Signals:
         short = self.unexplained is not None and self.words < 3
         share, last = self.unexplained(best) if short else (0.0, 0.0)
         synonyms = self.synonyms
-        return np.array([scores[best], scores[best] - runner_up, self.name.max(), self.brand.max(),
+        name_max, brand_max, view_max = self.catalog_max or (self.name.max(), self.brand.max(), None)
+        return np.array([scores[best], scores[best] - runner_up, name_max, brand_max,
                          self.head[best], self.category[best], self.token_cover[best], self.coverage,
                          document_z, dense, float(self.latin), float(self.words >= 3),
-                         np.log1p(self.bm25_max), name[best] if self.view_z else 0.0, float(name.max()),
+                         np.log1p(self.bm25_max), name[best] if self.view_z else 0.0,
+                         float(name.max()) if view_max is None else view_max,
                          share, last, synonyms.word[best] if synonyms else 0.0,
                          synonyms.query[best] if synonyms else 0.0, synonyms.last if synonyms else 0.0,
                          synonyms.morpheme[best] if synonyms else 0.0, synonyms.breadth if synonyms else 0.0,
@@ -268,21 +297,64 @@ class ProductSearch:
         out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
         out.short_form = self._short_forms.match(self.lexical.content_words(q))
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
+        if len(self.docs) >= ANN_THRESHOLD:
+            return self._candidate_signals(out, vector, words)
         if vector is not None and self._ann is not None:
             lexical = _top_indices(out.bm25 + out.name + out.brand, LEXICAL_CANDIDATES)
             out.dense_z, out.view_z, out.best_document_z = self._ann.signals(vector, lexical, CONFIDENCE_POOL)
             out.synonyms = self._synonyms.match(vector, words or {})
         elif vector is not None and self._matrix is not None:
-            out.dense_z = self._z(vector, self._matrix, self._stats["rank"], self._has_vector)
-            out.view_z = (self._z(vector, self._document, self._stats["doc"], self._has_vector),
-                          self._z(vector, self._usage, self._stats["usage"], self._has_vector),
-                          self._z(vector, self._names, self._stats["name"], self._has_vector))
-            # The document view is scored only for the top of the ranking: its best z-score is all the
-            # confidence rule needs, and a second full pass over the catalog would double the cost.
-            top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
-            out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
+            self._dense_signals(out, vector)
             out.synonyms = self._synonyms.match(vector, words or {})
         return out
+
+    def _dense_signals(self, out: Signals, vector: np.ndarray) -> None:
+        """The exact dense signals: every product's z-score for the ranking view and each view."""
+        out.dense_z = self._z(vector, self._matrix, self._stats["rank"], self._has_vector)
+        out.view_z = (self._z(vector, self._document, self._stats["doc"], self._has_vector),
+                      self._z(vector, self._usage, self._stats["usage"], self._has_vector),
+                      self._z(vector, self._names, self._stats["name"], self._has_vector))
+        # The document view is scored only for the top of the ranking: its best z-score is all the
+        # confidence rule needs, and a second full pass over the catalog would double the cost.
+        top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
+        out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
+
+    def _candidate_signals(self, out: Signals, vector: np.ndarray | None,
+                           words: dict[str, np.ndarray] | None) -> Signals:
+        """A large catalog (from ANN_THRESHOLD products) ranks its candidates only: the ANN neighbours (or the
+        exact scan's best), the best lexical products (BM25, name, brand, pinyin name and short-form matches)
+        and, for a hypernym, members of its family. The ranker's features are built for those few hundred
+        rows; the gate reads the same catalog-wide values as for a small catalog (the z-scores against the
+        whole catalog, the best name and brand match of any product)."""
+        lexical_score = out.bm25 + out.name + out.brand
+        for extra in (out.pinyin, out.short_form):
+            if extra is not None:
+                lexical_score = lexical_score + extra
+        hits = np.flatnonzero(lexical_score > 0)
+        lexical = hits[_top_indices(lexical_score[hits], LEXICAL_CANDIDATES)] if len(hits) else hits
+        if out.family is not None and out.family.any():
+            lexical = np.concatenate([lexical, np.flatnonzero(out.family)[:LEXICAL_CANDIDATES]])
+        if vector is not None:
+            out.synonyms = self._synonyms.match(vector, words or {})
+        if vector is not None and self._ann is not None:
+            scored, dense, views, best_document = self._ann.candidates(vector, lexical, CONFIDENCE_POOL)
+            rows = np.union1d(scored, lexical).astype(np.int64)   # a lexical candidate without a vector yet: 0
+            taken = out.take(rows)
+            at = np.searchsorted(rows, scored)
+            taken.dense_z = np.zeros(len(rows), dtype=np.float32)
+            taken.view_z = tuple(np.zeros(len(rows), dtype=np.float32) for _ in range(3))
+            taken.dense_z[at] = dense
+            for column, values in zip(taken.view_z, views, strict=True):
+                column[at] = values
+            taken.best_document_z = best_document
+            name_max, brand_max, _ = taken.catalog_max
+            taken.catalog_max = (name_max, brand_max, float(taken.view_z[2].max()) if len(rows) else 0.0)
+            return taken
+        if vector is not None and self._matrix is not None:
+            self._dense_signals(out, vector)
+            lexical = np.concatenate([lexical, _top_indices(out.dense_z, LEXICAL_CANDIDATES)])
+        rows = np.unique(lexical).astype(np.int64)
+        return out.take(rows if len(rows) else np.zeros(1, dtype=np.int64))
 
     def ranker(self, s: Signals) -> Ranker:
         """The learned fusion for these signals: with the dense side, or for lexical signals alone."""
@@ -331,8 +403,12 @@ class ProductSearch:
             # "not sold"
             fused = np.where(signals.family, fused, -np.inf)
             order = [i for i in _top_indices(fused, top_k) if signals.family[i]]
-            return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i])) for i in order]
+            return [self._candidate(signals, i, fused) for i in order]
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
-        return [Candidate(self.docs[i].product_id, self.docs[i].name, float(fused[i]))
+        return [self._candidate(signals, i, fused)
                 for i in order if float(fused[i]) >= best - (within or self.ranker(signals).keep_within)]
+
+    def _candidate(self, signals: Signals, i: int, fused: np.ndarray) -> Candidate:
+        doc = self.docs[signals.position(i)]
+        return Candidate(doc.product_id, doc.name, float(fused[i]))

@@ -84,5 +84,9 @@ class Tokenizer:
         return [w for w in self._jieba.lcut(fold(text)) if w.strip() and not _PUNCT.fullmatch(w)]
 
     def tokens(self, text: str) -> list[str]:
-        words = self._jieba.lcut_for_search(fold(text))
+        return self.folded_tokens(fold(text))
+
+    def folded_tokens(self, folded: str) -> list[str]:
+        """`tokens` of a text already folded."""
+        words = self._jieba.lcut_for_search(folded)
         return [w for w in (w.strip() for w in words) if w and w not in STOPWORDS and not _PUNCT.fullmatch(w)]
