@@ -203,6 +203,7 @@ class Generation:
     vectors: np.ndarray     # (n, 3, d) float16, memory-mapped: document, name+usage, bare name
     graph: object           # usearch Index viewed from its file
     stats: dict[str, tuple[np.ndarray, np.ndarray]]
+    path: Path | None = None   # the index it was published for (its pointer names the newest generation)
 
     @property
     def size(self) -> int:
@@ -242,7 +243,7 @@ class Generation:
             raise ValueError(f"search index generation {generation} is incomplete")
         graph.expansion_search = EXPANSION_SEARCH
         return cls(generation, meta["model"], int(meta["dimensions"]), ids, hashes, keys, order, vectors, graph,
-                   stats)
+                   stats, index_path)
 
     def rows_of_keys(self, found: np.ndarray) -> np.ndarray:
         """Row positions of graph keys (every key in the graph has a row)."""

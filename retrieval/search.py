@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
-from retrieval.ann import ANN_THRESHOLD, LEXICAL_CANDIDATES, ApproximateDense, Generation
+from retrieval.ann import ANN_THRESHOLD, LEXICAL_CANDIDATES, ApproximateDense, Generation, current_generation
 from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.index import VectorIndex
@@ -156,12 +158,35 @@ class Found:
     lexical_only: str = ""
 
 
+CatalogLoader = Callable[[], Awaitable[Sequence[RetrievalDoc]]]
+REFRESH_SECONDS = 2.0   # how often a search over an ANN generation looks for a newer one (a small file read)
+
+
+class _Follower:
+    """What a search over an ANN generation needs to follow its index: the index path, how to read the
+    catalog again, when it last looked, and the switch under way (one at a time)."""
+
+    def __init__(self, index_path: Path, catalog: CatalogLoader | None, interval: float):
+        self.index_path, self.catalog, self.interval = index_path, catalog, interval
+        self.next_check = time.monotonic() + interval
+        self.task: asyncio.Task | None = None
+
+
 class ProductSearch:
-    """Holds the catalog's retrieval documents, the lexical index and (optionally) the vectors."""
+    """Holds the catalog's retrieval documents, the lexical index and (optionally) the vectors.
+
+    Over an ANN generation (a large catalog) it follows the index: when a newer generation is published (the
+    pointer file beside the index, read at most every REFRESH_SECONDS, off the event loop), a new search state
+    is built in a worker thread — the catalog read again through `catalog` when given — and switched in
+    between searches. Every search reads one state from start to end (`_snapshot`): a search in flight
+    finishes on the generation it started on, whose memory-mapped files outlive their unlink."""
 
     def __init__(self, docs: Sequence[RetrievalDoc], embedder: Embedder | None = None,
-                 index: VectorIndex | Generation | None = None, rankers: dict[str, Ranker] | None = None):
+                 index: VectorIndex | Generation | None = None, rankers: dict[str, Ranker] | None = None,
+                 catalog: CatalogLoader | None = None, refresh_seconds: float = REFRESH_SECONDS):
         self.docs = list(docs)
+        self._follower = (_Follower(index.path, catalog, refresh_seconds)
+                          if isinstance(index, Generation) and index.path is not None else None)
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         heads = [head_noun(d, self.lexical.tokenizer) for d in self.docs]   # what each product is (跑步鞋)
@@ -195,6 +220,57 @@ class ProductSearch:
             self._stats = {name: self._moments(m) for name, m in (("rank", self._matrix), ("doc", self._document),
                                                                   ("usage", self._usage), ("name", self._names))}
             self._synonyms = SynonymTable(heads, lambda rows: self._names[rows], index.dimensions, self._has_vector)
+
+    def _snapshot(self) -> ProductSearch:
+        """This search's current state, for one search from start to end: a switch to a newer generation
+        replaces the whole attribute dict in one assignment, never one attribute at a time."""
+        self._follow()
+        view = object.__new__(type(self))
+        view.__dict__ = self.__dict__
+        return view
+
+    def _follow(self) -> None:
+        """Start looking for a newer generation (a background task) when REFRESH_SECONDS have passed."""
+        follower = self._follower
+        if follower is None or (follower.task is not None and not follower.task.done()):
+            return
+        now = time.monotonic()
+        if now < follower.next_check:
+            return
+        follower.next_check = now + follower.interval
+        try:
+            follower.task = asyncio.get_running_loop().create_task(self.refresh())
+        except RuntimeError:   # no event loop (a synchronous caller): the next search looks
+            pass
+
+    @property
+    def pending_refresh(self) -> asyncio.Task | None:
+        """The look for a newer generation under way (or last finished), if any."""
+        return self._follower.task if self._follower is not None else None
+
+    async def refresh(self) -> bool:
+        """Switch to the newest ANN generation when it is newer than the one searched (True when switched).
+        The generation is opened and the new state built in a worker thread; searches go on meanwhile."""
+        follower, ann = self._follower, self._ann
+        if follower is None or ann is None:
+            return False
+        newest = await asyncio.to_thread(current_generation, follower.index_path)
+        if newest is None or newest == ann.generation.generation:
+            return False
+        try:
+            docs = list(await follower.catalog()) if follower.catalog is not None else self.docs
+            generation = await asyncio.to_thread(Generation.open, follower.index_path, newest)
+            fresh = await asyncio.to_thread(type(self), docs, self.embedder, generation, self._rankers)
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("search index generation %s not opened, searching generation %d (%s)", newest,
+                        ann.generation.generation, exc)
+            return False
+        fresh._follower, fresh._cache = follower, self._cache   # one follower; the query vectors stay valid
+        if fresh._rankers is None:
+            fresh._rankers = self._rankers
+        self.__dict__ = fresh.__dict__
+        log.info("search switched to index generation %d (%d products)", generation.generation, len(docs))
+        return True
 
     @property
     def embedder(self) -> Embedder | None:
@@ -252,17 +328,18 @@ class ProductSearch:
         """How close each of `product_ids` is to `query` by meaning (z-scores against the whole catalog);
         empty when the search is lexical only or the embedder fails. Used to choose among a few products
         the reader names."""
-        if self._cache is None or self._matrix is None:
+        state = self._snapshot()
+        if state._cache is None or state._matrix is None:
             return {}
         try:
-            vector = await self._cache.vector(query)
+            vector = await state._cache.vector(query)
         except EmbeddingError as exc:
             log.warning("no closeness by meaning (%s)", exc)
             return {}
         rows = [i for pid in dict.fromkeys(product_ids)
-                if (i := self._position.get(pid)) is not None and self._has_vector[i]]
-        z = self._z(vector, self._matrix[rows], self._stats["rank"]) if rows else []
-        return {self.docs[i].product_id: float(score) for i, score in zip(rows, z, strict=True)}
+                if (i := state._position.get(pid)) is not None and state._has_vector[i]]
+        z = state._z(vector, state._matrix[rows], state._stats["rank"]) if rows else []
+        return {state.docs[i].product_id: float(score) for i, score in zip(rows, z, strict=True)}
 
     @property
     def dense(self) -> bool:
@@ -273,9 +350,10 @@ class ProductSearch:
 
         The query is embedded on the embedder's thread; the scoring (jieba, pinyin, a pass over every
         product) runs in a worker thread too, so the event loop is never held for milliseconds."""
-        vector = await self._cache.vector(query) if self._cache is not None else None
-        words = await self.word_vectors(query) if vector is not None else {}
-        return await asyncio.to_thread(self._signals, query, vector, words)
+        state = self._snapshot()
+        vector = await state._cache.vector(query) if state._cache is not None else None
+        words = await state.word_vectors(query) if vector is not None else {}
+        return await asyncio.to_thread(state._signals, query, vector, words)
 
     def _signals(self, query: str, vector: np.ndarray | None, words: dict[str, np.ndarray] | None = None) -> Signals:
         # a query typed in pinyin is read with the catalog's characters it spells beside it (paobuxie 跑步鞋)
@@ -332,6 +410,10 @@ class ProductSearch:
                 lexical_score = lexical_score + extra
         hits = np.flatnonzero(lexical_score > 0)
         lexical = hits[_top_indices(lexical_score[hits], LEXICAL_CANDIDATES)] if len(hits) else hits
+        # and one product the query does not match at all: the gate reads the runner-up's score, which for a
+        # query matching one product is such a product's
+        unmatched = np.flatnonzero(lexical_score[:len(hits) + 1] <= 0)[:1]
+        lexical = np.concatenate([lexical, unmatched])
         if out.family is not None and out.family.any():
             lexical = np.concatenate([lexical, np.flatnonzero(out.family)[:LEXICAL_CANDIDATES]])
         if vector is not None:
@@ -375,21 +457,23 @@ class ProductSearch:
         """The best candidates for `query`; `within` widens the band below the best one that is kept
         (a filtered search keeps more of the relevant products, then lets SQL choose among them).
         An embedder failure is raised (the evaluation must not score a lexical search as hybrid)."""
-        if not self.docs or not (query or "").strip():
+        state = self._snapshot()
+        if not state.docs or not (query or "").strip():
             return []
-        return await self._rank(query, top_k, within, await self.query_vector(query))
+        return await state._rank(query, top_k, within, await state.query_vector(query))
 
     async def find(self, query: str, top_k: int = 5, within: float | None = None) -> Found:
         """`search` for a customer's turn: when the embedder fails (a remote endpoint down, its circuit
         open) the query is ranked by its lexical side alone, and the result says why."""
-        if not self.docs or not (query or "").strip():
+        state = self._snapshot()
+        if not state.docs or not (query or "").strip():
             return Found([])
         try:
-            vector = await self.query_vector(query)
+            vector = await state.query_vector(query)
         except EmbeddingError as exc:
             log.warning("lexical search only for this query (%s)", exc)
-            return Found(await self._rank(query, top_k, within, None), str(exc))
-        return Found(await self._rank(query, top_k, within, vector))
+            return Found(await state._rank(query, top_k, within, None), str(exc))
+        return Found(await state._rank(query, top_k, within, vector))
 
     async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None) -> list[Candidate]:
         top_k = max(1, min(int(top_k), 10))

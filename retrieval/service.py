@@ -68,7 +68,10 @@ async def load_search(conn: aiosqlite.Connection, index_path: Path, embedder: Em
         index = await asyncio.to_thread(open_index, index_path, embedder, len(docs))
     except FileNotFoundError:
         log.warning("no search index at %s: lexical search only; run `python bot.py build-index`", index_path)
-    return await asyncio.to_thread(ProductSearch, docs, embedder if index else None, index)
+    # over an ANN generation the search follows the index: a newer generation is switched in with the catalog
+    # read again from this connection
+    return await asyncio.to_thread(ProductSearch, docs, embedder if index else None, index,
+                                   catalog=lambda: catalog_docs(conn))
 
 
 def open_index(index_path: Path, embedder: Embedder, size: int) -> VectorIndex | ann.Generation:

@@ -219,3 +219,75 @@ async def test_a_build_publishes_when_the_generation_lags_the_index_and_only_the
     assert caught_up.published is not None and caught_up.published.generation == 1
     again = await build_index(path, docs, embedder, progress=False, ann_threshold=0)
     assert again.published is None and ann.current_generation(path) == 1
+
+
+class GatedEmbedder(HashEmbedder):
+    """Holds the embedding of one query until released: a search in flight."""
+
+    def __init__(self, held: str) -> None:
+        super().__init__()
+        self.held, self.reached, self.release = held, asyncio.Event(), asyncio.Event()
+
+    async def embed_queries(self, texts):
+        if self.held in texts:
+            self.reached.set()
+            await self.release.wait()
+        return await self.embed_passages(texts)
+
+
+async def test_a_running_search_switches_to_a_newly_published_generation(tmp_path, docs):
+    added = docs[-1]
+    embedder = GatedEmbedder(held="在途的查询")
+    path = tmp_path / "shop.index"
+    await build_index(path, docs[:-1], embedder, progress=False, ann_threshold=0)
+    catalog = list(docs[:-1])
+
+    async def read_catalog():
+        return list(catalog)
+
+    search = ProductSearch(catalog, embedder, ann.Generation.open(path), catalog=read_catalog, refresh_seconds=0)
+    assert added.product_id not in {c.product_id for c in await search.search(added.name, 10)}
+    in_flight = asyncio.create_task(search.search("在途的查询", 10))
+    await embedder.reached.wait()          # a search started on generation 1 and waits for its query vector
+    catalog.append(added)
+    await build_index(path, catalog, embedder, progress=False, ann_threshold=0)
+    assert ann.current_generation(path) == 2
+    await search.search("篮球")            # the next search looks for the newer generation (in the background)
+    assert search.pending_refresh is not None and await search.pending_refresh is True
+    embedder.release.set()
+    old = await in_flight                  # finishes on generation 1's state
+    assert added.product_id not in {c.product_id for c in old}
+    found = await search.search(added.name, 10)
+    assert found and found[0].product_id == added.product_id
+    assert search._ann.generation.generation == 2 and len(search.docs) == len(docs)
+    assert await search.refresh() is False   # nothing newer
+
+
+async def test_ranking_only_the_candidates_changes_nothing_when_every_product_is_one(tmp_path, docs, monkeypatch):
+    """A large catalog ranks its candidates only; over the demo catalog every product is a candidate (256 ANN
+    neighbours), so with the threshold lowered the results, their scores and the gate's verdicts are the
+    ones of the full ranking — the cut signals, the gate's catalog-wide maxima and the positions agree."""
+    import retrieval.search as search_module
+
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    searches = {"exact": ProductSearch(docs, embedder, VectorIndex.load(path, embedder.name)),
+                "ann": ProductSearch(docs, embedder, ann.Generation.open(path)),
+                "lexical": ProductSearch(docs)}
+    queries = ["篮球", "跑步时装手机的小包", "瑜伽垫", "yoga mat", "兰球", "运动鞋", "篮球架", "高尔夫球杆", "李宁", "paobuxie"]
+
+    async def results():
+        # (ties are ordered by the partial sort, in no set order: compared by score, then id)
+        return {(label, q): sorted((-round(c.retrieval_score, 5), c.product_id) for c in await s.search(q, 10))
+                for label, s in searches.items() for q in queries}
+
+    full = await results()
+    monkeypatch.setattr(search_module, "ANN_THRESHOLD", 1)
+    cut = await results()
+    signals = await searches["ann"].signals("篮球")
+    assert signals.rows is not None and len(signals.rows) == len(docs) == len(signals.features())
+    # lexical only, a product that matches nothing is one candidate (the runner-up the gate reads), not all of them
+    assert {k: v for k, v in cut.items() if k[0] != "lexical"} == {k: v for k, v in full.items() if k[0] != "lexical"}
+    assert {k: v[:1] for k, v in cut.items()} == {k: v[:1] for k, v in full.items()}
+    assert any(full[key] for key in full) and any(not full[key] for key in full)   # found and refused alike
