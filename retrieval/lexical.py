@@ -13,6 +13,7 @@ import numpy as np
 from pypinyin import lazy_pinyin
 
 from retrieval.documents import RetrievalDoc
+from retrieval.synonyms import head_noun
 from retrieval.text import STOPWORDS, Tokenizer, compact, fold, pinyin_of, plain_words
 
 K1, B = 1.2, 0.75
@@ -115,9 +116,11 @@ class LexicalIndex:
         heads: dict[str, list[int]] = defaultdict(list)
         kinds: dict[str, list[int]] = defaultdict(list)
 
-        tokens_of = lru_cache(maxsize=None)(self.tokenizer.tokens)   # brands and categories repeat
+        tokens_of = lru_cache(maxsize=1 << 16)(self.tokenizer.tokens)   # brands, categories, aliases repeat
         self._sentence_tokens = lru_cache(maxsize=65536)(self.tokenizer.folded_tokens)
         self._letters_cache: dict[int, frozenset[str]] = {}
+        self.head_of: list[str] = []   # each product's head noun (synonyms.head_noun), one string per noun
+        interned: dict[str, str] = {}
         postings = _PostingsBuilder()
         for i, doc in enumerate(docs):
             name_tokens = self.tokenizer.tokens(doc.base_name)
@@ -127,11 +130,12 @@ class LexicalIndex:
             for token in tokens_of(doc.brand):
                 bag[token] += BRAND_WEIGHT
             # product-side expansion: what kind of thing it is and its other names are words it is found by
-            for token in tokens_of(doc.category) + [t for a in doc.aliases for t in self.tokenizer.tokens(a)]:
+            for token in tokens_of(doc.category) + [t for a in doc.aliases for t in tokens_of(a)]:
                 bag[token] += 1
             postings.add(bag)
             self._index_name(i, doc, name_tokens, names, sounds, pairs)
-            head = self._head(doc)
+            head = interned.setdefault(head, head) if (head := head_noun(doc, self.tokenizer)) else ""
+            self.head_of.append(head)
             if head:
                 heads[head].append(i)
             for token in {t for t in tokens_of(doc.category) if len(t) >= 2}:
@@ -164,13 +168,6 @@ class LexicalIndex:
                 self._letters_cache.clear()
             self._letters_cache[doc] = cached
         return cached
-
-    def _head(self, doc: RetrievalDoc) -> str:
-        """The head noun of a name, the thing it is ('…双人四季帐篷' → '帐篷'): its last word of two or
-        more Chinese characters that is not the brand."""
-        brand = compact(doc.brand)
-        words = [w for w in self.tokenizer.words(doc.base_name) if len(w) >= 2 and _is_han(w) and w != brand]
-        return words[-1] if words else ""
 
     def token_cover(self, tokens: Sequence[str]) -> np.ndarray:
         """Per product, the share of the query's words that its document holds (a query naming a type and

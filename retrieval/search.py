@@ -24,7 +24,6 @@ from retrieval.synonyms import (
     ShortForms,
     SynonymMatch,
     SynonymTable,
-    head_noun,
     unknown_words,
 )
 
@@ -189,7 +188,7 @@ class ProductSearch:
                           if isinstance(index, Generation) and index.path is not None else None)
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
-        heads = [head_noun(d, self.lexical.tokenizer) for d in self.docs]   # what each product is (跑步鞋)
+        heads = self.lexical.head_of   # what each product is (跑步鞋)
         self._pinyin = PinyinNames(self.docs, heads)
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
