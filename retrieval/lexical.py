@@ -38,11 +38,35 @@ def _spans(text: str, min_len: int = 2) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n) for j in range(i + min_len, n + 1)]
 
 
-def _as_arrays(hits: list[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:
-    best: dict[int, float] = {}
-    for doc, weight in hits:
-        best[doc] = max(best.get(doc, 0.0), weight)
-    return np.fromiter(best, dtype=np.int64), np.fromiter(best.values(), dtype=np.float32)
+class _Pieces:
+    """Name pieces → (products, weights), each product once at its best weight, held in two flat arrays with one slot
+    number per piece: a catalog's whole names are a million pieces of one product each, and two small numpy
+    arrays per piece cost ~400 bytes where a slot costs ~30."""
+
+    def __init__(self, hits: dict[str, list[tuple[int, float]]]):
+        self._slot: dict[str, int] = {}
+        docs, weights, bounds = [], [], [0]
+        for piece, found in hits.items():
+            best: dict[int, float] = {}
+            for doc, weight in found:
+                best[doc] = max(best.get(doc, 0.0), weight)
+            self._slot[piece] = len(bounds) - 1
+            docs.extend(best)
+            weights.extend(best.values())
+            bounds.append(len(docs))
+        self._docs = np.array(docs, dtype=np.int64)
+        self._weights = np.array(weights, dtype=np.float32)
+        self._bounds = np.array(bounds, dtype=np.int64)
+
+    def __contains__(self, piece: str) -> bool:
+        return piece in self._slot
+
+    def get(self, piece: str) -> tuple[np.ndarray, np.ndarray] | None:
+        slot = self._slot.get(piece)
+        if slot is None:
+            return None
+        start, end = self._bounds[slot], self._bounds[slot + 1]
+        return self._docs[start:end], self._weights[start:end]
 
 
 def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
@@ -112,6 +136,7 @@ class LexicalIndex:
         names: dict[str, list[tuple[int, float]]] = defaultdict(list)
         sounds: dict[str, list[tuple[int, float]]] = defaultdict(list)
         pairs: dict[str, set[int]] = defaultdict(set)
+        sound_of: dict[str, str] = {}   # each Chinese name piece's pinyin
         self._brands: dict[str, list[int]] = defaultdict(list)
         heads: dict[str, list[int]] = defaultdict(list)
         kinds: dict[str, list[int]] = defaultdict(list)
@@ -133,7 +158,7 @@ class LexicalIndex:
             for token in tokens_of(doc.category) + [t for a in doc.aliases for t in tokens_of(a)]:
                 bag[token] += 1
             postings.add(bag)
-            self._index_name(i, doc, name_tokens, names, sounds, pairs)
+            self._index_name(i, doc, name_tokens, names, sounds, pairs, sound_of)
             head = interned.setdefault(head, head) if (head := head_noun(doc, self.tokenizer)) else ""
             self.head_of.append(head)
             if head:
@@ -142,13 +167,15 @@ class LexicalIndex:
                 kinds[token].append(i)
         self.vocabulary: set[str] = set(postings.vocabulary)
         self._postings = postings.build(self.size)
-        self._names = {k: _as_arrays(v) for k, v in names.items()}
-        self._sounds = {k: _as_arrays(v) for k, v in sounds.items()}
+        self._names = _Pieces(names)
+        self._sounds = _Pieces(sounds)
         # how the catalog writes each name piece it knows by sound (the longest piece first wins a span)
-        self._spelling = {pinyin_of(k): k for k in sorted(names, key=len) if _is_han(k) and len(k) >= 2}
+        self._spelling = {sound_of[k]: k for k in sorted(names, key=len) if _is_han(k) and len(k) >= 2}
+        del names, sounds, sound_of
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
+        self._brands = {k: np.array(v, dtype=np.int64) for k, v in self._brands.items()}
 
     def _text_tokens(self, text: str) -> list[str]:
         """`Tokenizer.tokens` of a product's document, one sentence at a time: jieba cuts at every 。 anyway, so
@@ -203,14 +230,17 @@ class LexicalIndex:
                 kind[self._kinds[token]] = 1.0
         return head, kind
 
-    def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs) -> None:
+    def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs,
+                    sound_of: dict[str, str]) -> None:
         whole = compact(doc.base_name)
         parts = {whole: 1.0} | {t: PART_NAME_SCORE for t in name_tokens if len(t) >= 2 and t != whole}
         parts |= {a: 1.0 for a in map(compact, doc.aliases) if len(a) >= 2}   # the catalog's other names
         for text, score in parts.items():
             names[text].append((i, score * len(text)))
             if _is_han(text):
-                sounds[pinyin_of(text)].append((i, score * len(text) * PINYIN_SCORE))
+                if text not in sound_of:   # (a whole name is spelled once: pinyin of a million names takes minutes)
+                    sound_of[text] = pinyin_of(text)
+                sounds[sound_of[text]].append((i, score * len(text) * PINYIN_SCORE))
         for k in range(len(whole) - 1):
             pair = whole[k:k + 2]
             if _is_han(pair) and pair not in parts:
@@ -309,6 +339,7 @@ class LexicalIndex:
     def brand_match(self, q: QueryText) -> np.ndarray:
         scores = np.zeros(self.size, dtype=np.float32)
         for i, j in _spans(q.folded):
-            for doc in self._brands.get(q.folded[i:j], ()):
-                scores[doc] = 1.0
+            docs = self._brands.get(q.folded[i:j])
+            if docs is not None:
+                scores[docs] = 1.0
         return scores

@@ -372,10 +372,12 @@ class ProductSearch:
         content = self.lexical.content_words(q)
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
-        out.short_form = self._short_forms.match(self.lexical.content_words(q))
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
         if len(self.docs) >= ANN_THRESHOLD:
-            return self._candidate_signals(out, vector, words)
+            taken = self._candidate_signals(out, vector, words)
+            taken.short_form = self._short_forms.match(content, taken.rows)   # for the candidates alone
+            return taken
+        out.short_form = self._short_forms.match(content)
         if vector is not None and self._ann is not None:
             lexical = _top_indices(out.bm25 + out.name + out.brand, LEXICAL_CANDIDATES)
             out.dense_z, out.view_z, out.best_document_z = self._ann.signals(vector, lexical, CONFIDENCE_POOL)
@@ -399,14 +401,13 @@ class ProductSearch:
     def _candidate_signals(self, out: Signals, vector: np.ndarray | None,
                            words: dict[str, np.ndarray] | None) -> Signals:
         """A large catalog (from ANN_THRESHOLD products) ranks its candidates only: the ANN neighbours (or the
-        exact scan's best), the best lexical products (BM25, name, brand, pinyin name and short-form matches)
-        and, for a hypernym, members of its family. The ranker's features are built for those few hundred
-        rows; the gate reads the same catalog-wide values as for a small catalog (the z-scores against the
+        exact scan's best), the best lexical products (BM25, name, brand and pinyin-name matches) and, for a
+        hypernym, members of its family. The ranker's features are built for those few hundred rows (a short
+        form of a name, 跑鞋 for 跑步鞋, is read for them alone: its words' characters are in too many names); the gate reads the same catalog-wide values as for a small catalog (the z-scores against the
         whole catalog, the best name and brand match of any product)."""
         lexical_score = out.bm25 + out.name + out.brand
-        for extra in (out.pinyin, out.short_form):
-            if extra is not None:
-                lexical_score = lexical_score + extra
+        if out.pinyin is not None:
+            lexical_score += out.pinyin
         hits = np.flatnonzero(lexical_score > 0)
         lexical = hits[_top_indices(lexical_score[hits], LEXICAL_CANDIDATES)] if len(hits) else hits
         # and one product the query does not match at all: the gate reads the runner-up's score, which for a

@@ -216,9 +216,17 @@ class ShortForms:
                 holders[ch].add(i)
         self._holders = holders
 
-    def match(self, words: Sequence[str]) -> np.ndarray:
-        out = np.zeros(len(self._names), dtype=np.float32)
+    def match(self, words: Sequence[str], rows: Sequence[int] | None = None) -> np.ndarray:
+        """Per product (or per product of `rows`, a large catalog's candidates: a word of common characters
+        is held by tens of thousands of names there), the share of its name the short form spells."""
+        out = np.zeros(len(self._names) if rows is None else len(rows), dtype=np.float32)
         for word in {w for w in words if _HAN.match(w) and 2 <= len(w) <= 6}:
+            if rows is not None:
+                for k, i in enumerate(rows):
+                    name = self._names[i]
+                    if word not in name and in_order(word, name):
+                        out[k] = max(out[k], len(word) / len(name))
+                continue
             sets = sorted((self._holders.get(ch, set()) for ch in set(word)), key=len)
             for i in set.intersection(*sets) if sets and sets[0] else ():
                 name = self._names[i]
