@@ -69,6 +69,14 @@ class _Pieces:
         return self._docs[start:end], self._weights[start:end]
 
 
+def _member(docs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Which of `rows` are in `docs` (ascending product positions), by binary search."""
+    if not len(docs):
+        return np.zeros(len(rows), dtype=bool)
+    at = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
+    return docs[at] == rows
+
+
 def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
     scores[docs] = np.maximum(scores[docs], weights)
 
@@ -196,11 +204,15 @@ class LexicalIndex:
             self._letters_cache[doc] = cached
         return cached
 
-    def token_cover(self, tokens: Sequence[str]) -> np.ndarray:
-        """Per product, the share of the query's words that its document holds (a query naming a type and
-        its attributes, '双人 四季 帐篷', is best served by the product holding all of them)."""
+    def token_cover(self, tokens: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
+        """Per product (or per product of `rows`), the share of the query's words that its document holds (a
+        query naming a type and its attributes, '双人 四季 帐篷', is best served by the product holding all of
+        them)."""
         distinct = set(tokens)
         hits = [self._postings[t][0] for t in distinct if t in self._postings]
+        if rows is not None:
+            held = sum((_member(docs, rows) for docs in hits), np.zeros(len(rows)))
+            return (held / max(len(distinct), 1)).astype(np.float32)
         if not hits:
             return np.zeros(self.size, dtype=np.float32)
         return (np.bincount(np.concatenate(hits), minlength=self.size) / len(distinct)).astype(np.float32)
@@ -216,18 +228,25 @@ class LexicalIndex:
         missing = [c not in letters and pinyin_of(c) not in letters for c in asked]
         return sum(missing) / len(missing), float(missing[-1])
 
-    def kind_match(self, q: QueryText) -> tuple[np.ndarray, np.ndarray]:
+    def kind_match(self, q: QueryText, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(head, category): 1 where the query names the product's head noun (literally or as a homophone)
-        or a word of its category."""
-        head = np.zeros(self.size, dtype=np.float32)
+        or a word of its category; per product, or per product of `rows`."""
+        def mark(out: np.ndarray, docs: np.ndarray) -> None:
+            if rows is None:
+                out[docs] = 1.0
+            else:
+                out[_member(docs, rows)] = 1.0
+
+        size = self.size if rows is None else len(rows)
+        head = np.zeros(size, dtype=np.float32)
         sound = f" {pinyin_of(q.folded)} "
         for word, (docs, word_sound) in self._heads.items():
             if word in q.folded or (word_sound and f" {word_sound} " in sound):
-                head[docs] = 1.0
-        kind = np.zeros(self.size, dtype=np.float32)
+                mark(head, docs)
+        kind = np.zeros(size, dtype=np.float32)
         for token in set(q.tokens):
             if token in self._kinds:
-                kind[self._kinds[token]] = 1.0
+                mark(kind, self._kinds[token])
         return head, kind
 
     def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs,

@@ -361,22 +361,29 @@ class ProductSearch:
         bm25 = self.lexical.bm25(q.tokens)
         top = float(bm25.max()) if len(bm25) else 0.0
         letters = [c for c in query if c.isalpha()]
+        # a large catalog reads the features that do not choose its candidates for the candidates alone
+        large = len(self.docs) >= ANN_THRESHOLD
         out = Signals(
             name=self.lexical.name_match(q), brand=self.lexical.brand_match(q),
             bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
             coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
-            words=len(self.lexical.content_words(q)), token_cover=self.lexical.token_cover(q.tokens))
-        out.head, out.category = self.lexical.kind_match(q)
+            words=len(self.lexical.content_words(q)), token_cover=None if large else self.lexical.token_cover(q.tokens))
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
         content = self.lexical.content_words(q)
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
-        if len(self.docs) >= ANN_THRESHOLD:
-            taken = self._candidate_signals(out, vector, words)
-            taken.short_form = self._short_forms.match(content, taken.rows)   # for the candidates alone
+        if large:
+            taken = self._candidate_signals(out, vector)
+            rows = taken.rows
+            taken.token_cover = self.lexical.token_cover(q.tokens, rows)
+            taken.head, taken.category = self.lexical.kind_match(q, rows)
+            taken.short_form = self._short_forms.match(content, rows)
+            if vector is not None:
+                taken.synonyms = self._synonyms.match(vector, words or {}, rows)
             return taken
+        out.head, out.category = self.lexical.kind_match(q)
         out.short_form = self._short_forms.match(content)
         if vector is not None and self._ann is not None:
             lexical = _top_indices(out.bm25 + out.name + out.brand, LEXICAL_CANDIDATES)
@@ -398,8 +405,7 @@ class ProductSearch:
         top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
         out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
 
-    def _candidate_signals(self, out: Signals, vector: np.ndarray | None,
-                           words: dict[str, np.ndarray] | None) -> Signals:
+    def _candidate_signals(self, out: Signals, vector: np.ndarray | None) -> Signals:
         """A large catalog (from ANN_THRESHOLD products) ranks its candidates only: the ANN neighbours (or the
         exact scan's best), the best lexical products (BM25, name, brand and pinyin-name matches) and, for a
         hypernym, members of its family. The ranker's features are built for those few hundred rows (a short
@@ -416,8 +422,6 @@ class ProductSearch:
         lexical = np.concatenate([lexical, unmatched])
         if out.family is not None and out.family.any():
             lexical = np.concatenate([lexical, np.flatnonzero(out.family)[:LEXICAL_CANDIDATES]])
-        if vector is not None:
-            out.synonyms = self._synonyms.match(vector, words or {})
         if vector is not None and self._ann is not None:
             scored, dense, views, best_document = self._ann.candidates(vector, lexical, CONFIDENCE_POOL)
             rows = np.union1d(scored, lexical).astype(np.int64)   # a lexical candidate without a vector yet: 0

@@ -91,12 +91,15 @@ class SynonymTable:
         sims = self.vectors @ vector
         return (sims - sims.mean()) / (sims.std() + 1e-6)
 
-    def _per_product(self, z: np.ndarray) -> np.ndarray:
-        out = np.where(self.head_of >= 0, z[np.maximum(self.head_of, 0)], 0.0)
+    def _per_product(self, z: np.ndarray, head_of: np.ndarray) -> np.ndarray:
+        out = np.where(head_of >= 0, z[np.maximum(head_of, 0)], 0.0)
         return np.maximum(out, MIN_Z).astype(np.float32)
 
-    def match(self, query_vector: np.ndarray, word_vectors: Mapping[str, np.ndarray]) -> SynonymMatch:
-        n = len(self.head_of)
+    def match(self, query_vector: np.ndarray, word_vectors: Mapping[str, np.ndarray],
+              rows: np.ndarray | None = None) -> SynonymMatch:
+        """The query's synonym signals, per product (or per product of `rows`, a large catalog's candidates)."""
+        head_of = self.head_of if rows is None else self.head_of[rows]
+        n = len(head_of)
         if len(self.heads) < 3:
             zero = np.zeros(n, np.float32)
             return SynonymMatch(zero, zero, 0.0, zero, 0.0, {})
@@ -109,11 +112,11 @@ class SynonymTable:
             z = self.z(vector)
             best = int(np.argmax(z))
             table[w] = (self.heads[best], float(z[best]))
-            word = np.maximum(word, self._per_product(z))
+            word = np.maximum(word, self._per_product(z, head_of))
             last = float(z[best])   # dicts keep the query's order: the last one wins
-        per_product = np.where(self.head_of >= 0, morpheme[np.maximum(self.head_of, 0)], False).astype(np.float32)
-        return SynonymMatch(word, per_product, float(np.log1p(morpheme.sum())), self._per_product(self.z(query_vector)),
-                            last, table)
+        per_product = np.where(head_of >= 0, morpheme[np.maximum(head_of, 0)], False).astype(np.float32)
+        return SynonymMatch(word, per_product, float(np.log1p(morpheme.sum())),
+                            self._per_product(self.z(query_vector), head_of), last, table)
 
 
 class PinyinNames:
