@@ -291,3 +291,23 @@ async def test_ranking_only_the_candidates_changes_nothing_when_every_product_is
     assert {k: v for k, v in cut.items() if k[0] != "lexical"} == {k: v for k, v in full.items() if k[0] != "lexical"}
     assert {k: v[:1] for k, v in cut.items()} == {k: v[:1] for k, v in full.items()}
     assert any(full[key] for key in full) and any(not full[key] for key in full)   # found and refused alike
+
+
+def test_features_read_for_some_products_equal_the_full_arrays_cut(docs):
+    """A large catalog reads token cover, head-noun/category and short-form matches for its candidates
+    alone; each is the full per-product array cut to those rows."""
+    from retrieval.lexical import LexicalIndex
+    from retrieval.synonyms import ShortForms
+
+    lexical, short_forms = LexicalIndex(docs), ShortForms(docs)
+    rows = np.array(sorted(np.random.default_rng(3).choice(len(docs), 20, replace=False)))
+    checked = 0
+    for query in ["双人四季帐篷", "篮球", "跑鞋", "羽拍 训练", "瑜伽垫 防滑", "户外 登山鞋"]:
+        q = lexical.analyze(query)
+        words = lexical.content_words(q)
+        assert np.array_equal(lexical.token_cover(q.tokens, rows), lexical.token_cover(q.tokens)[rows])
+        for part, full in zip(lexical.kind_match(q, rows), lexical.kind_match(q), strict=True):
+            assert np.array_equal(part, full[rows])
+        assert np.array_equal(short_forms.match(words, rows), short_forms.match(words)[rows])
+        checked += int(lexical.token_cover(q.tokens)[rows].any()) + int(lexical.kind_match(q)[0][rows].any())
+    assert checked >= 3   # the rows hold matches, not only zeros
