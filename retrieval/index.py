@@ -121,6 +121,16 @@ class BuildReport:
 CHECKPOINT_SECONDS = 30.0
 
 
+async def _embed_distinct(embed, texts: list[str]) -> np.ndarray:
+    """`embed(texts)`, each distinct text embedded once (variants of a product share a name or a usage)."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) == len(texts):
+        return await embed(texts)
+    vectors = await embed(distinct)
+    at = {text: i for i, text in enumerate(distinct)}
+    return vectors[[at[text] for text in texts]]
+
+
 async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedder, *, rebuild: bool = False,
                       chunk: int = 128, progress: bool = True, ann_threshold: int | None = None) -> BuildReport:
     """Embed only new or changed documents and drop removed ones. Finished work is saved every
@@ -177,9 +187,9 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
     try:
         for start in range(0, len(todo), chunk):
             batch = todo[start:start + chunk]
-            flat = await embedder.embed_passages([text for d in batch for text in d.views])
+            flat = await _embed_distinct(embedder.embed_passages, [text for d in batch for text in d.views])
             blocks.append(flat.reshape(len(batch), VIEWS, -1))
-            name_blocks.append(await embedder.embed_queries([d.base_name for d in batch]))
+            name_blocks.append(await _embed_distinct(embedder.embed_queries, [d.base_name for d in batch]))
             ids.extend(d.product_id for d in batch)
             hashes.extend(d.content_hash for d in batch)
             unsaved = True

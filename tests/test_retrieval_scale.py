@@ -311,3 +311,18 @@ def test_features_read_for_some_products_equal_the_full_arrays_cut(docs):
         assert np.array_equal(short_forms.match(words, rows), short_forms.match(words)[rows])
         checked += int(lexical.token_cover(q.tokens)[rows].any()) + int(lexical.kind_match(q)[0][rows].any())
     assert checked >= 3   # the rows hold matches, not only zeros
+
+
+async def test_a_build_embeds_each_distinct_text_once(tmp_path, docs):
+    """Variants sharing a name (or a whole view) are embedded once per build chunk; every product still gets
+    its vectors."""
+    embedder = HashEmbedder()
+    variants = [replace(docs[0], product_id=f"V{i}", text=f"{docs[0].text} 颜色{i}") for i in range(3)]
+    catalog = [*docs[:4], *variants]
+    report = await build_index(tmp_path / "v.index", catalog, embedder, progress=False)
+    assert report.embedded == len(catalog)
+    # docs[0] and its three variants share the name and the name+usage view: 4 + 4 documents, 4 + 1 of each other
+    assert len(embedder.embedded) == 2 * len(catalog) - 3 + len(catalog) - 3
+    index = VectorIndex.load(tmp_path / "v.index", embedder.name)
+    assert np.allclose(index.names[4], index.names[0]) and np.allclose(index.vectors[6, 1], index.vectors[0, 1])
+    assert not np.allclose(index.vectors[6, 0], index.vectors[0, 0])
