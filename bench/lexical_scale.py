@@ -3,6 +3,7 @@ holds them) vs SQLite FTS5 over jieba-segmented names, on the same synthetic nam
 query latency (top 256, what the search rescores), and whether both return the same best products.
 
     python bench/lexical_scale.py [--size 1000000] [--queries 200]
+    python bench/lexical_scale.py --search 20000 1000000   # ProductSearch's own lexical side (issue 24)
 
 Names: a real brand and a real product name from the demo and outdoor catalogs, a variant and a model
 number (安踏 双人四季帐篷 轻量版 X123). Each piece is segmented by jieba once.
@@ -104,7 +105,51 @@ def fts_top(conn: sqlite3.Connection, query: list[str], k: int = 256) -> list[in
                                        (match, k))]
 
 
+def search_side(size: int, count: int = 40, full_count: int = 20) -> None:
+    """The lexical side of ProductSearch itself at `size` products (`ProductSearch(docs)` without vectors, the
+    synthetic catalog of bench/retrieval.py): start-up, memory, and signals + ranker per query with the large
+    catalog's candidates ranked (now) and every product ranked (before), same run."""
+    import retrieval.search as search_module
+    from bench.retrieval import synthetic_catalog
+    from retrieval.documents import doc_from_product
+    from retrieval.evaluation import load_queries
+    from retrieval.search import ProductSearch
+
+    demo_catalog()
+    before = rss_mb()
+    docs = [doc_from_product(p.__dict__) for p in synthetic_catalog(size)]
+    docs_mb, before = rss_mb() - before, rss_mb()
+    t = time.perf_counter()
+    search = ProductSearch(docs)
+    build, memory = time.perf_counter() - t, rss_mb() - before
+    queries = [q.query for q in load_queries(ROOT / "retrieval/evalsets/demo_queries.jsonl")][:count]
+
+    def timed(texts: list[str]) -> list[float]:
+        for q in texts[:3]:
+            search.fuse(search._signals(q, None, {}))
+        out = []
+        for q in texts:
+            t = time.perf_counter()
+            search.fuse(search._signals(q, None, {}))
+            out.append((time.perf_counter() - t) * 1000)
+        return out
+
+    now = timed(queries)
+    threshold, search_module.ANN_THRESHOLD = search_module.ANN_THRESHOLD, size + 1
+    try:
+        full = timed(queries[:full_count])
+    finally:
+        search_module.ANN_THRESHOLD = threshold
+    print(f"ProductSearch lexical side, {size:,} products: docs +{docs_mb:.0f} MB; start-up {build:.0f} s, "
+          f"+{memory:.0f} MB; signals + ranker p50 {statistics.median(now):.1f} ms p95 {np.percentile(now, 95):.1f} "
+          f"(candidates) vs p50 {statistics.median(full):.1f} p95 {np.percentile(full, 95):.1f} (every product)")
+
+
 def main(args) -> None:
+    if args.search:
+        for size in args.search:
+            search_side(size)
+        return
     t = time.perf_counter()
     tokens, names = synthetic_names(args.size)
     print(f"{args.size:,} synthetic names ({time.perf_counter() - t:.0f} s to make), e.g. {names[0]} / {names[1]}")
@@ -159,4 +204,5 @@ if __name__ == "__main__":
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--tmp", default=None)
+    parser.add_argument("--search", type=int, nargs="*", help="measure ProductSearch's lexical side at these sizes")
     main(parser.parse_args())
