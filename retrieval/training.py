@@ -3,6 +3,7 @@ every shipped catalog. The `test` split is never read here: it measures what thi
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -115,3 +116,59 @@ def fit(examples: Sequence[Example], trained_on: str, absent_rejected: float = A
     threshold = float(np.quantile(p[y == 0], absent_rejected)) if (y == 0).any() else 0.0
     return Ranker(weights.astype(np.float32), gate_w.astype(np.float32), float(gate_b), threshold, KEEP_WITHIN,
                   trained_on)
+
+
+def served(ranker: Ranker, ex: Example, top_k: int = 5) -> list[int]:
+    """The products a search returns for one training example under `ranker`: ProductSearch._rank's rule
+    (the gate, the hypernym family when it refuses, the keep band), so a fold scores what a customer sees."""
+    scores = ranker.score(ex.features)
+    order = np.argsort(-scores, kind="stable")
+    runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
+    if ranker.gate(ex.signals.gate_features(scores, int(order[0]), runner_up)) < ranker.gate_threshold:
+        family = ex.signals.family
+        if family is None or not family.any():
+            return []
+        return [int(i) for i in np.argsort(-np.where(family, scores, -np.inf), kind="stable")[:top_k] if family[i]]
+    best = float(scores[order[0]])
+    return [int(i) for i in order[:top_k] if float(scores[i]) >= best - ranker.keep_within]
+
+
+def cross_validate(rows: Sequence[tuple[str, EvalQuery, Example]], folds: int = 5,
+                   absent_rejected: float = ABSENT_REJECTED, seed: int = 7) -> dict[str, dict[str, float]]:
+    """k-fold cross-validation on the train split: `rows` are (catalog, query, example); each fold's ranker
+    and gate are fitted on the other folds and scored on it. Per catalog: Recall@1 per kind and overall, and
+    `absent`, the share of queries with nothing relevant that got nothing. A candidate feature or data
+    change is judged by this, never by the frozen test split (an in-sample score flatters a feature that
+    only memorizes the train queries: bench/README.md, retrieval quality)."""
+    if any(q.split == "test" for _, q, _ in rows):
+        raise ValueError("cross-validation reads the train split only")
+    fold = np.random.default_rng(seed).integers(0, folds, len(rows))
+    hits: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for k in range(folds):
+        held = [r for r, f in zip(rows, fold, strict=True) if f == k]
+        if not held:
+            continue
+        ranker = fit([r[2] for r, f in zip(rows, fold, strict=True) if f != k], "cross-validation", absent_rejected)
+        for catalog, query, ex in held:
+            ids = served(ranker, ex)
+            if not ex.relevant.any():
+                hits[(catalog, "absent")].append(not ids)
+                continue
+            first = bool(ids) and bool(ex.relevant[ids[0]])
+            hits[(catalog, query.kind)].append(first)
+            hits[(catalog, "overall")].append(first)
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (catalog, kind), values in sorted(hits.items()):
+        out[catalog][kind] = round(float(np.mean(values)), 4)
+    return dict(out)
+
+
+async def train_rows(catalogs: Sequence[tuple[str, Catalog, Sequence[EvalQuery]]], embedder: Embedder,
+                     mode: str = "hybrid") -> list[tuple[str, EvalQuery, Example]]:
+    """(catalog, query, example) for every train query of every named catalog, for cross_validate."""
+    out = []
+    for name, catalog, queries in catalogs:
+        search = await open_search(catalog, embedder)
+        train_split = [q for q in queries if q.split == "train"]
+        out += [(name, q, ex) for q, ex in zip(train_split, (await examples(search, train_split))[mode], strict=True)]
+    return out
