@@ -1,22 +1,20 @@
-"""Imported before aiogram: aiogram is imported without building a validator for each of its ~450 Telegram types and methods up front.
+"""Imported before aiogram: aiogram is then imported without building a validator for each of its ~450
+Telegram types and methods up front.
 
 aiogram declares its models with pydantic's `defer_build`, but `aiogram.types` then calls `model_rebuild`
 on every type with the types' namespace, which builds them all: ~2-3 s of CPU in every process that talks
 to Telegram (most of a bot's start-up, and of each real-process test), for the twenty-odd classes a bot
 uses. While aiogram is imported here, that forced rebuild only records the namespace beside the class;
 pydantic completes a class from it the first time the class validates something (a tenth of a second for
-`Update` and everything it holds). Every other aiogram model (the methods, the generic `Response[...]`) gets the same namespace, which
-the deferred types it holds need.
-Should pydantic or aiogram change shape, aiogram is imported the usual way. Importing this module does it
-(the Telegram runners import it first, as `import handlers.aiogram_import` before their aiogram imports).
+`Update` and everything it holds). Every other aiogram model (the methods, the generic `Response[...]`)
+gets the same namespace, which the deferred types it holds need. Should pydantic or aiogram change shape,
+aiogram is imported the usual way. The Telegram runners and the tests import this module first
+(`import handlers.aiogram_import` before their aiogram imports).
 """
 
 from __future__ import annotations
 
-import logging
 import sys
-
-log = logging.getLogger(__name__)
 
 
 def import_aiogram() -> None:
