@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from retrieval.embedders import LocalE5Embedder
 from retrieval.passages import PassageSearch, read_stored_vectors, save_vectors, stored_vectors_path
@@ -112,53 +113,52 @@ async def test_saving_again_embeds_only_the_changed_chunks_unless_rebuilding(con
 
 
 
-def test_a_telegram_process_builds_aiogram_schemas_where_first_used():
-    """The runners import aiogram with its ~450 schemas left to their first use: after the import `Update`
-    is not built yet; then, as a polling bot first meets it, a getUpdates response holding a rich update
-    validates (its generic `Response[list[Update]]` builds the deferred types it holds) and the update dumps
-    back to what came in."""
-    probe = (
-        "import handlers.delivery.runners\n"
-        "from aiogram.methods.base import Response\n"
-        "from aiogram.types import Update\n"
-        "assert not Update.__pydantic_complete__, 'aiogram built its schemas at import'\n"
-        "raw = {'update_id': 7, 'message': {'message_id': 3, 'date': 1, 'text': '足球多少钱',\n"
-        "       'chat': {'id': 5, 'type': 'private', 'first_name': '顾客'},\n"
-        "       'from': {'id': 5, 'is_bot': False, 'first_name': '顾客'},\n"
-        "       'entities': [{'type': 'bold', 'offset': 0, 'length': 2}],\n"
-        "       'reply_markup': {'inline_keyboard': [[{'text': '有用', 'callback_data': 'v:1'}]]},\n"
-        "       'photo': [{'file_id': 'f', 'file_unique_id': 'u', 'width': 1, 'height': 1}]}}\n"
-        "(update,) = Response[list[Update]].model_validate({'ok': True, 'result': [raw]}).result\n"
-        "assert update.message.reply_markup.inline_keyboard[0][0].callback_data == 'v:1'\n"
-        "assert update.model_dump(mode='json', exclude_none=True, by_alias=True) == raw\n"
-        "print('ok')")
-    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+AIOGRAM_PROBE = """
+import sys
+import handlers.delivery.runners
+import aiogram.methods
+from aiogram.methods.base import Response
+from aiogram.types import Update
+from pydantic import BaseModel
 
+assert not Update.__pydantic_complete__, 'aiogram built its schemas at import'
+raw = {'update_id': 7, 'message': {'message_id': 3, 'date': 1, 'text': '足球多少钱',
+       'chat': {'id': 5, 'type': 'private', 'first_name': '顾客'},
+       'from': {'id': 5, 'is_bot': False, 'first_name': '顾客'},
+       'entities': [{'type': 'bold', 'offset': 0, 'length': 2}],
+       'reply_markup': {'inline_keyboard': [[{'text': '有用', 'callback_data': 'v:1'}]]},
+       'photo': [{'file_id': 'f', 'file_unique_id': 'u', 'width': 1, 'height': 1}]}}
+(update,) = Response[list[Update]].model_validate({'ok': True, 'result': [raw]}).result
+assert update.message.reply_markup.inline_keyboard[0][0].callback_data == 'v:1'
+assert update.model_dump(mode='json', exclude_none=True, by_alias=True) == raw
 
-def test_every_aiogram_model_and_method_response_completes_from_what_the_deferred_import_kept():
-    """No class is left unresolvable: every aiogram model, and the response of every method, builds its
-    schema (as at its first use) from the namespace kept for it. This process imported aiogram the same
-    way (conftest)."""
-    import aiogram.methods
-    from aiogram.methods.base import Response
-    from pydantic import BaseModel
-
-    modules = [m for name, m in list(sys.modules.items()) if name.startswith("aiogram.")]
-    models = {v for m in modules for v in vars(m).values()
-              if isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == m.__name__}
-    assert len(models) > 400
-    assert any(not model.__pydantic_complete__ for model in models), "aiogram was imported the eager way"
-    for model in models:
-        if model.__pydantic_generic_metadata__["parameters"]:   # generic (Response): parametrized below
-            continue
+modules = [m for name, m in list(sys.modules.items()) if name.startswith('aiogram.')]
+models = {v for m in modules for v in vars(m).values()
+          if isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == m.__name__}
+assert len(models) > 400 and any(not model.__pydantic_complete__ for model in models)
+for model in models:
+    if not model.__pydantic_generic_metadata__['parameters']:   # generic (Response): parametrized below
         model.model_rebuild(raise_errors=True, _parent_namespace_depth=0)
         assert model.__pydantic_complete__, model.__name__
-    for name in aiogram.methods.__all__:
-        method = getattr(aiogram.methods, name)
-        if isinstance(method, type) and issubclass(method, aiogram.methods.TelegramMethod) and \
-                method is not aiogram.methods.TelegramMethod:
-            assert Response[method.__returning__].__pydantic_complete__, name
+for name in aiogram.methods.__all__:
+    method = getattr(aiogram.methods, name)
+    if isinstance(method, type) and issubclass(method, aiogram.methods.TelegramMethod) and \\
+            method is not aiogram.methods.TelegramMethod:
+        assert Response[method.__returning__].__pydantic_complete__, name
+print('ok')
+"""
+
+
+@pytest.mark.slow   # a fresh interpreter (a process of its own) that builds all ~450 schemas: ~6 s of CPU
+def test_aiogram_schemas_are_built_where_first_used_and_every_model_completes():
+    """The runners import aiogram with its ~450 schemas left to their first use: in a fresh interpreter,
+    after the import `Update` is not built yet; as a polling bot first meets it, a getUpdates response
+    holding a rich update validates (its generic `Response[list[Update]]` builds the deferred types it
+    holds) and dumps back to what came in; and no class is left unresolvable: every aiogram model, and the
+    response of every method, builds from the namespace kept for it."""
+    result = subprocess.run([sys.executable, "-c", AIOGRAM_PROBE], cwd=ROOT, capture_output=True, text=True,
+                            timeout=180)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_the_telegram_modes_run_on_uvloop():
