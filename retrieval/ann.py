@@ -254,6 +254,10 @@ class Generation:
         """Rows of the (about) k best products by the ranking view, best first."""
         if not self.size:
             return np.zeros(0, dtype=np.int64)
+        if k >= self.size:   # every row asked for: all of them, exactly (a small graph's search can miss a node)
+            rows = np.arange(self.size)
+            scores = self.exact(vector, rows)
+            return rows[np.argsort(-(scores[:, 0] + scores[:, 1]), kind="stable")]
         matches = self.graph.search(np.asarray(vector, dtype=np.float32), min(k, self.size))
         return self.rows_of_keys(np.asarray(matches.keys, dtype=np.uint64))
 
