@@ -151,7 +151,7 @@ class LexicalIndex:
 
         tokens_of = lru_cache(maxsize=1 << 16)(self.tokenizer.tokens)   # brands, categories, aliases repeat
         self._sentence_tokens = lru_cache(maxsize=65536)(self.tokenizer.folded_tokens)
-        self._letters_cache: dict[int, frozenset[str]] = {}
+        self._letters = lru_cache(maxsize=4096)(self._letters_of)
         self.head_of: list[str] = []   # each product's head noun (synonyms.head_noun), one string per noun
         interned: dict[str, str] = {}
         postings = _PostingsBuilder()
@@ -191,18 +191,12 @@ class LexicalIndex:
         folded = fold(text)
         return [t for sentence in folded.split("。") for t in self._sentence_tokens(sentence)]
 
-    def _letters(self, doc: int) -> frozenset[str]:
-        """A product's Chinese characters and their syllables (computed when asked: a frozenset per product
-        would cost gigabytes at a million products)."""
-        cached = self._letters_cache.get(doc)
-        if cached is None:
-            d = self._docs[doc]
-            chars = {c for c in compact(" ".join((d.text, d.category, *d.aliases))) if _is_han(c)}
-            cached = frozenset(chars | {pinyin_of(c) for c in chars})
-            if len(self._letters_cache) >= 4096:
-                self._letters_cache.clear()
-            self._letters_cache[doc] = cached
-        return cached
+    def _letters_of(self, doc: int) -> frozenset[str]:
+        """A product's Chinese characters and their syllables (computed when asked, the last few thousand
+        kept: a frozenset per product would cost gigabytes at a million products)."""
+        d = self._docs[doc]
+        chars = {c for c in compact(" ".join((d.text, d.category, *d.aliases))) if _is_han(c)}
+        return frozenset(chars | {pinyin_of(c) for c in chars})
 
     def token_cover(self, tokens: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """Per product (or per product of `rows`), the share of the query's words that its document holds (a

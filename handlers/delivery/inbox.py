@@ -330,14 +330,11 @@ class Inbox:
 async def receive(bot: Bot, inbox: Inbox, stop: asyncio.Event, allowed_updates: list[str] | None = None,
                   poll_seconds: int = 20) -> None:
     """Long-poll Telegram; append every update; only then move the offset (which confirms them)."""
+    await inbox.ensure_groups()
     offset: int | None = None
     failures = 0
-    grouped = False
     while not stop.is_set():
         try:
-            if not grouped:   # in the loop: Redis away as the receiver starts is trouble like any other
-                await inbox.ensure_groups()
-                grouped = True
             updates = await bot.get_updates(offset=offset, timeout=poll_seconds, allowed_updates=allowed_updates,
                                             request_timeout=poll_seconds + 10)
             if updates:
