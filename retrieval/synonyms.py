@@ -224,15 +224,13 @@ class ShortForms:
         is held by tens of thousands of names there), the share of its name the short form spells."""
         out = np.zeros(len(self._names) if rows is None else len(rows), dtype=np.float32)
         for word in {w for w in words if _HAN.match(w) and 2 <= len(w) <= 6}:
-            if rows is not None:
-                for k, i in enumerate(rows):
-                    name = self._names[i]
-                    if word not in name and in_order(word, name):
-                        out[k] = max(out[k], len(word) / len(name))
-                continue
-            sets = sorted((self._holders.get(ch, set()) for ch in set(word)), key=len)
-            for i in set.intersection(*sets) if sets and sets[0] else ():
+            for k, i in self._holding(word) if rows is None else enumerate(rows):
                 name = self._names[i]
                 if word not in name and in_order(word, name):
-                    out[i] = max(out[i], len(word) / len(name))
+                    out[k] = max(out[k], len(word) / len(name))
         return out
+
+    def _holding(self, word: str) -> list[tuple[int, int]]:
+        """(position in the output, product) for the products whose names hold every character of `word`."""
+        sets = sorted((self._holders.get(ch, set()) for ch in set(word)), key=len)
+        return [(i, i) for i in set.intersection(*sets)] if sets and sets[0] else []
