@@ -64,8 +64,8 @@ async def open_app(settings: Settings, *, redis: bool = False, telegram: bool = 
         agent = await closing.enter_async_context(open_agent(settings))
         audit = await asyncio.to_thread(open_audit, settings)   # PostgreSQL: connects off the loop
         closing.callback(audit.close)
-        await closing.enter_async_context(audit_console(settings, audit))
         settle_heap()   # what was loaded lives as long as the process: out of the collector's scans
+        await closing.enter_async_context(audit_console(settings, audit))   # serving after the ~0.2 s above
         yield App(agent, audit, client, bot, closing)
 
 
