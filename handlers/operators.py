@@ -23,6 +23,7 @@ from agent.audit import TurnRecord
 from agent.clock import SHANGHAI, shop_iso
 from agent.handoff import Claim
 from handlers import buttons
+from handlers.filters import Inline
 from handlers.handoff import Desk
 from handlers.replies import send_answer
 
@@ -40,8 +41,8 @@ class Operators:
 
 def build_operator_router(operators: Operators) -> Router:
     router = Router(name="operators")
-    is_operator = F.from_user.id.in_(operators.ids)
-    where = (F.chat.type == ChatType.PRIVATE) | (F.chat.id == operators.chat_id)
+    is_operator = Inline(F.from_user.id.in_(operators.ids))
+    where = Inline((F.chat.type == ChatType.PRIVATE) | (F.chat.id == operators.chat_id))
     for name, handler in (("stats", on_stats), ("chat", on_chat), ("export", on_export), ("ask", on_ask)):
         router.message.register(handler, Command(name), is_operator, where)
     if operators.chat_id is not None:
@@ -56,16 +57,16 @@ def _not_a_command(message: Message) -> bool:
 def _group_router(operators: Operators, is_operator) -> Router:
     """Everything in the operators' group ends here, acted on or not: the customers' router never sees it."""
     group = Router(name="operators-group")
-    group.message.filter(F.chat.id == operators.chat_id)
-    group.callback_query.filter(F.message.chat.id == operators.chat_id)
+    group.message.filter(Inline(F.chat.id == operators.chat_id))
+    group.callback_query.filter(Inline(F.message.chat.id == operators.chat_id))
 
-    @group.message(is_operator, Command("close"), F.is_topic_message)
+    @group.message(is_operator, Command("close"), Inline(F.is_topic_message))
     async def on_close(message: Message, desk: Desk) -> None:
         chat = await desk.store.chat_of_topic(message.message_thread_id)
         if chat is not None:
             await desk.close(int(chat), message.from_user.id, "operator")
 
-    @group.message(is_operator, F.is_topic_message, _not_a_command)
+    @group.message(is_operator, Inline(F.is_topic_message), Inline(_not_a_command))
     async def on_reply(message: Message, desk: Desk) -> None:
         await desk.to_customer(message)
 

@@ -23,6 +23,7 @@ from agent.conversation import Answer, Conversation, Handoff, Incoming, Silent
 from handlers import buttons, texts
 from handlers.delivery import metrics
 from handlers.delivery.guards import ChatSequencer
+from handlers.filters import Inline
 from handlers.handoff import Desk
 from handlers.operators import Operators, build_operator_router
 from handlers.replies import send_answer
@@ -115,8 +116,8 @@ def build_router() -> Router:
     """The customers' router (private chats only): commands, then the conversation's text turns, then
     everything else. A fresh router: one can belong to one dispatcher."""
     router = Router(name="customers")
-    router.message.filter(F.chat.type == ChatType.PRIVATE)
-    router.callback_query.filter(F.message.chat.type == ChatType.PRIVATE)
+    router.message.filter(Inline(F.chat.type == ChatType.PRIVATE))
+    router.callback_query.filter(Inline(F.message.chat.type == ChatType.PRIVATE))
     router.message.middleware(HandoffGate())
 
     @router.message(CommandStart())
@@ -136,7 +137,7 @@ def build_router() -> Router:
     turns.message.middleware(ChatActionMiddleware())
     router.include_router(turns)
 
-    @turns.message(F.text, flags={"conversation": True, "chat_action": TYPING})
+    @turns.message(Inline(F.text), flags={"conversation": True, "chat_action": TYPING})
     async def on_text(message: Message, bot: Bot, conversation: Conversation, desk: Desk,
                       event_update: Update, delivery: Any = None) -> None:
         """A thin adapter: the conversation decides, this renders the reply in Telegram."""

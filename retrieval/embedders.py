@@ -178,12 +178,15 @@ class OpenAIEmbedder:
 
 
 class QueryVectorCache:
-    """An LRU of query vectors in front of an embedder: repeated questions skip the model."""
+    """An LRU of query vectors in front of an embedder: repeated questions skip the model, and a question
+    asked by many chats at once is embedded once (the others wait for that vector instead of queueing
+    their own copies on the embedder's one thread)."""
 
     def __init__(self, embedder: Embedder, size: int = 2048):
         self.embedder = embedder
         self._size = size
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._pending: dict[str, asyncio.Future[np.ndarray]] = {}
 
     async def prime(self, queries: list[str], batch: int = 64) -> None:
         """Embed many queries in batches ahead of time (an evaluation run): one model call per batch."""
@@ -191,17 +194,34 @@ class QueryVectorCache:
         for start in range(0, len(todo), batch):
             chunk = todo[start:start + batch]
             for query, vector in zip(chunk, await self.embedder.embed_queries(chunk), strict=True):
-                self._vectors[query] = vector
-        while len(self._vectors) > self._size:
-            self._vectors.popitem(last=False)
+                self._keep(query, vector)
 
     async def vector(self, query: str) -> np.ndarray:
         cached = self._vectors.get(query)
         if cached is not None:
             self._vectors.move_to_end(query)
             return cached
+        pending = self._pending.get(query)
+        if pending is None:
+            pending = self._pending[query] = asyncio.ensure_future(self._embed(query))
+            pending.add_done_callback(lambda done: self._settled(query, done))
+        # shielded: one asker giving up (its turn's time spent) does not cancel the others' vector
+        return await asyncio.shield(pending)
+
+    async def _embed(self, query: str) -> np.ndarray:
         vector = (await self.embedder.embed_queries([query]))[0]
-        self._vectors[query] = vector
-        if len(self._vectors) > self._size:
-            self._vectors.popitem(last=False)
+        self._keep(query, vector)
         return vector
+
+    def _settled(self, query: str, done: asyncio.Future[np.ndarray]) -> None:
+        """An embedding finished: the next asker after a failure tries again (the failure reached every
+        waiter; marked seen so one nobody waited for any more is not logged as unretrieved)."""
+        self._pending.pop(query, None)
+        if not done.cancelled():
+            done.exception()
+
+    def _keep(self, query: str, vector: np.ndarray) -> None:
+        self._vectors[query] = vector
+        self._vectors.move_to_end(query)
+        while len(self._vectors) > self._size:
+            self._vectors.popitem(last=False)

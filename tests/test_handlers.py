@@ -208,3 +208,25 @@ async def test_retry_after_is_bounded():
     session.failures = [lambda m: TelegramRetryAfter(m, "Too Many Requests", 0)] * 10
     with pytest.raises(TelegramRetryAfter):
         await send_answer(bot, 1, "hello")
+
+
+def test_every_filter_and_handler_runs_on_the_event_loop():
+    """aiogram runs a filter or handler that is not a coroutine in a worker thread, a thread hop per
+    update (magic filters such as F.text are such callables): every one here is checked on the loop."""
+    from handlers.operators import Operators
+
+    def routers(router):
+        yield router
+        for sub in router.sub_routers:
+            yield from routers(sub)
+
+    dispatcher = build_dispatcher(Operators(frozenset({1}), chat_id=-100))
+    seen, threaded = 0, []
+    for router in routers(dispatcher):
+        for name, observer in router.observers.items():
+            for handler in [observer._handler, *observer.handlers]:
+                for check in ([handler] if handler is not observer._handler else []) + list(handler.filters or []):
+                    seen += 1
+                    if not check.awaitable:
+                        threaded.append(f"{router.name}.{name}: {check.callback!r}")
+    assert seen > 30 and threaded == []

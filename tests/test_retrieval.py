@@ -3,6 +3,7 @@ and the hybrid search with its confidence rule."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -138,6 +139,47 @@ async def test_query_vectors_are_cached():
     for q in ["a", "a", "b", "a", "c", "b"]:
         await cache.vector(q)
     assert embedder.embedded == ["a", "b", "c", "b"]
+
+
+class SlowEmbedder(CountingEmbedder):
+    """Counts its calls and answers only when released, failing the first call when told to."""
+
+    def __init__(self, fail_first: bool = False):
+        super().__init__()
+        self.release, self.fail_first = asyncio.Event(), fail_first
+
+    async def embed_queries(self, texts):
+        self.calls += 1
+        await self.release.wait()
+        if self.fail_first and self.calls == 1:
+            raise EmbeddingError("embeddings endpoint unreachable")
+        self.embedded += texts
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+async def test_a_question_asked_by_many_chats_at_once_is_embedded_once():
+    embedder = SlowEmbedder()
+    cache = QueryVectorCache(embedder)
+    waiting = [asyncio.create_task(cache.vector("足球多少钱")) for _ in range(50)]
+    await asyncio.sleep(0)
+    waiting[0].cancel()   # one chat's turn gives up: the others still get the vector
+    embedder.release.set()
+    results = await asyncio.gather(*waiting[1:])
+    assert embedder.calls == 1 and embedder.embedded == ["足球多少钱"]
+    assert all(r is results[0] for r in results) and waiting[0].cancelled()
+    await cache.vector("足球多少钱")
+    assert embedder.calls == 1
+
+
+async def test_a_failed_embedding_reaches_every_waiter_and_the_next_asker_tries_again():
+    embedder = SlowEmbedder(fail_first=True)
+    cache = QueryVectorCache(embedder)
+    waiting = [asyncio.create_task(cache.vector("瑜伽垫")) for _ in range(5)]
+    await asyncio.sleep(0)
+    embedder.release.set()
+    results = await asyncio.gather(*waiting, return_exceptions=True)
+    assert all(isinstance(r, EmbeddingError) for r in results) and embedder.calls == 1
+    assert (await cache.vector("瑜伽垫")).shape == (8,) and embedder.calls == 2
 
 
 @pytest.mark.parametrize(("query", "expected"), [
