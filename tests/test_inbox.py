@@ -160,6 +160,28 @@ async def slow_turn(world, chat_id: int, stall_seconds: float):
         await openai.stop()
 
 
+async def test_a_worker_hands_the_dispatcher_an_update_mounted_on_its_bot(redis, conn, search, monkeypatch):
+    """aiogram re-parses an update of no bot (a dump and a second validation of every nested object) to
+    mount it: the worker parses the inbox's entry once, with its bot in the context."""
+    inbox = Inbox(redis, redis.test_prefix, partitions=1)
+    await inbox.ensure_groups()
+    await inbox.append(update(41, "足球多少钱"))
+    session, bot, dispatcher = worker_parts(inbox, conn, search)
+    fed, feed = [], dispatcher.feed_update
+
+    async def watched(to: Bot, given: Update, **kwargs):
+        fed.append(given.bot is to and given.message.bot is to)
+        return await feed(to, given, **kwargs)
+
+    monkeypatch.setattr(dispatcher, "feed_update", watched)
+    stop = asyncio.Event()
+    running = asyncio.create_task(Worker(inbox, dispatcher, bot, "w-mount", lease_ms=2000).run(stop))
+    await session.until(lambda: session.texts(41), within=30)
+    stop.set()
+    await running
+    assert fed == [True] and "120元" in session.texts(41)[0]
+
+
 async def test_a_worker_killed_mid_turn_leaves_the_message_to_the_next_one(world):
     fake = world[0]
     async with slow_turn(world, 41, stall_seconds=8) as (first, _, start_worker):

@@ -53,7 +53,10 @@ class Worker:
         metrics.STAGE.labels(stage="inbox").observe(max(time.time() - appended, 0.0))   # ids are append times
         try:
             try:   # the first await is the dispatcher's per-chat FIFO: entries keep their order
-                await self.dispatcher.feed_update(self.bot, Update.model_validate_json(raw), inbox_entry=entry)
+                # parsed with the bot in its context: aiogram re-parses an update of no bot (a dump and a
+                # second validation of every nested object) to mount it
+                update = Update.model_validate_json(raw, context={"bot": self.bot})
+                await self.dispatcher.feed_update(self.bot, update, inbox_entry=entry)
             except TRANSIENT as exc:
                 log.warning("inbox entry %s left pending after retries (%s): it runs again later", entry_id,
                             type(exc).__name__)
