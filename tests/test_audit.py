@@ -166,6 +166,7 @@ def test_the_daily_counts_by_sql_agree_with_the_stats_over_records(audit_target)
     audit.close()
 
 
+@pytest.mark.slow   # runs bot.py commands (conftest: slow)
 def test_audit_tail_follows_new_records_in_the_store(tmp_path):
     import queue
     import subprocess

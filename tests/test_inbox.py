@@ -490,6 +490,7 @@ async def test_a_worker_started_while_redis_does_not_answer_waits_and_then_works
         await proxy.stop()
 
 
+@pytest.mark.slow   # two redis-servers of its own, one frozen (conftest: slow)
 async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_before_the_replica_has_it(tmp_path):
     """REDIS_WAIT_REPLICAS=1 on a master with one replica (two redis-servers of the test's own; the replica
     frozen with SIGSTOP stays connected and answers nothing): an append returns once the replica has it; while

@@ -41,6 +41,7 @@ def test_the_name_cleaner_drops_what_cannot_be_seen():
     assert topic_title(7, "7 · 8" + "\u2800" * 200) == "7 · 7 · 8"
 
 
+@pytest.mark.slow   # runs bot.py commands (conftest: slow)
 def test_audit_tail_shows_a_customers_escape_sequences_escaped(tmp_path):
     from db.audit_store import AuditStore
 
@@ -89,6 +90,7 @@ def test_the_audit_files_are_created_readable_by_the_owner_only(tmp_path):
         os.umask(old)
 
 
+@pytest.mark.slow   # runs bot.py commands (conftest: slow)
 def test_an_export_file_is_created_readable_by_the_owner_only(tmp_path):
     from db.audit_store import AuditStore
 
@@ -100,6 +102,7 @@ def test_an_export_file_is_created_readable_by_the_owner_only(tmp_path):
     assert _mode(tmp_path / "out.csv") == 0o600
 
 
+@pytest.mark.slow   # runs bot.py commands (conftest: slow)
 @pytest.mark.parametrize("url", ["postgresql://kefu:s3cret@127.0.0.1:1/kefu", "sqlite:///data/audit.db",
                                  "mysql://kefu:s3cret@127.0.0.1:1/kefu"])
 def test_a_database_url_in_audit_db_is_refused_or_unreachable_in_one_line(tmp_path, url):
