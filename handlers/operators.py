@@ -50,7 +50,7 @@ def build_operator_router(operators: Operators) -> Router:
     return router
 
 
-def _not_a_command(message: Message) -> bool:
+async def _not_a_command(message: Message) -> bool:   # a coroutine: aiogram runs it on the loop
     return not (message.text or "").startswith("/")
 
 
@@ -66,7 +66,7 @@ def _group_router(operators: Operators, is_operator) -> Router:
         if chat is not None:
             await desk.close(int(chat), message.from_user.id, "operator")
 
-    @group.message(is_operator, Inline(F.is_topic_message), Inline(_not_a_command))
+    @group.message(is_operator, Inline(F.is_topic_message), _not_a_command)
     async def on_reply(message: Message, desk: Desk) -> None:
         await desk.to_customer(message)
 

@@ -221,12 +221,11 @@ def test_every_filter_and_handler_runs_on_the_event_loop():
             yield from routers(sub)
 
     dispatcher = build_dispatcher(Operators(frozenset({1}), chat_id=-100))
-    seen, threaded = 0, []
+    checks = []   # (where, callable object): each router's own filters, each handler and its filters
     for router in routers(dispatcher):
         for name, observer in router.observers.items():
-            for handler in [observer._handler, *observer.handlers]:
-                for check in ([handler] if handler is not observer._handler else []) + list(handler.filters or []):
-                    seen += 1
-                    if not check.awaitable:
-                        threaded.append(f"{router.name}.{name}: {check.callback!r}")
-    assert seen > 30 and threaded == []
+            checks += [(f"{router.name}.{name}", f) for f in observer._handler.filters or []]
+            for handler in observer.handlers:
+                checks += [(f"{router.name}.{name}", c) for c in (handler, *(handler.filters or []))]
+    assert len(checks) > 30
+    assert [f"{where}: {c.callback!r}" for where, c in checks if not c.awaitable] == []
