@@ -8,6 +8,9 @@ import hashlib
 import hmac
 from typing import Annotated, Literal
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 from pydantic import Field

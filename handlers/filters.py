@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram.filters import Filter
 from aiogram.types import TelegramObject
 from aiogram.utils.magic_filter import MagicFilter

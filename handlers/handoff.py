@@ -12,6 +12,9 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import Bot
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramForbiddenError
 from aiogram.types import Message, User

@@ -10,6 +10,9 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import Bot, F, Router
 from aiogram.enums import ChatType
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError

@@ -7,6 +7,9 @@ import asyncio
 import html
 import logging
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter, TelegramServerError
 from aiogram.types import InlineKeyboardMarkup, Message

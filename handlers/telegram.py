@@ -11,6 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import BaseMiddleware, Bot, Dispatcher, F, Router
 from aiogram.dispatcher.flags import get_flag
 from aiogram.enums import ChatType

@@ -172,3 +172,26 @@ def test_the_telegram_modes_run_on_uvloop():
         return type(asyncio.get_running_loop()).__module__
 
     assert run_serving(which()).startswith("uvloop")
+
+
+def test_every_module_importing_aiogram_defers_its_schemas_first():
+    """Whichever module a mode imports first, aiogram's ~450 schemas are left to their first use: every
+    module of ours that imports aiogram when it is imported does `import handlers.aiogram_import` before
+    (the receiver once imported the inbox first and built all of them at start: ~6 s of CPU here)."""
+    import ast
+
+    offenders = []
+    ours = [ROOT / "bot.py"] + [path for role in ("agent", "db", "guardrails", "handlers", "retrieval")
+                                for path in sorted((ROOT / role).rglob("*.py"))]
+    for path in ours:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deferred = False
+        for node in tree.body:   # the imports that run when the module is imported (not in functions)
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if "handlers.aiogram_import" in names:
+                deferred = True
+            elif any(name == "aiogram" or name.startswith("aiogram.") for name in names) and not deferred:
+                offenders.append(str(path.relative_to(ROOT)))
+                break
+    assert offenders == []

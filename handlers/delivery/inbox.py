@@ -17,6 +17,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import Bot
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware
 from aiogram.exceptions import TelegramNetworkError, TelegramRetryAfter, TelegramServerError

@@ -11,6 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import handlers.aiogram_import  # noqa: F401 - first: aiogram's schemas are then built where first used
+
+# isort: split
 from aiogram import Bot, Dispatcher
 from aiogram.types import Update
 from redis.exceptions import RedisError
