@@ -4,6 +4,7 @@ to end: /v1/embeddings and /v1/chat/completions, with scripted replies and misbe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import socket
@@ -41,6 +42,7 @@ class FakeOpenAI:
     port: int = 0                                                # 0: a free port
     _runner: web.AppRunner | None = None
     _tick: asyncio.Event = field(default_factory=asyncio.Event)   # set (and replaced) at every request
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)   # ends a stall: stop() waits for no sleeper
 
     async def start(self) -> FakeOpenAI:
         app = web.Application()
@@ -51,6 +53,9 @@ class FakeOpenAI:
         return self
 
     async def stop(self) -> None:
+        """Stop serving. A request stalled on purpose is answered at once ("too late"): its client has
+        given up or is being closed, and the server's shutdown would otherwise wait out the stall."""
+        self._stopping.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -96,7 +101,8 @@ class FakeOpenAI:
         else:
             reply = {"role": "assistant", "content": "（脚本已用完）"}
         if reply == "stall":
-            await asyncio.sleep(self.stall_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.stall_seconds)
             reply = {"role": "assistant", "content": "too late"}
         if isinstance(reply, int):
             return web.json_response({"error": {"message": "scripted failure", "type": "server_error"}},

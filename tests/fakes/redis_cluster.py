@@ -84,7 +84,10 @@ class RedisClusterNodes:
                 subprocess.run(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
                                 "--cluster-config-file", str(where / "nodes.conf"),
                                 "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--dir", str(where),
-                                "--appendonly", "no", "--save", "", "--daemonize", "yes",
+                                "--appendonly", "no", "--save", "",
+                                # a replica's first sync starts at once, not after the 5 s Redis waits by
+                                # default for more replicas to share one diskless transfer
+                                "--repl-diskless-sync-delay", "0", "--daemonize", "yes",
                                 "--pidfile", str(where / "pid"), "--logfile", str(where / "log")],
                                check=True, timeout=30, capture_output=True)
             nodes._wait(lambda: all(_cli(p, "ping").strip() == "PONG" for p in nodes.ports), "the nodes to answer")
