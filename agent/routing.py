@@ -87,11 +87,13 @@ def ngram_features(text: str, buckets: int, max_n: int = 3, norm_power: float = 
         bucket, negative = key >> 1, key & 1
         v = (1.0 + np.log(count)) * (-1.0 if negative else 1.0)
         values[bucket] = values.get(bucket, 0.0) + v
-    idx = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
-    val = np.fromiter(values.values(), dtype=np.float64, count=len(values))
+    # sorted here, not with np.argsort: a few dozen keys, and numpy's sort lets go of the GIL, which a busy
+    # thread of the bot then holds while the event loop waits to get it back
+    keys = sorted(values)
+    idx = np.fromiter(keys, dtype=np.int64, count=len(keys))
+    val = np.fromiter((values[k] for k in keys), dtype=np.float64, count=len(keys))
     norm = (float(np.sqrt(val @ val)) or 1.0) ** norm_power
-    order = np.argsort(idx)
-    return idx[order], (val / norm)[order]
+    return idx, val / norm
 
 
 @dataclass(frozen=True)

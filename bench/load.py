@@ -104,6 +104,20 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def core_waits(pids: list[int]) -> float:
+    """Seconds the processes' threads have spent so far runnable but waiting for a core (the second field of
+    /proc/<pid>/task/<tid>/schedstat): on a shared machine, how much of the latency is other processes'
+    CPU, not ours. (Threads that have ended are not counted.)"""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / 1e9
+
+
 async def drive(fake: FakeTelegram, args) -> tuple[float, list[float]]:
     latencies: list[float] = []
     step = burst if args.burst else converse
@@ -120,10 +134,12 @@ async def echo_baseline(args):
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
         await fake.wait_for(lambda: any(m == "getUpdates" for m, _ in fake.calls), within=60)
-        cpu = cpu_seconds([process.pid])
+        cpu, waited = cpu_seconds([process.pid]), core_waits([process.pid])
         rate, latencies = await drive(fake, args)
         cpu = (cpu_seconds([process.pid]) - cpu) / (args.chats * args.messages)
-        return rate, latencies, faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=True), cpu
+        waited = (core_waits([process.pid]) - waited) / (args.chats * args.messages)
+        found = faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=True)
+        return rate, latencies, found, cpu, waited
     finally:
         process.terminate()
         await process.wait()
@@ -179,9 +195,10 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             commands = await commands_processed(redis, cluster is not None)
             trips = await scraped(processes, "kefu_redis_round_trips_total")
             waits = await scraped(processes, "kefu_redis_replica_waits_total")
-            cpu = cpu_seconds([p.process.pid for p in processes])
+            pids = [p.process.pid for p in processes]
+            cpu, waited = cpu_seconds(pids), core_waits(pids)
             rate, latencies = await drive(fake, args)
-            cpu = cpu_seconds([p.process.pid for p in processes]) - cpu
+            cpu, waited = cpu_seconds(pids) - cpu, core_waits(pids) - waited
             commands = await commands_processed(redis, cluster is not None) - commands
             trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
             waits = await scraped(processes, "kefu_redis_replica_waits_total") - waits
@@ -194,7 +211,7 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
-    return rate, latencies, found, trips / total, commands / total, waits / total, cpu / total
+    return rate, latencies, found, trips / total, commands / total, waits / total, cpu / total, waited / total
 
 
 async def against_cluster(args) -> None:
@@ -216,7 +233,7 @@ async def against_cluster(args) -> None:
     runs = (("one node", single), ("cluster, 3 masters, no WAIT", no_wait),
             ("cluster, 3 masters, WAIT 1 (default)", waiting))
     base_p99 = np.percentile(single[1], 99)
-    for name, (rate, latencies, found, trips, commands, waits, _) in runs:
+    for name, (rate, latencies, found, trips, commands, waits, *_) in runs:
         p50, p99 = np.percentile(latencies, 50), np.percentile(latencies, 99)
         print(f"| {name} | {rate:.1f} | {p50:.0f} | {p99:.0f} | {trips:.2f} | {commands:.2f} | {waits:.2f} | "
               f"{found[0]} / {found[1]} / {found[2]} | {rate / single[0]:.2f}×, {p99 / base_p99:.2f}× |")
@@ -229,8 +246,8 @@ async def main(args) -> None:
     if args.cluster:
         await against_cluster(args)
         return
-    echo_rate, echo_latencies, echo_faults, echo_cpu = await echo_baseline(args)
-    rate, latencies, found, trips, commands, _, cpu = await ours(args)
+    echo_rate, echo_latencies, echo_faults, echo_cpu, echo_waited = await echo_baseline(args)
+    rate, latencies, found, trips, commands, _, cpu, waited = await ours(args)
     mode = "each chat sends all its messages at once" if args.burst else \
         "each chat waits for its reply before its next message"
     print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
@@ -238,6 +255,8 @@ async def main(args) -> None:
           f"(ours {rate / echo_rate:.0%} of it)")
     print(f"CPU per message (the bot's processes, every thread): {cpu * 1000:.2f} ms; the echo bot "
           f"{echo_cpu * 1000:.2f} ms ({cpu / echo_cpu:.1f}×)")
+    print(f"waiting for a core (runnable, other processes on it) per message: the bot's threads {waited * 1000:.2f} ms; "
+          f"the echo bot's {echo_waited * 1000:.2f} ms")
     for q in (50, 95, 99):
         p, e = np.percentile(latencies, q), np.percentile(echo_latencies, q)
         print(f"latency update→reply p{q}: {p:.0f} ms (echo bot {e:.0f} ms, {p / e:.1f}×)")
