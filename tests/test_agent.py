@@ -325,6 +325,23 @@ async def test_turn_budget_bounds_a_slow_model(conn, search):
     assert result.trace.degraded_reason == "turn budget spent" and "120元" in result.answer
 
 
+async def test_a_stalled_fake_request_is_answered_when_the_fake_stops():
+    """The fake's stop() ends a request stalled on purpose (its shutdown would otherwise wait the stall out:
+    with the hour asked here, the bounded waits below fail)."""
+    import asyncio
+
+    import aiohttp
+
+    fake = await FakeOpenAI(chat_replies=["stall"], stall_seconds=3600).start()
+    async with aiohttp.ClientSession() as http:
+        request = asyncio.ensure_future(http.post(f"{fake.url}/chat/completions", json={"messages": []}))
+        await fake.wait_requests("chat")
+        await asyncio.wait_for(fake.stop(), 30)
+        response = await asyncio.wait_for(request, 30)
+        body = await response.json()
+    assert body["choices"][0]["message"]["content"] == "too late"
+
+
 async def test_endpoint_without_tool_choice_required_falls_back_to_auto(conn, search):
     async with remote([400, *HONEST_FOOTBALL], timeout=5, max_retries=0) as (fake, model):
         result = await Agent(conn, search, model).answer("足球多少钱", user_id="u")
