@@ -3,11 +3,13 @@ scripted model, and misbehaving models that must never get a wrong fact to the c
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
 from contextlib import asynccontextmanager
 
+import aiohttp
 import pytest
 from openai import AsyncOpenAI
 
@@ -328,10 +330,6 @@ async def test_turn_budget_bounds_a_slow_model(conn, search):
 async def test_a_stalled_fake_request_is_answered_when_the_fake_stops():
     """The fake's stop() ends a request stalled on purpose (its shutdown would otherwise wait the stall out:
     with the hour asked here, the bounded waits below fail)."""
-    import asyncio
-
-    import aiohttp
-
     fake = await FakeOpenAI(chat_replies=["stall"], stall_seconds=3600).start()
     async with aiohttp.ClientSession() as http:
         request = asyncio.ensure_future(http.post(f"{fake.url}/chat/completions", json={"messages": []}))
