@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import aiohttp
@@ -197,7 +198,9 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             waits = await scraped(processes, "kefu_redis_replica_waits_total")
             pids = [p.process.pid for p in processes]
             cpu, waited = cpu_seconds(pids), core_waits(pids)
+            calls_before = len(fake.calls)
             rate, latencies = await drive(fake, args)
+            api_calls = Counter(method for method, _ in fake.calls[calls_before:])
             cpu, waited = cpu_seconds(pids) - cpu, core_waits(pids) - waited
             commands = await commands_processed(redis, cluster is not None) - commands
             trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
@@ -211,6 +214,7 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
+    print("Bot API calls per message: " + ", ".join(f"{m} {n / total:.2f}" for m, n in api_calls.most_common()))
     return rate, latencies, found, trips / total, commands / total, waits / total, cpu / total, waited / total
 
 
