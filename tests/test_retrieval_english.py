@@ -51,11 +51,12 @@ def test_english_evidence_prefers_the_product_whose_name_says_what_the_english_w
     assert evidence.match("女款冲锋衣", vocabulary) is None
 
 
-async def test_a_query_without_latin_letters_scores_exactly_as_without_the_evidence():
+async def test_a_chinese_query_scores_exactly_as_without_the_evidence():
     search = ProductSearch(JACKETS)
     chinese = await search.signals("女款冲锋衣")
     english = await search.signals("women hardshell jacket")
     assert chinese.english is None and english.english is not None
+    assert (await search.signals("北境 women hardshell jacket")).english is None   # a Chinese query naming Latin words
     ranker = replace(search.ranker(chinese), english_weights=np.zeros(len(ENGLISH_FEATURES), np.float32))
     weighted = replace(ranker, english_weights=np.full(len(ENGLISH_FEATURES), 5.0, np.float32))
     assert np.array_equal(weighted.score(chinese.features(), chinese.english), ranker.score(chinese.features()))
