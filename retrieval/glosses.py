@@ -180,9 +180,10 @@ class EnglishEvidence:
             for unit, numbers in _numbers_before(name).items():
                 for number in numbers:
                     quantities[(unit, number)].append(i)
-        self._holders = {ch: np.array(ids, dtype=np.int64) for ch, ids in holders.items()}
-        self._latin = {w: np.array(ids, dtype=np.int64) for w, ids in latin.items()}
-        self._quantities = {k: np.array(sorted(set(ids)), dtype=np.int64) for k, ids in quantities.items()}
+        # int32 positions: at a million products the names hold ~15M (character, product) pairs
+        self._holders = {ch: np.array(ids, dtype=np.int32) for ch, ids in holders.items()}
+        self._latin = {w: np.array(ids, dtype=np.int32) for w, ids in latin.items()}
+        self._quantities = {k: np.array(sorted(set(ids)), dtype=np.int32) for k, ids in quantities.items()}
 
     def match(self, query: str, vocabulary: set[str] | frozenset[str]) -> np.ndarray | None:
         folded = fold(query)
