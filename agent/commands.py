@@ -155,7 +155,7 @@ def cmd_train_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     from agent.startup import embedder_from
     from db.records import demo_catalog, read_catalog_json
     from retrieval.evaluation import SHIPPED, load_queries
-    from retrieval.ranker import MODEL_PATH, save_rankers
+    from retrieval.ranker import MODEL_PATH, load_rankers, save_rankers
     from retrieval.training import train
 
     if not 0 < args.absent_rejected < 1:
@@ -163,7 +163,8 @@ def cmd_train_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     catalogs = [(read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
                 for path, queries in SHIPPED.values()]
     trained_on = "train split of " + ", ".join(q.name for _, q in SHIPPED.values())
-    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on, args.absent_rejected))
+    keep = load_rankers(Path(args.out) if args.out and Path(args.out).exists() else MODEL_PATH) if args.english_only else None
+    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on, args.absent_rejected, keep))
     out = Path(args.out) if args.out else MODEL_PATH
     save_rankers(rankers, out)
     print(f"Ranker written to {out} ({trained_on}); measure it: python bot.py eval-retrieval "
@@ -386,6 +387,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--absent-rejected", type=float, default=0.85,
                     help="share of the train split's absent queries the gate must reject (default 0.85, "
                          "see retrieval/training.py)")
+    tr.add_argument("--english-only", action="store_true",
+                    help="fit only the weights of the English evidence, every other weight and the gate of the "
+                         "shipped model (or --out's) kept as they are: a query without Latin letters scores as before")
     tr.set_defaults(func=cmd_train_retrieval)
 
     dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")

@@ -9,11 +9,13 @@ the best-ranked product is something the customer asked for at all, or the shop 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from retrieval.glosses import ENGLISH_FEATURES
 
 MODEL_PATH = Path(__file__).resolve().parent / "models" / "ranker.json"
 
@@ -38,9 +40,16 @@ class Ranker:
     gate_threshold: float        # a query whose gate probability is below this returns nothing
     keep_within: float           # candidates kept within this of the best score
     trained_on: str = ""
+    # the weights of the English evidence (Signals.english, retrieval/glosses.py ENGLISH_FEATURES), fitted after
+    # the rest with every other weight held fixed (training.fit_english): a query without Latin words is scored
+    # by `weights` alone, exactly as before
+    english_weights: np.ndarray = field(default_factory=lambda: np.zeros(len(ENGLISH_FEATURES), np.float32))
 
-    def score(self, features: np.ndarray) -> np.ndarray:
-        return features @ self.weights
+    def score(self, features: np.ndarray, english: np.ndarray | None = None) -> np.ndarray:
+        scores = features @ self.weights
+        if english is not None and self.english_weights.any():
+            scores = scores + english @ self.english_weights
+        return scores
 
     def gate(self, features: np.ndarray) -> float:
         return float(1 / (1 + np.exp(-(features @ self.gate_weights + self.gate_bias))))
@@ -52,14 +61,16 @@ class Ranker:
         return cls(np.array([data["weights"][f] for f in FEATURES], dtype=np.float32),
                    np.array([data["gate_weights"][f] for f in GATE_FEATURES], dtype=np.float32),
                    float(data["gate_bias"]), float(data["gate_threshold"]), float(data["keep_within"]),
-                   str(data.get("trained_on", "")))
+                   str(data.get("trained_on", "")),
+                   np.array([data.get("english_weights", {}).get(f, 0.0) for f in ENGLISH_FEATURES], dtype=np.float32))
 
     def as_dict(self) -> dict:
         return {"features": list(FEATURES), "weights": dict(zip(FEATURES, map(_r, self.weights), strict=True)),
                 "gate_features": list(GATE_FEATURES),
                 "gate_weights": dict(zip(GATE_FEATURES, map(_r, self.gate_weights), strict=True)),
                 "gate_bias": _r(self.gate_bias), "gate_threshold": _r(self.gate_threshold),
-                "keep_within": _r(self.keep_within), "trained_on": self.trained_on}
+                "keep_within": _r(self.keep_within), "trained_on": self.trained_on,
+                "english_weights": dict(zip(ENGLISH_FEATURES, map(_r, self.english_weights), strict=True))}
 
 
 MODES = ("hybrid", "lexical")   # with the dense signals, and without them (no index, or the embedder down)

@@ -15,6 +15,7 @@ import numpy as np
 from retrieval.ann import ANN_THRESHOLD, LEXICAL_CANDIDATES, ApproximateDense, Generation, current_generation
 from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
+from retrieval.glosses import EnglishEvidence
 from retrieval.index import VectorIndex
 from retrieval.lexical import LexicalIndex
 from retrieval.ranker import Ranker, load_rankers
@@ -54,6 +55,10 @@ class Signals:
     pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
     family: np.ndarray | None = None       # the query's last word is a hypernym of these products (运动鞋)
     short_form: np.ndarray | None = None   # a query word is a short form of the product's name (跑鞋, 跑步鞋)
+    # the English evidence (retrieval/glosses.py ENGLISH_FEATURES, one row per product): the query's English
+    # words read through a dictionary, its Latin words in the product's own, its number+unit pairs; None for a
+    # query with a Chinese character (or without a Latin word), which the ranker then scores exactly as before
+    english: np.ndarray | None = None
     # A large catalog's signals hold its candidates only (take): their positions in the catalog, and the
     # whole catalog's best name match, brand match and bare-name z, which the gate reads
     rows: np.ndarray | None = None
@@ -72,7 +77,7 @@ class Signals:
             self, name=self.name[rows], brand=self.brand[rows], bm25=self.bm25[rows], dense_z=cut(self.dense_z),
             view_z=tuple(v[rows] for v in self.view_z), token_cover=cut(self.token_cover), head=cut(self.head),
             category=cut(self.category), pinyin=cut(self.pinyin), family=cut(self.family),
-            short_form=cut(self.short_form),
+            short_form=cut(self.short_form), english=cut(self.english),
             unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
             synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
                              query=synonyms.query[rows]) if synonyms is not None else None,
@@ -192,6 +197,7 @@ class ProductSearch:
         self._pinyin = PinyinNames(self.docs, heads)
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
+        self._english = EnglishEvidence(self.docs)
         self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
         self._matrix: np.ndarray | ApproximateDense | None = None
@@ -374,6 +380,11 @@ class ProductSearch:
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
         out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
+        # the English evidence for a query without a Chinese character ('tent 2 person 4 season'); a Chinese query
+        # naming a Latin brand or code ('Campova 长风 IGT桌') is scored without it (5-fold CV on train, lexical mode:
+        # read for those too, it cost name, short-name and traditional queries what it won for English ones)
+        out.english = (self._english.match(query, self.lexical.vocabulary)
+                       if letters and not any("\u4e00" <= c <= "\u9fff" for c in query) else None)
         if large:
             taken = self._candidate_signals(out, vector)
             rows = taken.rows
@@ -452,7 +463,7 @@ class ProductSearch:
         """(scores, confident?): the learned ranker's score per product, and the learned gate's verdict on
         the best one — something the shop does not sell should not be confident."""
         ranker = self.ranker(s)
-        scores = ranker.score(s.features())
+        scores = ranker.score(s.features(), s.english)
         order = _top_indices(scores, 2)
         runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
         return scores, ranker.gate(s.gate_features(scores, int(order[0]), runner_up)) >= ranker.gate_threshold

@@ -12,6 +12,7 @@ import numpy as np
 from db.records import Catalog
 from retrieval.embedders import Embedder
 from retrieval.evaluation import EvalQuery, open_search
+from retrieval.glosses import ENGLISH_FEATURES
 from retrieval.ranker import MODES, Ranker, fit_logistic, fit_pairwise
 from retrieval.search import ProductSearch, Signals
 
@@ -52,14 +53,18 @@ async def examples(search: ProductSearch, queries: Sequence[EvalQuery]) -> dict[
 
 
 async def train(catalogs: Sequence[tuple[Catalog, Sequence[EvalQuery]]], embedder: Embedder,
-                trained_on: str, absent_rejected: float = ABSENT_REJECTED) -> dict[str, Ranker]:
-    """Fit one ranker per search mode on the train split of every (catalog, queries) pair."""
+                trained_on: str, absent_rejected: float = ABSENT_REJECTED,
+                keep: dict[str, Ranker] | None = None) -> dict[str, Ranker]:
+    """Fit one ranker per search mode on the train split of every (catalog, queries) pair, then the weights
+    of its English evidence on top (fit_english). With `keep` (the shipped rankers), only the English
+    evidence's weights are fitted, every other weight and the gate kept as they are."""
     found: dict[str, list[Example]] = {mode: [] for mode in MODES}
     for catalog, queries in catalogs:
         search = await open_search(catalog, embedder, progress=True)
         for mode, rows in (await examples(search, [q for q in queries if q.split == "train"])).items():
             found[mode] += rows
-    return {mode: fit(rows, trained_on, absent_rejected) for mode, rows in found.items()}
+    return {mode: fit_english(keep[mode] if keep is not None else fit(rows, trained_on, absent_rejected), rows)
+            for mode, rows in found.items()}
 
 
 def _pairs(examples: Sequence[Example], rng: np.random.Generator) -> np.ndarray:
@@ -118,10 +123,55 @@ def fit(examples: Sequence[Example], trained_on: str, absent_rejected: float = A
                   trained_on)
 
 
+ENGLISH_L2 = 1e-3
+
+
+def fit_english(ranker: Ranker, examples: Sequence[Example], use: Sequence[bool] | None = None) -> Ranker:
+    """`ranker` with the weights of the English evidence (Signals.english, ENGLISH_FEATURES) fitted on the
+    examples that have it, every other weight, the gate and its threshold held as they are: a query without
+    Latin words is scored, and gated, exactly as before. The weights minimize fit_pairwise's loss over
+    (relevant, strongest irrelevant) pairs of those queries, each pair's margin the fixed ranker's plus the
+    evidence's (the irrelevant ones: the best under the fixed scores and under each column of the evidence);
+    every query weighs the same. `use` masks columns out (a column left out keeps weight 0)."""
+    k = len(ENGLISH_FEATURES)
+    mask = np.array(use if use is not None else [True] * k, dtype=bool)
+    blocks = []
+    for ex in examples:
+        english = ex.signals.english
+        pos = np.flatnonzero(ex.relevant)
+        if english is None or not len(pos):
+            continue
+        base = ranker.score(ex.features)
+        hard: set[int] = set()
+        for column in (base, *(english[:, j] for j in np.flatnonzero(mask))):
+            ranked = np.argsort(-column, kind="stable")
+            hard.update(int(i) for i in ranked[:HARD_NEGATIVES + len(pos)] if not ex.relevant[i])
+        neg = np.array(sorted(hard))
+        pi, ni = (a.ravel() for a in np.meshgrid(pos, neg, indexing="ij"))
+        blocks.append((base[pi] - base[ni], english[pi][:, mask] - english[ni][:, mask]))
+    if not blocks:
+        return replace(ranker, english_weights=np.zeros(k, np.float32))
+    margin0 = np.concatenate([b for b, _ in blocks]).astype(np.float64)
+    diffs = np.vstack([d for _, d in blocks]).astype(np.float64)
+    weight = np.concatenate([np.full(len(b), 1 / (len(b) * len(blocks))) for b, _ in blocks])
+    w, lr, loss = np.zeros(diffs.shape[1]), 1.0, np.inf
+    for _ in range(1500):
+        margin = margin0 + diffs @ w
+        new_loss = float(weight @ np.logaddexp(0, -margin) + ENGLISH_L2 * w @ w)
+        if new_loss > loss:
+            lr /= 2
+        loss = new_loss
+        grad = -(diffs * (weight / (1 + np.exp(margin)))[:, None]).sum(axis=0) + 2 * ENGLISH_L2 * w
+        w -= lr * grad
+    weights = np.zeros(k, np.float32)
+    weights[mask] = w
+    return replace(ranker, english_weights=weights)
+
+
 def served(ranker: Ranker, ex: Example, top_k: int = 5) -> list[int]:
     """The products a search returns for one training example under `ranker`: ProductSearch._rank's rule
     (the gate, the hypernym family when it refuses, the keep band), so a fold scores what a customer sees."""
-    scores = ranker.score(ex.features)
+    scores = ranker.score(ex.features, ex.signals.english)
     order = np.argsort(-scores, kind="stable")
     runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
     if ranker.gate(ex.signals.gate_features(scores, int(order[0]), runner_up)) < ranker.gate_threshold:
@@ -134,7 +184,8 @@ def served(ranker: Ranker, ex: Example, top_k: int = 5) -> list[int]:
 
 
 def cross_validate(rows: Sequence[tuple[str, EvalQuery, Example]], folds: int = 5,
-                   absent_rejected: float = ABSENT_REJECTED, seed: int = 7) -> dict[str, dict[str, float]]:
+                   absent_rejected: float = ABSENT_REJECTED, seed: int = 7,
+                   english: Sequence[bool] | None = None) -> dict[str, dict[str, float]]:
     """k-fold cross-validation on the train split: `rows` are (catalog, query, example); each fold's ranker
     and gate are fitted on the other folds and scored on it. Per catalog: Recall@1 per kind and overall, and
     `absent`, the share of queries with nothing relevant that got nothing. A candidate feature or data
@@ -148,7 +199,10 @@ def cross_validate(rows: Sequence[tuple[str, EvalQuery, Example]], folds: int = 
         held = [r for r, f in zip(rows, fold, strict=True) if f == k]
         if not held:
             continue
-        ranker = fit([r[2] for r, f in zip(rows, fold, strict=True) if f != k], "cross-validation", absent_rejected)
+        fitted_on = [r[2] for r, f in zip(rows, fold, strict=True) if f != k]
+        ranker = fit(fitted_on, "cross-validation", absent_rejected)
+        if english is None or any(english):   # as shipped: the English evidence fitted after the rest
+            ranker = fit_english(ranker, fitted_on, english)
         for catalog, query, ex in held:
             ids = served(ranker, ex)
             if not ex.relevant.any():
