@@ -163,9 +163,9 @@ def cmd_train_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     catalogs = [(read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
                 for path, queries in SHIPPED.values()]
     trained_on = "train split of " + ", ".join(q.name for _, q in SHIPPED.values())
-    keep = load_rankers(Path(args.out) if args.out and Path(args.out).exists() else MODEL_PATH) if args.english_only else None
-    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on, args.absent_rejected, keep))
     out = Path(args.out) if args.out else MODEL_PATH
+    keep = load_rankers(out if out.exists() else MODEL_PATH) if args.english_only else None
+    rankers = asyncio.run(train(catalogs, embedder_from(settings), trained_on, args.absent_rejected, keep))
     save_rankers(rankers, out)
     print(f"Ranker written to {out} ({trained_on}); measure it: python bot.py eval-retrieval "
           "--catalog demo --catalog outdoor")

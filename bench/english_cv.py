@@ -1,5 +1,5 @@
 """Issue 24, English queries: 5-fold cross-validation on the train split of both shipped catalogs, without
-and with the English evidence (retrieval/glosses.py; its weight fitted after the rest, training.fit_gloss),
+and with the English evidence (retrieval/glosses.py; its weight fitted after the rest, training.fit_english),
 per kind and per seed. Also checks that no train query with a Chinese character gets the evidence (it is ranked as before).
 
     python bench/english_cv.py [--seeds 7 11] [--mode hybrid]
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import sys
 from pathlib import Path
 
@@ -20,9 +19,8 @@ from agent.startup import embedder_from  # noqa: E402
 from db.records import demo_catalog, read_catalog_json  # noqa: E402
 from retrieval.evaluation import SHIPPED, load_queries  # noqa: E402
 from retrieval.glosses import ENGLISH_FEATURES  # noqa: E402
+from retrieval.text import has_han  # noqa: E402
 from retrieval.training import cross_validate, train_rows  # noqa: E402
-
-_HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def table(before: dict, after: dict) -> str:
@@ -47,7 +45,7 @@ async def main() -> None:
     rows = await train_rows(catalogs, embedder_from(settings), args.mode)
     latin = sum(ex.signals.english is not None for _, _, ex in rows)
     print(f"{len(rows)} train queries, {latin} without a Chinese character (read with the English evidence)")
-    assert all(ex.signals.english is None for _, q, ex in rows if _HAN.search(q.query))
+    assert all(ex.signals.english is None for _, q, ex in rows if has_han(q.query))
     k = len(ENGLISH_FEATURES)
     variants = {"all": [True] * k} | {f"only {f}": [j == i for j in range(k)] for i, f in enumerate(ENGLISH_FEATURES)}
     if not args.variants:

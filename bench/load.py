@@ -119,16 +119,14 @@ def core_waits(pids: list[int]) -> float:
     return total / 1e9
 
 
-HARNESS_CPU: dict[str, float] = {}   # this process's CPU per message while it drove each bot (fake server + chats)
-
-
-async def drive(fake: FakeTelegram, args, bot: str) -> tuple[float, list[float]]:
+async def drive(fake: FakeTelegram, args) -> tuple[float, list[float], float]:
+    """(replies/s, latencies in ms, this process's CPU per message: the fake Bot API server and the chats)."""
     latencies: list[float] = []
     step = burst if args.burst else converse
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(step(fake, 1000 + c, args.messages, latencies) for c in range(args.chats)))
-    HARNESS_CPU[bot] = (time.process_time() - cpu) / (args.chats * args.messages)
-    return args.chats * args.messages / (time.perf_counter() - started), latencies
+    total = args.chats * args.messages
+    return total / (time.perf_counter() - started), latencies, (time.process_time() - cpu) / total
 
 
 async def echo_baseline(args):
@@ -140,11 +138,11 @@ async def echo_baseline(args):
     try:
         await fake.wait_for(lambda: any(m == "getUpdates" for m, _ in fake.calls), within=60)
         cpu, waited = cpu_seconds([process.pid]), core_waits([process.pid])
-        rate, latencies = await drive(fake, args, "echo")
+        rate, latencies, harness = await drive(fake, args)
         cpu = (cpu_seconds([process.pid]) - cpu) / (args.chats * args.messages)
         waited = (core_waits([process.pid]) - waited) / (args.chats * args.messages)
         found = faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=True)
-        return rate, latencies, found, cpu, waited
+        return rate, latencies, found, cpu, waited, harness
     finally:
         process.terminate()
         await process.wait()
@@ -203,7 +201,7 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             pids = [p.process.pid for p in processes]
             cpu, waited = cpu_seconds(pids), core_waits(pids)
             calls_before = len(fake.calls)
-            rate, latencies = await drive(fake, args, "ours")
+            rate, latencies, harness = await drive(fake, args)
             api_calls = Counter(method for method, _ in fake.calls[calls_before:])
             cpu, waited = cpu_seconds(pids) - cpu, core_waits(pids) - waited
             commands = await commands_processed(redis, cluster is not None) - commands
@@ -219,7 +217,8 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             await fake.stop()
     total = args.chats * args.messages
     print("Bot API calls per message: " + ", ".join(f"{m} {n / total:.2f}" for m, n in api_calls.most_common()))
-    return rate, latencies, found, trips / total, commands / total, waits / total, cpu / total, waited / total
+    return (rate, latencies, found, trips / total, commands / total, waits / total, cpu / total, waited / total,
+            harness)
 
 
 async def against_cluster(args) -> None:
@@ -254,8 +253,8 @@ async def main(args) -> None:
     if args.cluster:
         await against_cluster(args)
         return
-    echo_rate, echo_latencies, echo_faults, echo_cpu, echo_waited = await echo_baseline(args)
-    rate, latencies, found, trips, commands, _, cpu, waited = await ours(args)
+    echo_rate, echo_latencies, echo_faults, echo_cpu, echo_waited, echo_harness = await echo_baseline(args)
+    rate, latencies, found, trips, commands, _, cpu, waited, harness = await ours(args)
     mode = "each chat sends all its messages at once" if args.burst else \
         "each chat waits for its reply before its next message"
     print(f"{args.workers} worker(s); {args.chats} chats × {args.messages} messages ({mode})")
@@ -264,7 +263,7 @@ async def main(args) -> None:
     print(f"CPU per message (the bot's processes, every thread): {cpu * 1000:.2f} ms; the echo bot "
           f"{echo_cpu * 1000:.2f} ms ({cpu / echo_cpu:.1f}×)")
     print(f"this benchmark's own process (the fake Bot API server and the chats) per message: "
-          f"{HARNESS_CPU['ours'] * 1000:.2f} ms of CPU driving ours, {HARNESS_CPU['echo'] * 1000:.2f} ms driving the echo bot")
+          f"{harness * 1000:.2f} ms of CPU driving ours, {echo_harness * 1000:.2f} ms driving the echo bot")
     print(f"waiting for a core (runnable, other processes on it) per message: the bot's threads {waited * 1000:.2f} ms; "
           f"the echo bot's {echo_waited * 1000:.2f} ms")
     for q in (50, 95, 99):

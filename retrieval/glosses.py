@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.documents import RetrievalDoc
-from retrieval.text import STOPWORDS, compact, fold
+from retrieval.text import STOPWORDS, compact, fold, is_han
 
 log = logging.getLogger(__name__)
 
@@ -123,12 +123,19 @@ def gloss(word: str) -> tuple[str, ...]:
     return ()
 
 
+def latin_words(folded: str) -> list[str]:
+    """The Latin words of a folded text, each once, stopwords left out."""
+    return [w for w in dict.fromkeys(_LATIN_WORD.findall(folded)) if w not in STOPWORDS]
+
+
+def _unknown(words: Sequence[str], vocabulary: set[str] | frozenset[str]) -> list[str]:
+    return [w for w in words if len(w) >= MIN_LETTERS and w not in vocabulary]
+
+
 def latin_unknown(query: str, vocabulary: set[str] | frozenset[str]) -> list[str]:
     """The query's Latin words that the catalog's vocabulary does not contain (stopwords, codes and
     words of fewer than MIN_LETTERS letters left out)."""
-    words = _LATIN_WORD.findall(fold(query))
-    return list(dict.fromkeys(w for w in words if len(w) >= MIN_LETTERS and w not in STOPWORDS
-                              and w not in vocabulary))
+    return _unknown(latin_words(fold(query)), vocabulary)
 
 
 # the metric units a customer types after a number, in the catalog's script (general, not the shop's words)
@@ -173,7 +180,7 @@ class EnglishEvidence:
         for i, doc in enumerate(docs):
             name = compact(doc.base_name)
             for ch in set(name):
-                if "\u4e00" <= ch <= "\u9fff":
+                if is_han(ch):
                     holders[ch].append(i)
             for word in set(_LATIN_WORD.findall(fold(" ".join((doc.name, *doc.aliases))))):
                 latin[word].append(i)
@@ -187,11 +194,11 @@ class EnglishEvidence:
 
     def match(self, query: str, vocabulary: set[str] | frozenset[str]) -> np.ndarray | None:
         folded = fold(query)
-        words = [w for w in dict.fromkeys(_LATIN_WORD.findall(folded)) if w not in STOPWORDS]
+        words = latin_words(folded)
         if not words:
             return None
         out = np.zeros((self.size, len(ENGLISH_FEATURES)), dtype=np.float32)
-        out[:, 0] = self._gloss(query, vocabulary)
+        out[:, 0] = self._gloss(_unknown(words, vocabulary))
         for w in words:
             ids = self._latin.get(w)
             if ids is not None:
@@ -199,8 +206,8 @@ class EnglishEvidence:
         out[:, 2] = self._quantity(folded)
         return out
 
-    def _gloss(self, query: str, vocabulary: set[str] | frozenset[str]) -> np.ndarray:
-        words = [g for w in latin_unknown(query, vocabulary) if (g := gloss(w))]
+    def _gloss(self, unknown: Sequence[str]) -> np.ndarray:
+        words = [g for w in unknown if (g := gloss(w))]
         out = np.zeros(self.size, dtype=np.float32)
         for senses in words:
             best = np.zeros(self.size, dtype=np.float32)

@@ -93,19 +93,27 @@ def _r(x: float) -> float:
     return round(float(x), 5)
 
 
-def fit_pairwise(pairs: np.ndarray, l2: float = 1e-3, steps: int = 800, lr: float = 0.5) -> np.ndarray:
-    """w minimizing mean log(1 + exp(-w·d)) + l2·|w|² over the difference vectors d = x_relevant − x_other
-    (full-batch gradient descent with a step that halves when the loss goes up: deterministic)."""
+def fit_pairwise(pairs: np.ndarray, l2: float = 1e-3, steps: int = 800, lr: float = 0.5,
+                 offset: np.ndarray | None = None, weight: np.ndarray | None = None) -> np.ndarray:
+    """w minimizing mean log(1 + exp(-(offset + w·d))) + l2·|w|² over the difference vectors d = x_relevant −
+    x_other (full-batch gradient descent with a step that halves when the loss goes up: deterministic).
+    `offset`: a margin each pair already has from weights held fixed (training.fit_english); `weight`: each
+    pair's share of the loss instead of an equal one."""
     w = np.zeros(pairs.shape[1])
     loss = np.inf
     for _ in range(steps):
-        margin = pairs @ w
-        new_loss = float(np.mean(np.logaddexp(0, -margin)) + l2 * w @ w)
+        margin = pairs @ w if offset is None else offset + pairs @ w
+        if weight is None:
+            data_loss = float(np.mean(np.logaddexp(0, -margin)))
+            grad = -(pairs * (1 / (1 + np.exp(margin)))[:, None]).mean(axis=0)
+        else:
+            data_loss = float(weight @ np.logaddexp(0, -margin))
+            grad = -(pairs * (weight / (1 + np.exp(margin)))[:, None]).sum(axis=0)
+        new_loss = data_loss + l2 * w @ w
         if new_loss > loss:
             lr /= 2
         loss = new_loss
-        grad = -(pairs * (1 / (1 + np.exp(margin)))[:, None]).mean(axis=0) + 2 * l2 * w
-        w -= lr * grad
+        w -= lr * (grad + 2 * l2 * w)
     return w
 
 

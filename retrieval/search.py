@@ -27,6 +27,7 @@ from retrieval.synonyms import (
     SynonymTable,
     unknown_words,
 )
+from retrieval.text import has_han
 
 log = logging.getLogger(__name__)
 
@@ -384,7 +385,7 @@ class ProductSearch:
         # naming a Latin brand or code ('Campova 长风 IGT桌') is scored without it (5-fold CV on train, lexical mode:
         # read for those too, it cost name, short-name and traditional queries what it won for English ones)
         out.english = (self._english.match(query, self.lexical.vocabulary)
-                       if letters and not any("\u4e00" <= c <= "\u9fff" for c in query) else None)
+                       if letters and not has_han(query) else None)
         if large:
             taken = self._candidate_signals(out, vector)
             rows = taken.rows

@@ -45,6 +45,15 @@ def fold(text: str) -> str:
     return text
 
 
+def is_han(char: str) -> bool:
+    """A Chinese character (the CJK Unified Ideographs block)."""
+    return "\u4e00" <= char <= "\u9fff"
+
+
+def has_han(text: str) -> bool:
+    return any(map(is_han, text))
+
+
 def compact(text: str) -> str:
     """Folded text with whitespace and punctuation removed, for substring matching."""
     return _PUNCT.sub("", fold(text))

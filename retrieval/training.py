@@ -154,15 +154,7 @@ def fit_english(ranker: Ranker, examples: Sequence[Example], use: Sequence[bool]
     margin0 = np.concatenate([b for b, _ in blocks]).astype(np.float64)
     diffs = np.vstack([d for _, d in blocks]).astype(np.float64)
     weight = np.concatenate([np.full(len(b), 1 / (len(b) * len(blocks))) for b, _ in blocks])
-    w, lr, loss = np.zeros(diffs.shape[1]), 1.0, np.inf
-    for _ in range(1500):
-        margin = margin0 + diffs @ w
-        new_loss = float(weight @ np.logaddexp(0, -margin) + ENGLISH_L2 * w @ w)
-        if new_loss > loss:
-            lr /= 2
-        loss = new_loss
-        grad = -(diffs * (weight / (1 + np.exp(margin)))[:, None]).sum(axis=0) + 2 * ENGLISH_L2 * w
-        w -= lr * grad
+    w = fit_pairwise(diffs, l2=ENGLISH_L2, steps=1500, lr=1.0, offset=margin0, weight=weight)
     weights = np.zeros(k, np.float32)
     weights[mask] = w
     return replace(ranker, english_weights=weights)
