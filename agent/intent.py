@@ -306,12 +306,40 @@ def _homophones(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]
 _EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
                "eight": "8", "nine": "9", "ten": "10", "a couple of": "2"}
 _EN_NUMBER = re.compile(r"(?<![a-z])(" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")(?![a-z])")
+_EN_PRONOUN_ONE = re.compile(r"(?<![a-z])(?:the|this|that|which|each|every|another|a|an|[a-z]+er|[a-z]+est)"
+                             r"(?:\s+[a-z]+)?\s+$")
+# English's measure words: "4 tubes of shuttlecocks", "a pair of knee pads" count the goods after "of"
+# (what is counted is the thing named, as 两盒乒乓球 counts 乒乓球); a kind or a property is not a container
+_EN_NOT_CONTAINERS = "kinds|types|sorts|colou?rs|sizes|models|brands|styles|versions|lots|most|some|any|all|none|each"
+_EN_PARTITIVE = re.compile(r"(?<![a-z\d.])(\d{1,3}|a)个?\s+(?!(?:" + _EN_NOT_CONTAINERS + r")\s)"
+                           r"(?:[a-z]+s|pair|box|can|tube|pack|set|bottle|bag|piece|dozen)\s+of\s+")
+# a count written in digits before an English word counts that word ("2 footballs") unless the word is
+# what the number measures: money, a size or weight, people or seasons a product is made for
+_EN_UNITS = ("yuan|rmb|cny|kuai|bucks?|dollars?|usd|元|块|persons?|people|man|men|seasons?|kg|g|grams?|l|"
+             "litres?|liters?|ml|cm|mm|m|km|inch(?:es)?|lbs?|oz|mins?|minutes?|hours?|days?|weeks?|months?|years?|"
+             "yo|x|percent|%|off|discount|km/h|w|mah|号|码|size|eu|us|uk|cn|plus|or|and|to|-")
+_EN_COUNT = re.compile(r"(?<![a-z\d.])(\d{1,3})\s+(?=[a-z])(?!(?:" + _EN_UNITS + r")(?![a-z]))")
+_EN_NOT_A_COUNT = re.compile(r"(?:size|sizes|eu|us|uk|no\.?|number|#|码|号)\s*$")   # size 42 shoes: a size
 
 
 def _english_numbers(text: str) -> str:
-    """'two of them' → '2个 of them': English counts as the numerals the quantity reader knows (same length
-    is not kept; positions are only compared within this text)."""
-    return _EN_NUMBER.sub(lambda m: _EN_NUMBERS[m.group(1)] + "个", text)
+    """'two of them' → '2个 of them', '4 tubes of shuttlecocks' → '4个 shuttlecocks', '2 footballs' →
+    '2个 footballs': English counts as the numerals and measure word the quantity reader knows (same
+    length is not kept; positions are only compared within this text)."""
+    def count(m: re.Match[str]) -> str:
+        if m.group(1) == "one" and _EN_PRONOUN_ONE.search(m.string, 0, m.start()):
+            return m.group(0)   # the cheaper one, which one, a blue one: a pronoun, not a count
+        return _EN_NUMBERS[m.group(1)] + "个"
+    text = _EN_NUMBER.sub(count, text)
+    text = _EN_PARTITIVE.sub(lambda m: ("1" if m.group(1) == "a" else m.group(1)) + "个 ", text)
+    return _EN_COUNT.sub(lambda m: m.group(0) if _EN_NOT_A_COUNT.search(m.string, 0, m.start())
+                         else m.group(1) + "个 ", text)
+
+
+# a promotion's rule quoted by the customer (不是买三送一吗，我要8盒): its numbers are the rule's, not the count the
+# customer gives beside it (alone, 买三送一的话多少钱, the rule's count is what they mean to buy)
+_PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{MEASURE}?|满\\s*{NUM}\\s*{MEASURE}?\\s*(?:元|块)?\\s*"
+                             f"(?:减|送|包邮|打|享)|{NUM}\\s*{MEASURE}?\\s*(?:及|或)以上")
 
 
 def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
@@ -320,6 +348,8 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
     短裤两条), every count follows its product."""
     mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
+    rules = [(m.start(), m.end()) for m in _PROMOTION_RULE.finditer(text)]
+    mentions = [m for m in mentions if not any(s <= m.start < e for s, e in rules)] or mentions
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
     befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球

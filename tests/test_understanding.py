@@ -70,6 +70,29 @@ async def test_a_name_typed_with_a_homophone_is_that_name(vocabulary):
     assert read("网球排多少钱", vocabulary).products == ("013",)          # 网球排 is 网球拍, not 网球
 
 
+async def test_english_counts_in_digits_and_measure_phrases(vocabulary):
+    """A count in digits before an English noun counts it, so does "N <container>s of X"; money, sizes,
+    people and weights are not counts."""
+    assert read("3 yoga mats and 1 foam roller please", vocabulary).quantities == {"005": 3, "026": 1}
+    assert read("need a pair of knee pads and 2 jump ropes", vocabulary).quantities == {"030": 1, "024": 2}
+    assert read("price for five boxes of ping pong balls", vocabulary).quantities == {"012": 5}
+    assert read("3 cans of tennis balls", vocabulary).quantity == 3
+    assert read("yoga mat under 200 yuan", vocabulary).quantity is None
+    assert read("size 42 running shoes", vocabulary).quantity is None
+    assert read("a 2 person tent", vocabulary).quantity is None
+    assert read("what kinds of balls do you have", vocabulary).quantity is None
+    assert read("the lighter one, 4 please", vocabulary).quantity == 4      # "one" after a determiner: a pronoun
+    assert read("which one is better for kids", vocabulary).quantity is None
+
+
+async def test_a_quoted_promotion_rule_is_not_the_count(vocabulary):
+    """The numbers of a promotion the customer quotes belong to the rule; the count they give beside it is
+    theirs (alone, the rule's count is what they mean to buy)."""
+    assert read("网球不是买二送一吗，我拿5罐多少钱", vocabulary).quantity == 5
+    assert read("羽毛球拍两支及以上打折对吧，我买4支", vocabulary).quantity == 4
+    assert read("乒乓球买三送一的话多少钱", vocabulary).quantity == 3
+
+
 async def test_counts_keep_the_messages_order(vocabulary):
     asked = read("速干T恤两件运动短裤三条", vocabulary)
     assert asked.quantities == {"044": 2, "045": 3}
