@@ -341,6 +341,11 @@ def _english_numbers(text: str) -> str:
 _PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{MEASURE}?|满\\s*{NUM}\\s*{MEASURE}?\\s*(?:元|块)?\\s*"
                              f"(?:减|送|包邮|打|享)|{NUM}\\s*{MEASURE}?\\s*(?:及|或)以上")
 
+# a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
+_ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
+_PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
+_ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
+
 
 def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
     """Units asked per product (两个足球, 水壶2个, 各一个) and overall. The text has English counts as
@@ -349,7 +354,8 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
     mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
     rules = [(m.start(), m.end()) for m in _PROMOTION_RULE.finditer(text)]
-    mentions = [m for m in mentions if not any(s <= m.start < e for s, e in rules)] or mentions
+    mentions = [m for m in mentions if not any(s <= m.start < e for s, e in rules) and not _PER_UNIT.search(text, 0, m.start)
+                and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
     befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球

@@ -93,6 +93,13 @@ async def test_a_quoted_promotion_rule_is_not_the_count(vocabulary):
     assert read("乒乓球买三送一的话多少钱", vocabulary).quantity == 3
 
 
+async def test_a_unit_asked_about_is_not_the_count_ordered(vocabulary):
+    """一双几斤 / 平均一支多少钱 ask about one unit; the count bought is the one a buying verb gives."""
+    assert read("护膝一副几个？要两副的话多少钱", vocabulary).quantity == 2
+    assert read("跳绳买三根，平均一根多少钱", vocabulary).quantity == 3
+    assert read("跳绳两根多少钱", vocabulary).quantity == 2      # alone, the count asked about is the count
+
+
 async def test_counts_keep_the_messages_order(vocabulary):
     asked = read("速干T恤两件运动短裤三条", vocabulary)
     assert asked.quantities == {"044": 2, "045": 3}
