@@ -119,6 +119,8 @@ class Vocabulary:
     # first syllable → [(length, {pinyin of a name: product id})]: names of 3+ Chinese characters by sound
     sounds: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
     known_words: tuple[str, ...] = ()   # brands, category words and generic modifiers, longest first
+    # characters that end the names of several products (鞋, 包, 球): a kind of goods written as one character
+    kind_characters: frozenset[str] = frozenset()
 
     def product_of(self, word: str) -> str:
         """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
@@ -157,6 +159,13 @@ class Vocabulary:
             words = sorted(of, key=len, reverse=True)
             object.__setattr__(self, "category_of", of)
             object.__setattr__(self, "category_pattern", re.compile("|".join(map(re.escape, words))))
+        if not self.kind_characters and self.names:
+            enders: dict[str, set[str]] = {}
+            for name, pid in self.names.items():
+                base = re.sub(r"[（(][^）)]*[）)]", "", name).strip()
+                if base and "\u4e00" <= base[-1] <= "\u9fff":
+                    enders.setdefault(base[-1], set()).add(pid)
+            object.__setattr__(self, "kind_characters", frozenset(c for c, pids in enders.items() if len(pids) >= 2))
         if not self.known_words:
             known = {w.lower() for w in (*self.brands, *self.category_of, *_MODIFIERS)}
             object.__setattr__(self, "known_words", tuple(sorted(known, key=len, reverse=True)))
@@ -395,6 +404,22 @@ def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
     return high, low
 
 
+_GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧"})
+
+
+def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
+    """A kind of goods written as one character standing as a word (300以内的鞋, 有什么包): a character that ends
+    several products' names; not a measure word after a count (一套, 两双)."""
+    at = 0
+    for word in jieba.lcut(text):
+        start, at = at, at + len(word)
+        kind = word if word in vocabulary.kind_characters else \
+            word[0] if word[0] in vocabulary.kind_characters and word[1:] in _GLUED else ""   # 包有吗 cut as 包有/吗
+        if kind and not re.search(f"{NUM}\\s*$", text[:start]):
+            return (kind,)
+    return ()
+
+
 def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | None:
     """A category word: as 足球用品/户外装备, or alone (服饰, 露营) in a request for a listing."""
     if vocabulary.category_pattern is None:
@@ -458,6 +483,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         parts = tuple(pieces) if len(pieces) >= 2 else ()
     goods = tuple(g for g in goods_phrases(folded, [(s, e) for s, e, _ in spans])
                   if not _only_known_words(g, vocabulary)) if not products else ()
+    if not products and not goods and (high is not None or low is not None or Ask.LIST in asks | by_rules):
+        goods = _kind_word(folded, vocabulary)   # 两百以内的包: the kind of goods the list is of
     near = extended_names(folded, spans, set(vocabulary.names)) if products else ""
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""

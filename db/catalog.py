@@ -151,6 +151,19 @@ async def find_products(conn: aiosqlite.Connection, where: ProductFilter, ids: l
     return _ordered(found, sort)[:limit]
 
 
+async def products_of_kind(conn: aiosqlite.Connection, kind: str) -> list[str]:
+    """Ids of the products whose name, pack size aside, ends with `kind` (鞋: 跑步鞋, 篮球鞋…; 球: 足球,
+    乒乓球（10只装）…): a kind of goods written as one character, which the catalog's names answer exactly."""
+    async with conn.execute("SELECT product_id FROM products WHERE product_name LIKE ? ESCAPE '\\' "
+                            "OR product_name LIKE ? ESCAPE '\\' ORDER BY product_id",
+                            (f"%{_like(kind)}", f"%{_like(kind)}（%")) as cur:
+        return [row[0] for row in await cur.fetchall()]
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 async def catalog_words(conn: aiosqlite.Connection) -> list[tuple[str, str, str, str]]:
     """(product_id, name, brand, category) of every product: the words the message reader knows."""
     async with conn.execute("SELECT product_id, product_name, brand, category FROM products ORDER BY product_id") as cur:

@@ -253,3 +253,22 @@ def test_the_thing_asked_for_is_read_whole_whatever_the_tagger_splits(message, t
     from agent.mentions import goods_phrases
 
     assert thing in goods_phrases(message, [])
+
+
+# --- a kind of goods in one character -----------------------------------------------------------------------
+
+async def test_a_kind_written_as_one_character_is_what_a_list_is_of(vocabulary):
+    assert read("三百以内的鞋有哪些", vocabulary).goods == ("鞋",)
+    assert read("有什么便宜点的包", vocabulary).goods == ("包",)
+    assert read("满200包邮吗", vocabulary).goods == ()            # 包邮 is free shipping, not a bag
+    assert read("买一套100以内的", vocabulary).goods == ()        # 套 after a count is a measure word
+
+
+async def test_a_budget_list_of_a_kind_holds_that_kind_only(agent):
+    """80块以下的球: every ball the catalog's names say is one, within the budget by SQL, and nothing else;
+    no kind within the budget is said so, not answered with other goods."""
+    balls = (await agent.answer("80块以下的球有吗", user_id="u")).answer
+    assert "乒乓球（10只装）" in balls and "网球（3只装）" in balls
+    assert not any(other in balls for other in ("护腿板", "足球（耐克）", "篮球", "网球拍"))
+    shoes = (await agent.answer("200以内的鞋有哪些", user_id="u")).answer
+    assert "没有找到" in shoes and not re.search(r"\d+元", shoes)
