@@ -517,6 +517,35 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text))
 
 
+# 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at
+_POINTED_KIND = re.compile(r"[这那]\s*[个款双支件只张根盒把套条副瓶罐种样台顶块]\s*(?P<kind>[\u4e00-\u9fff]{1,4}?)"
+                           r"(?=吗|呢|么|怎|多少|几|是|有|能|可以|适合|防|重|大|小|长|还|的|[？?，,。！!\s]|$)")
+
+
+def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:
+    """The product a pointer with a kind of goods means (刚才那双鞋防水吗 after a watch was shown): the
+    product in focus when it is of that kind, else the latest product of that kind the conversation's
+    earlier answers named (`earlier`: the bot's answers, oldest first). None: no such pointer, or no such
+    product (the pointer then means what is in focus, as before)."""
+    m = _POINTED_KIND.search(fold(text))
+    if m is None or vocabulary.pattern is None:
+        return None
+    kind = m.group("kind")
+    kind = kind[:-1] if len(kind) > 1 and kind.endswith("子") else kind   # 鞋子, 垫子: the kind is 鞋, 垫
+
+    def of_kind(pid: str) -> bool:
+        return any(re.sub(r"[（(][^）)]*[）)]", "", name).endswith(kind) for name, owner in vocabulary.names.items()
+                   if owner == pid and not re.search("[a-z]", name))
+    if focus and of_kind(focus[0]):
+        return None   # the product in focus is of that kind: the pointer means it, as it always did
+    for answer in reversed(earlier):
+        named = [vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))]
+        for pid in dict.fromkeys(named):
+            if of_kind(pid):
+                return pid
+    return None
+
+
 def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...]]:
     """Products named by a word that longer names end with, where the words before it say what it is
     for or whom (适合小孩踢的足球, 室外打的篮球): each such product → those words with the name (the

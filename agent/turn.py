@@ -102,6 +102,10 @@ class Agent:
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._qualify(text, asked, vocabulary)
+        earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
+            if asked.reference is not None and not asked.products else None
+        if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
+            asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
         asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:

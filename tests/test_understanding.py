@@ -272,3 +272,11 @@ async def test_a_budget_list_of_a_kind_holds_that_kind_only(agent):
     assert not any(other in balls for other in ("护腿板", "足球（耐克）", "篮球", "网球拍"))
     shoes = (await agent.answer("200以内的鞋有哪些", user_id="u")).answer
     assert "没有找到" in shoes and not re.search(r"\d+元", shoes)
+
+
+async def test_a_pointer_with_a_kind_means_the_latest_product_of_that_kind(agent):
+    """那双鞋子 after the wrist band was shown: the basketball shoes shown before it, not the band in focus."""
+    answers = await converse(agent, ["篮球鞋多少钱", "护腕呢", "那双鞋子多少钱"])
+    assert "篮球鞋" in answers[2] and "护腕" not in answers[2]
+    answers = await converse(agent, ["瑜伽垫多少钱", "那个垫子有多厚"])   # the one in focus is of that kind
+    assert "瑜伽垫" in answers[1]
