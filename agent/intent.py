@@ -353,6 +353,7 @@ _PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{ME
 # a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
 _ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
 _PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
+_TOTALLED = re.compile(r"\s*(?:[\u4e00-\u9fff]{0,6}?)(?:一共|总共|合计|加起来|总计|共计)")
 _ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
 
 
@@ -378,6 +379,10 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
         if chosen:
             per[pid] = _whole(chosen[0].value) or 1
     overall = _whole(mentions[0].value) if mentions else None
+    totalled = [m for m in mentions if _TOTALLED.match(text, m.end)]
+    if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
+        overall = _whole(totalled[0].value)
+        per = {pid: overall for pid in per} if overall else per
     if overall is None:
         m = re.search(f"买\\s*(?P<n>{NUM})", text)
         overall = _whole(parse_number(m.group("n"))) if m else None

@@ -93,6 +93,13 @@ async def test_a_quoted_promotion_rule_is_not_the_count(vocabulary):
     assert read("乒乓球买三送一的话多少钱", vocabulary).quantity == 3
 
 
+async def test_the_count_a_customer_totals_is_the_count(vocabulary):
+    """各买一副 counts per person; the count totalled (两副一共) is what is bought."""
+    assert read("我和我老婆各买一副护膝，两副一共多少钱", vocabulary).quantity == 2
+    assert read("给两个孩子各拿一个足球，俩一共多少", vocabulary).quantity == 2
+    assert read("足球和篮球各一个一共多少", vocabulary).quantities == {"001": 1, "002": 1}
+
+
 async def test_a_unit_asked_about_is_not_the_count_ordered(vocabulary):
     """一双几斤 / 平均一支多少钱 ask about one unit; the count bought is the one a buying verb gives."""
     assert read("护膝一副几个？要两副的话多少钱", vocabulary).quantity == 2
