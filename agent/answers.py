@@ -226,7 +226,7 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
 def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[str]]:
     """Each product's verified price (and what it is for when asked how they differ), then which is
     cheaper or dearer — a conclusion drawn from the figures just stated."""
-    differ = not re.search("贵|便宜|价", asked.text)
+    differ = not re.search("贵|便宜|价|cheap|expensive|pric|cost|dear", asked.text)
     words = next((w for pattern, w in ATTRIBUTE_WORDS if pattern.search(asked.text)), None)
 
     def about(p: Product) -> str:

@@ -25,7 +25,9 @@ _THRESHOLD = re.compile(r"几[个件双支盒套张瓶罐筒只]?(?:才|就)?(?:
                         r"(?:几|多少)[个件双支盒套张瓶罐筒只]?[^，,。？?]{0,3}(?:包邮|免运费|满减|打折)|"
                         r"多少(?:钱|元)?(?:才|就)?(?:能|可以)(?:包邮|减|打折)|满多少|门槛")
 # Two amounts compared by how much (贵多少, 差价).
-_DIFFERENCE = re.compile(r"贵多少|便宜多少|差多少|相差|差价|差几|多多少钱|少多少钱|贵了多少|便宜了多少|贵几|便宜几")
+_DIFFERENCE = re.compile(r"贵多少|便宜多少|差多少|相差|差价|差几|多多少钱|少多少钱|贵了多少|便宜了多少|贵几|便宜几"
+                         r"|how much (?:more|less|cheaper|dearer|pricier)|price difference|difference in (?:the )?price"
+                         r"|(?:more expensive|cheaper|dearer|pricier) by how much")
 
 
 # The words a customer uses for each kind of threshold promotion.

@@ -287,3 +287,10 @@ async def test_a_pointer_with_a_kind_means_the_latest_product_of_that_kind(agent
     assert "篮球鞋" in answers[2] and "护腕" not in answers[2]
     answers = await converse(agent, ["瑜伽垫多少钱", "那个垫子有多厚"])   # the one in focus is of that kind
     assert "瑜伽垫" in answers[1]
+
+
+async def test_an_english_comparison_by_price_gets_the_difference_and_the_cheaper_one(agent):
+    assert "贵90元" in (await agent.answer("price difference between the kettlebell and the jump rope",
+                                           user_id="u")).answer
+    cheaper = (await agent.answer("yoga mat vs foam roller, which is cheaper?", user_id="u")).answer
+    assert "泡沫轴更便宜" in cheaper and "适用" not in cheaper   # a price question: no descriptions
