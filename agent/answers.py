@@ -210,6 +210,13 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
 NO_LISTING = "抱歉，没有找到符合这些条件的商品。您可以放宽价格范围，或换个品牌、类别再问我。"
 
 
+def over_budget_answer(products: list[Product]) -> tuple[str, list[str]]:
+    """The products named, none within the customer's price range: each with its verified price (the
+    customer's own figures are not restated)."""
+    lines = [f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}" for p in products]
+    return "抱歉，您问的商品不在这个价格范围内：" + "；".join(lines) + "。", [p.evidence_id for p in products]
+
+
 def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     """The products a filtered search found, each with its verified price (the budget is never restated:
     a customer's figure is not evidence)."""

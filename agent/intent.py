@@ -230,6 +230,7 @@ class Intent:
     labels: frozenset[str] = frozenset()        # what the router read the message to ask (policy topics too)
     named: tuple[str, ...] = ()                 # the catalog words the message used, as written
     leans_back: bool = False                    # elliptical, a pointer or a bare quantity: needs a focus
+    names_a_kind: bool = False                  # a word named ends longer names too (篮球: 室外耐磨篮球)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -520,7 +521,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
-                  tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text))
+                  tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
+                  any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans))
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at

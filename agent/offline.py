@@ -5,6 +5,7 @@ the degraded mode."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -36,6 +37,15 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 
 
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
+
+
+_LIST_WORDS = re.compile(r"有哪些|有什么|有啥|哪些|都有|推荐|list|what .* do you have", re.I)
+
+
+def _within(product: Product, asked: Intent) -> bool:
+    price = product.price
+    return price is not None and (asked.max_price is None or price <= asked.max_price) \
+        and (asked.min_price is None or price >= asked.min_price)
 
 
 class OfflineModel:
@@ -134,6 +144,19 @@ class OfflineModel:
         """The next call for the product part, or its finished answer (text, citations, status)."""
         if findings.basket is not None:
             return (*answers.basket_answer(findings.basket), AnswerStatus.GROUNDED)
+        if self._named_within_budget(asked) and "get_product_details" in called:
+            # 想买个足球，预算100出头 / 水壶水杯预算50以内: of the products named, those whose verified price is
+            # within the budget (Decimal against the customer's figures; an unpriced product is not within it)
+            kept = [p for p in asked.products if p in findings.products and _within(findings.products[p], asked)]
+            if not kept:
+                named = [findings.products[p] for p in asked.products if p in findings.products]
+                return (*answers.over_budget_answer(named), AnswerStatus.GROUNDED) if named else \
+                    (answers.NO_LISTING, [], AnswerStatus.INSUFFICIENT)
+            within = dataclasses.replace(findings, candidates=kept)
+            if len(kept) == 1:
+                return self._about_one(dataclasses.replace(asked, products=tuple(kept)), within, called)
+            answer, cites = answers.listing_answer(within, asked)
+            return answer, cites, AnswerStatus.GROUNDED
         several = self._several(asked, findings)
         if several:
             if _DIFFERENCE.search(asked.text) and len(several) == 2:
@@ -292,6 +315,14 @@ class OfflineModel:
         return self._submit(answers.CLARIFY, [], AnswerStatus.INSUFFICIENT)
 
     @staticmethod
+    def _named_within_budget(asked: Intent) -> bool:
+        """Products named with a budget (not a brand or category list): which of them the budget allows."""
+        return bool(asked.products) and (asked.max_price is not None or asked.min_price is not None) \
+            and Ask.COMPARE not in asked.asks and not asked.category and not asked.describes_need \
+            and not asked.names_a_kind and not _LIST_WORDS.search(asked.text)   # 200以内的篮球 / 200以内有啥: a
+        #                                                                       list of the kind, not those products
+
+    @staticmethod
     def _listing_words(asked: Intent) -> str:
         """What a listing searches for: the goods named, unless a category or brand says it all."""
         if asked.category or (asked.brand and not asked.products):
@@ -309,6 +340,8 @@ class OfflineModel:
     @staticmethod
     def _product_first(asked: Intent, focus: list[str], question: str) -> list[tuple[str, dict[str, Any]]]:
         """The product part's first calls; none when there is no product to look up (then ask which)."""
+        if OfflineModel._named_within_budget(asked):   # the products named, verified; the budget read below
+            return [("get_product_details", {"product_ids": list(asked.products)})]
         if len(asked.products) >= 2:
             return [("get_product_details", {"product_ids": list(asked.products)})]
         if asked.listing:

@@ -294,3 +294,16 @@ async def test_an_english_comparison_by_price_gets_the_difference_and_the_cheape
                                            user_id="u")).answer
     cheaper = (await agent.answer("yoga mat vs foam roller, which is cheaper?", user_id="u")).answer
     assert "泡沫轴更便宜" in cheaper and "适用" not in cheaper   # a price question: no descriptions
+
+
+async def test_products_named_with_a_budget_are_those_the_budget_allows(agent):
+    """A budget with products named: those whose verified price is within it, each answered in full (its
+    promotion's price too); none within it is said so, with their prices, never other goods."""
+    one = (await agent.answer("想买个壶铃，预算150左右", user_id="u")).answer
+    assert "壶铃（迪卡侬）售价129元" in one and "为您找到" not in one          # the product answered, not a list
+    kind = (await agent.answer("200以内的篮球", user_id="u")).answer           # 篮球 also ends 室外耐磨篮球: a list
+    assert "室外耐磨篮球" in kind
+    kept = (await agent.answer("护膝护腕，60以内的", user_id="u")).answer
+    assert "护腕" in kept and "护膝" not in kept
+    over = (await agent.answer("壶铃100以下有吗", user_id="u")).answer
+    assert "不在这个价格范围内" in over and "壶铃（迪卡侬）售价129元" in over
