@@ -19,7 +19,8 @@ import jieba.posseg
 from agent.mentions import Reference, asks_for_goods, extended_names, goods_phrases, qualifiers, reference
 from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
-from retrieval.text import fold, pinyin_of
+from retrieval.glosses import gloss, latin_words
+from retrieval.text import fold, is_han, pinyin_of
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -424,6 +425,13 @@ def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
             word[0] if word[0] in vocabulary.kind_characters and word[1:] in _GLUED else ""   # 包有吗 cut as 包有/吗
         if kind and not re.search(f"{NUM}\\s*$", text[:start]):
             return (kind,)
+    for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
+        if word in vocabulary.names:
+            continue
+        for sense in gloss(word)[:3]:
+            head = sense[:-1] if len(sense) > 1 and sense.endswith("子") else sense
+            if len(head) <= 3 and head[-1] in vocabulary.kind_characters:
+                return (head[-1],)
     return ()
 
 
@@ -490,8 +498,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         parts = tuple(pieces) if len(pieces) >= 2 else ()
     goods = tuple(g for g in goods_phrases(folded, [(s, e) for s, e, _ in spans])
                   if not _only_known_words(g, vocabulary)) if not products else ()
-    if not products and not goods and (high is not None or low is not None or Ask.LIST in asks | by_rules):
-        goods = _kind_word(folded, vocabulary)   # 两百以内的包: the kind of goods the list is of
+    if not products and not any(is_han(ch) for g in goods for ch in g) \
+            and (high is not None or low is not None or Ask.LIST in asks | by_rules):
+        goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
     near = extended_names(folded, spans, set(vocabulary.names)) if products else ""
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""

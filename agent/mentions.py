@@ -47,7 +47,10 @@ _SOCIAL = set("谢谢 感谢 多谢 谢了 你好 您好 哈喽 再见 拜拜 �
 _ENGLISH = set("the a an one ones it this that these those them of to for and or with what how much many is are "
                "was do does can could would will please pls thanks thank you hi hello about price cost costs "
                "cheaper cheapest expensive which better best buy take get want need make instead ok okay i i'll "
-               "me my we our your have has there any some more less than in on at stock available size".split())
+               "me my we our your have has there any some more less than in on at stock available size "
+               # a budget's words (under 300 yuan), never goods
+               "under below over above within around about up max maximum budget yuan rmb cny kuai buck bucks "
+               "dollar dollars sell selling sold got do don't you're ll".split())
 _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "

@@ -307,3 +307,12 @@ async def test_products_named_with_a_budget_are_those_the_budget_allows(agent):
     assert "护腕" in kept and "护膝" not in kept
     over = (await agent.answer("壶铃100以下有吗", user_id="u")).answer
     assert "不在这个价格范围内" in over and "壶铃（迪卡侬）售价129元" in over
+
+
+async def test_an_english_kind_with_a_budget_lists_that_kind(agent):
+    """rackets / balls in English: the kind their dictionary senses name (球拍 → 拍, 球), listed by the
+    catalog's names within the budget."""
+    rackets = (await agent.answer("which rackets are below 200 rmb", user_id="u")).answer
+    assert "乒乓球拍" in rackets and not any(w in rackets for w in ("篮球", "网架", "网球拍", "羽毛球拍"))
+    balls = (await agent.answer("balls under 40 yuan?", user_id="u")).answer
+    assert "乒乓球（10只装）" in balls and "网球" not in balls
