@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from agent.intent import Intent
+from agent.intent import Intent, base_name
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
     AmountDifference,
@@ -349,7 +349,7 @@ def same_kind(subject: str, product_name: str) -> bool:
     """Whether a product is of the kind a word names by its head character, the thing a Chinese compound
     is (运动鞋, 球鞋 → 跑步鞋, 越野跑鞋: 鞋; 球袜 → 运动袜（3双装）: 袜) — a synonym or a hypernym of what is
     sold, not a different thing."""
-    base = re.sub(r"[（(][^）)]*[）)]", "", product_name).strip() or product_name
+    base = base_name(product_name) or product_name
     return len(subject) >= 2 and "\u4e00" <= subject[-1] <= "\u9fff" and base.endswith(subject[-1])
 
 

@@ -108,6 +108,14 @@ def _as_pattern(word: str) -> str:
     return f"(?<![a-z]){escaped}(?:e?s)?(?![a-z])" if re.search("[a-z]", word) else escaped   # yoga blocks
 
 
+_PACK_SIZE = re.compile(r"[（(][^）)]*[）)]")
+
+
+def base_name(name: str) -> str:
+    """A product name without its pack size: 乒乓球（10只装） → 乒乓球."""
+    return _PACK_SIZE.sub("", name).strip()
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """The catalog's words: product names and their unique short forms, brands, categories."""
@@ -164,7 +172,7 @@ class Vocabulary:
         if not self.kind_characters and self.names:
             enders: dict[str, set[str]] = {}
             for name, pid in self.names.items():
-                base = re.sub(r"[（(][^）)]*[）)]", "", name).strip()
+                base = base_name(name)
                 if base and "\u4e00" <= base[-1] <= "\u9fff":
                     enders.setdefault(base[-1], set()).add(pid)
             object.__setattr__(self, "kind_characters", frozenset(c for c, pids in enders.items() if len(pids) >= 2))
@@ -185,7 +193,7 @@ class Vocabulary:
         for pid, name, _, _ in rows:
             folded = fold(name)
             names[folded] = pid
-            base = re.sub(r"[（(][^）)]*[）)]", "", folded).strip()
+            base = base_name(folded)
             names.setdefault(base, pid)
             words = jieba.lcut(base)
             tail = words[-1] if len(words) > 1 else base[-2:]   # 运动护膝 → 护膝; 防雾泳镜 (one word) → 泳镜
@@ -360,15 +368,21 @@ _TOTALLED = re.compile(r"\s*(?:[\u4e00-\u9fff]{0,6}?)(?:一共|总共|合计|加
 _ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
 
 
+def _counts_ordered(text: str, mentions: list) -> list:
+    """The counts that say how many are bought: not a quoted promotion's numbers, nor a unit asked about
+    (一盒几个, 平均一支) — unless the message has no other count."""
+    rules = [(m.start(), m.end()) for m in _PROMOTION_RULE.finditer(text)]
+    return [m for m in mentions if not any(s <= m.start < e for s, e in rules) and not _PER_UNIT.search(text, 0, m.start)
+            and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
+
+
 def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
     """Units asked per product (两个足球, 水壶2个, 各一个) and overall. The text has English counts as
     numerals already. A message keeps one order: when its first product has its count after it (T恤三件
     短裤两条), every count follows its product."""
     mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
-    rules = [(m.start(), m.end()) for m in _PROMOTION_RULE.finditer(text)]
-    mentions = [m for m in mentions if not any(s <= m.start < e for s, e in rules) and not _PER_UNIT.search(text, 0, m.start)
-                and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
+    mentions = _counts_ordered(text, mentions)
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
     befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球
@@ -460,7 +474,7 @@ def covers(subject: str, product_name: str) -> bool:
     name = fold(product_name)
     if not subject or subject in name:
         return True
-    shared = next((n for n in (name, re.sub(r"[（(][^）)]*[）)]", "", name)) if subject.startswith(n)), None)
+    shared = next((n for n in (name, base_name(name)) if subject.startswith(n)), None)
     if shared and _QUESTION_REST.search(subject[len(shared):]):
         return True
     head = jieba.lcut(subject)[-1]
@@ -551,7 +565,7 @@ def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: l
     kind = kind[:-1] if len(kind) > 1 and kind.endswith("子") else kind   # 鞋子, 垫子: the kind is 鞋, 垫
 
     def of_kind(pid: str) -> bool:
-        return any(re.sub(r"[（(][^）)]*[）)]", "", name).endswith(kind) for name, owner in vocabulary.names.items()
+        return any(base_name(name).endswith(kind) for name, owner in vocabulary.names.items()
                    if owner == pid and not re.search("[a-z]", name))
     if focus and of_kind(focus[0]):
         return None   # the product in focus is of that kind: the pointer means it, as it always did
