@@ -131,6 +131,9 @@ class Vocabulary:
     known_words: tuple[str, ...] = ()   # brands, category words and generic modifiers, longest first
     # characters that end the names of several products (鞋, 包, 球): a kind of goods written as one character
     kind_characters: frozenset[str] = frozenset()
+    # product id → (the words of its English names, the words they end with): 'ping pong paddle' and
+    # 'table tennis bat' let 'table tennis paddle' name the same product
+    english: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
 
     def product_of(self, word: str) -> str:
         """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
@@ -213,7 +216,13 @@ class Vocabulary:
         for alias, pids in owners.items():
             if len(pids) == 1:
                 names.setdefault(alias, next(iter(pids)))
-        return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]))
+        english: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        for pid, others in (aliases or {}).items():
+            phrases = [_singular_words(fold(a)) for a in others if re.fullmatch(r"[a-z][a-z\s-]*", fold(a).strip())]
+            if phrases := [w for w in phrases if w]:
+                english[pid] = (frozenset(w for words in phrases for w in words), frozenset(w[-1] for w in phrases))
+        return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]),
+                   english=english)
 
 
 @dataclass(frozen=True)
@@ -298,7 +307,37 @@ def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
         overlapping = [x for x in exact if x[0] < end and start < x[1]]
         if all(x[1] - x[0] < end - start for x in overlapping):
             exact = [x for x in exact if x not in overlapping] + [(start, end, pid)]
-    return sorted(exact)
+    return sorted(exact + _english_named(text, vocabulary, exact)) if vocabulary.english else sorted(exact)
+
+
+def _singular_words(phrase: str) -> list[str]:
+    """An English phrase's words, each in the singular (balls → ball, boxes → box, shoes → shoe)."""
+    def one(word: str) -> str:
+        if len(word) > 3 and word.endswith(("xes", "ches", "shes", "sses")):
+            return word[:-2]
+        return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    return [one(w) for w in re.findall(r"[a-z]+", phrase)]
+
+
+def _english_named(text: str, vocabulary: Vocabulary, taken: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """English names recombined from a product's own English names (table tennis paddle, from 'ping pong
+    paddle' and 'table tennis bat'): two or more words, every one a word of that product's names, the last
+    one a word its names end with; the longest such phrase, and only when one product owns it."""
+    found: list[tuple[int, int, str]] = []
+    words = [(m.start(), m.end(), _singular_words(m.group(0))[0]) for m in re.finditer(r"[a-z]+", text)]
+    for end in range(len(words)):
+        for start in range(max(0, end - 3), end):
+            run = words[start:end + 1]
+            if any(a >= b for (_, a, _), (b, _, _) in zip(run, run[1:], strict=False) if text[a:b].strip()):
+                continue   # only words next to each other
+            if any(s < run[-1][1] and run[0][0] < e for s, e, _ in [*taken, *found]):
+                continue
+            owners = [pid for pid, (all_words, heads) in vocabulary.english.items()
+                      if run[-1][2] in heads and all(w in all_words for _, _, w in run)]
+            if len(owners) == 1:
+                found.append((run[0][0], run[-1][1], owners[0]))
+                break
+    return found
 
 
 def _homophones(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:

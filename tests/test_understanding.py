@@ -64,6 +64,14 @@ async def test_short_english_and_near_miss_names(vocabulary):
     assert read("有跑步机吗", vocabulary).category is None               # not the category 跑步
 
 
+async def test_an_english_name_recombined_from_the_products_own_english_names(vocabulary):
+    """'ping pong paddle' and 'table tennis bat' are 乒乓球拍's names: 'ping pong bat' is too; a phrase two
+    products' words could make names neither."""
+    assert read("how much is a ping pong bat", vocabulary).products == ("011",)
+    assert read("trekking pole, price?", vocabulary).products == ("049",)
+    assert read("got tennis shoes?", vocabulary).products == ()
+
+
 async def test_a_name_typed_with_a_homophone_is_that_name(vocabulary):
     assert read("跑步写多少钱", vocabulary).products == ("004",)          # 写 for 鞋
     assert read("护腿版有货吗", vocabulary).products == ("052",)          # 版 for 板
