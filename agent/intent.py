@@ -108,6 +108,12 @@ def _as_pattern(word: str) -> str:
     return f"(?<![a-z]){escaped}(?:e?s)?(?![a-z])" if re.search("[a-z]", word) else escaped   # yoga blocks
 
 
+def _length(text: str) -> int:
+    """How long a message is, in words a Chinese reader would count: each character, but an English word
+    or a number as one (a 10-character English question is two words, not a sentence)."""
+    return len(re.sub(r"\s+", "", re.sub(r"[a-z]+(?:'[a-z]+)?|\d+(?:\.\d+)?", "x", text)))
+
+
 _PACK_SIZE = re.compile(r"[（(][^）)]*[）)]")
 
 
@@ -257,7 +263,7 @@ class Intent:
     @property
     def describes_need(self) -> bool:
         """A need told (我准备跑马拉松…, 爬山下坡膝盖疼) rather than a product named or goods asked for."""
-        return not self.products and (len(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text))
+        return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text))
 
     @property
     def tells_need(self) -> bool:
@@ -650,7 +656,7 @@ _PLAY = re.compile(r"(?:打|踢|玩|练|学)[^，,。？?！!的]{0,2}$")   # �
 
 def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...]):
     """Drop the catalog mentions that name a sport being played, when the message tells a need."""
-    if len(text) < 8:
+    if _length(text) < 8:
         return spans, products
     kept = [s for s in spans if not _PLAY.search(text[max(0, s[0] - 4):s[0]])]
     if len(kept) == len(spans):

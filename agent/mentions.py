@@ -50,7 +50,9 @@ _ENGLISH = set("the a an one ones it this that these those them of to for and or
                "me my we our your have has there any some more less than in on at stock available size "
                # a budget's words (under 300 yuan), never goods
                "under below over above within around about up max maximum budget yuan rmb cny kuai buck bucks "
-               "dollar dollars sell selling sold got do don't you're ll".split())
+               "dollar dollars sell selling sold got do don't you're ll "
+               # chat words that accept or agree, never goods
+               "fine great good sure yes yeah yep no nope just then so well alright cool nice right".split())
 _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "

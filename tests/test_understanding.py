@@ -72,6 +72,12 @@ async def test_an_english_name_recombined_from_the_products_own_english_names(vo
     assert read("got tennis shoes?", vocabulary).products == ()
 
 
+async def test_a_short_english_message_is_not_a_need_told(agent):
+    """An English message's length is its words: "I'll take three of those" with nothing shown asks which
+    product, as 那我要三个 does, instead of searching its words as a described need."""
+    assert "哪款" in (await agent.answer("fine, I'll take three of those", user_id="u")).answer
+
+
 async def test_a_name_typed_with_a_homophone_is_that_name(vocabulary):
     assert read("跑步写多少钱", vocabulary).products == ("004",)          # 写 for 鞋
     assert read("护腿版有货吗", vocabulary).products == ("052",)          # 版 for 板
