@@ -68,7 +68,8 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
                           r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|"
                           r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
-                          r"how many people|suitable")),
+                          r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|什么人)|"
+                          r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
     (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
     (Ask.BRAND, re.compile(r"什么牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送什么|包邮|划算|新客|首单|首次|第一次")),

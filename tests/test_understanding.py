@@ -330,3 +330,9 @@ async def test_an_english_kind_with_a_budget_lists_that_kind(agent):
     assert "乒乓球拍" in rackets and not any(w in rackets for w in ("篮球", "网架", "网球拍", "羽毛球拍"))
     balls = (await agent.answer("balls under 40 yuan?", user_id="u")).answer
     assert "乒乓球（10只装）" in balls and "网球" not in balls
+
+
+async def test_a_suitability_question_beside_a_price_question_gets_both(agent):
+    """适不适合7岁的小孩，价格多少: the record's words about whom it suits, then the price."""
+    answer = (await agent.answer("青少年训练足球适不适合7岁的小孩，价格多少", user_id="u")).answer
+    assert "8-12岁" in answer and "89元" in answer
