@@ -17,7 +17,7 @@ import jieba
 import jieba.posseg
 
 from agent.mentions import Reference, asks_for_goods, extended_names, goods_phrases, qualifiers, reference
-from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions, parse_number
+from guardrails.figures import MEASURE, MONEY, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.glosses import gloss, latin_words
 from retrieval.text import fold, is_han, pinyin_of
@@ -414,6 +414,21 @@ _TOTALLED = re.compile(r"\s*(?:[\u4e00-\u9fff]{0,6}?)(?:一共|总共|合计|加
 _ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
 
 
+_NOT_PIECES = re.compile(r"钱|元|以内|以下|以上|之内|左右|上下|多(?!少)|出头|的|一|毛|[\d一二两三四五六七八九十]")
+_PRICE_ASKED = re.compile(r"\s*(?:多少|一共|总共|合计|怎么卖|什么价|[，,。？?！!]|$)")
+
+
+def _pieces(text: str, mention, spans: list[tuple[int, int, str]]) -> bool:
+    """块 as a measure word (瑜伽砖两块多少钱, 球拍来两块), not money: a few 块 after a buying verb, or next to a
+    product's name with its price asked, and no money word after it (两块钱, 200块以内, 五十块能卖吗)."""
+    if mention.kind != MONEY or not text[mention.start:mention.end].endswith("块") or _NOT_PIECES.match(text, mention.end):
+        return False
+    if mention.value is None or mention.value > 20:
+        return False   # 五十块: a price offered, not fifty pieces
+    return bool(_ORDERED.search(text, 0, mention.start)) or bool(_PRICE_ASKED.match(text, mention.end)) \
+        and any(e == mention.start or s == mention.end for s, e, _ in spans)
+
+
 def _counts_ordered(text: str, mentions: list) -> list:
     """The counts that say how many are bought: not a quoted promotion's numbers, nor a unit asked about
     (一盒几个, 平均一支) — unless the message has no other count."""
@@ -426,7 +441,8 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
     """Units asked per product (两个足球, 水壶2个, 各一个) and overall. The text has English counts as
     numerals already. A message keeps one order: when its first product has its count after it (T恤三件
     短裤两条), every count follows its product."""
-    mentions = [m for m in find_mentions(text) if m.kind == QUANTITY and _whole(m.value)
+    found = find_mentions(text)
+    mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
     mentions = _counts_ordered(text, mentions)
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)

@@ -114,6 +114,14 @@ async def test_the_count_a_customer_totals_is_the_count(vocabulary):
     assert read("足球和篮球各一个一共多少", vocabulary).quantities == {"001": 1, "002": 1}
 
 
+async def test_kuai_as_a_measure_word_is_a_count_and_as_money_is_not(vocabulary):
+    assert read("瑜伽砖两块多少钱", vocabulary).quantity == 2
+    assert read("球拍要两块，乒乓球拍", vocabulary).quantity == 2
+    assert read("瑜伽砖十块钱卖不卖", vocabulary).quantity is None      # 十块钱: money
+    assert read("瑜伽垫五十块能卖吗", vocabulary).quantity is None      # a price offered
+    assert read("两百块以内的瑜伽垫", vocabulary).quantity is None      # a budget
+
+
 async def test_a_unit_asked_about_is_not_the_count_ordered(vocabulary):
     """一双几斤 / 平均一支多少钱 ask about one unit; the count bought is the one a buying verb gives."""
     assert read("护膝一副几个？要两副的话多少钱", vocabulary).quantity == 2
