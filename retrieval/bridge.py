@@ -45,6 +45,7 @@ BRIDGE_FEATURES = ("bridge_gloss", "bridge_cover", "bridge_exact")
 MAX_SENSES = 6        # a word's first senses (later ones are rare readings: 球 → …, ball game, match)
 NAME_SENSES = 4       # a product's name word's first senses
 CHAR_SENSES = 3       # …and a single character's (服: clothes, dress, garment — not "to serve")
+BRIDGE_MAX_WORDS = 3   # read for queries of fewer content words: short noun phrases, as the gate's unexplained pair
 MAX_PIECE = 8         # the longest headword tried when cutting a text into dictionary words
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _WORD = re.compile(r"[a-z]+")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.ann import ANN_THRESHOLD, LEXICAL_CANDIDATES, ApproximateDense, Generation, current_generation
-from retrieval.bridge import ChineseBridge, foreign_words
+from retrieval.bridge import BRIDGE_MAX_WORDS, ChineseBridge, foreign_words
 from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.glosses import EnglishEvidence
@@ -393,7 +393,10 @@ class ProductSearch:
         # read for those too, it cost name, short-name and traditional queries what it won for English ones)
         out.english = (self._english.match(query, self.lexical.vocabulary)
                        if letters and not has_han(query) else None)
-        if has_han(query):
+        # the bridge reads a short noun phrase naming the thing (背囊, 球袜 有吗), not a described need, whose words
+        # describe rather than name it (在绿茵场上用脚踢的皮球: read, the gate refused two such paraphrases of
+        # demo_queries.jsonl that it passes without the bridge)
+        if has_han(query) and out.words < BRIDGE_MAX_WORDS:
             unknown = unknown_words(content, self.lexical.vocabulary, query)
             out.bridge = self._bridge.match(foreign_words(q.folded, q.words, unknown, self.lexical.vocabulary))
         if large:

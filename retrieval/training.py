@@ -168,11 +168,12 @@ BRIDGE_L2 = 1e-3
 # 5-fold CV on train, with the partial overlaps (gloss, cover) read by the gate too it let more absent near
 # misses through (轮滑鞋 → shoe ~ climbing shoes); exact alone took demo synonyms 0.690 → 0.793, absent unchanged
 BRIDGE_GATE = ("bridge_exact",)
+BRIDGE_GATE_BIAS = False   # no bias for the queries the bridge reads: a link can only raise the gate, never lower it
 BRIDGE_GATE_L2 = 1e-4
 
 
 def fit_bridge(ranker: Ranker, examples: Sequence[Example], gate: bool = True,
-               gate_columns: Sequence[str] = BRIDGE_GATE) -> Ranker:
+               gate_columns: Sequence[str] = BRIDGE_GATE, gate_bias: bool = BRIDGE_GATE_BIAS) -> Ranker:
     """`ranker` with the weights of the Chinese synonym bridge (Signals.bridge, BRIDGE_FEATURES) fitted on the
     examples that have it, every other weight, the gate's own weights and its threshold held as they are: a
     query the bridge does not read is scored, and gated, exactly as before. First the ranker's bridge weights,
@@ -180,7 +181,7 @@ def fit_bridge(ranker: Ranker, examples: Sequence[Example], gate: bool = True,
     the same); then, with those scores, the gate's bridge weights and bias: a logistic loss over those
     examples (relevant or nothing to find) whose offset is the fixed gate's log-odds, classes weighed as the
     gate weighs them (fit_logistic's balance over every example), so the threshold keeps its meaning; the gate
-    reads `gate_columns` of the bridge (the others keep weight 0)."""
+    reads `gate_columns` of the bridge (the others keep weight 0), and a bias only when `gate_bias`."""
     k = len(BRIDGE_FEATURES)
     read = [ex for ex in examples if ex.signals.bridge is not None]
     ranker = replace(ranker, bridge_weights=np.zeros(k, np.float32), gate_bridge_weights=np.zeros(k, np.float32),
@@ -223,7 +224,8 @@ def fit_bridge(ranker: Ranker, examples: Sequence[Example], gate: bool = True,
         p = 1 / (1 + np.exp(-(offset + x @ w + b)))
         g = (p - y) * balance
         w -= lr * ((x * g[:, None]).mean(axis=0) + 2 * BRIDGE_GATE_L2 * w)
-        b -= lr * (g.mean() + 2 * BRIDGE_GATE_L2 * b)
+        if gate_bias:
+            b -= lr * (g.mean() + 2 * BRIDGE_GATE_L2 * b)
     return replace(ranker, gate_bridge_weights=w.astype(np.float32), gate_bridge_bias=float(b))
 
 
