@@ -387,9 +387,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--absent-rejected", type=float, default=0.85,
                     help="share of the train split's absent queries the gate must reject (default 0.85, "
                          "see retrieval/training.py)")
-    tr.add_argument("--english-only", action="store_true",
-                    help="fit only the weights of the English evidence, every other weight and the gate of the "
-                         "shipped model (or --out's) kept as they are: a query without Latin letters scores as before")
+    tr.add_argument("--english-only", "--after-only", dest="english_only", action="store_true",
+                    help="fit only the weights fitted after the rest — the English evidence's and the Chinese synonym "
+                         "bridge's — every other weight and the gate of the shipped model (or --out's) kept as they "
+                         "are: a query neither of them reads scores, and is gated, as before")
     tr.set_defaults(func=cmd_train_retrieval)
 
     dia = sub.add_parser("eval-dialogues", help="run the dialogue evaluation and print the pass rate per family")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from retrieval.bridge import BRIDGE_FEATURES
 from retrieval.glosses import ENGLISH_FEATURES
 
 MODEL_PATH = Path(__file__).resolve().parent / "models" / "ranker.json"
@@ -44,15 +45,32 @@ class Ranker:
     # the rest with every other weight held fixed (training.fit_english): a query without Latin words is scored
     # by `weights` alone, exactly as before
     english_weights: np.ndarray = field(default_factory=lambda: np.zeros(len(ENGLISH_FEATURES), np.float32))
+    # the Chinese synonym bridge (Signals.bridge, retrieval/bridge.py BRIDGE_FEATURES): its ranker weights, and
+    # the gate's weights for its columns at the best product plus a bias, all fitted after the rest with every
+    # other weight and the gate's threshold held fixed (training.fit_bridge): a query the bridge does not
+    # read is scored and gated by the weights above alone, exactly as before
+    bridge_weights: np.ndarray = field(default_factory=lambda: np.zeros(len(BRIDGE_FEATURES), np.float32))
+    gate_bridge_weights: np.ndarray = field(default_factory=lambda: np.zeros(len(BRIDGE_FEATURES), np.float32))
+    gate_bridge_bias: float = 0.0
 
-    def score(self, features: np.ndarray, english: np.ndarray | None = None) -> np.ndarray:
+    def score(self, features: np.ndarray, english: np.ndarray | None = None,
+              bridge: np.ndarray | None = None) -> np.ndarray:
         scores = features @ self.weights
         if english is not None and self.english_weights.any():
             scores = scores + english @ self.english_weights
+        if bridge is not None and self.bridge_weights.any():
+            scores = scores + bridge @ self.bridge_weights
         return scores
 
-    def gate(self, features: np.ndarray) -> float:
-        return float(1 / (1 + np.exp(-(features @ self.gate_weights + self.gate_bias))))
+    def gate_logit(self, features: np.ndarray, bridge: np.ndarray | None = None) -> float:
+        """The gate's log-odds; `bridge`: the bridge's columns at the best product, when the query has them."""
+        logit = float(features @ self.gate_weights + self.gate_bias)
+        if bridge is not None and (self.gate_bridge_weights.any() or self.gate_bridge_bias):
+            logit += float(bridge @ self.gate_bridge_weights + self.gate_bridge_bias)
+        return logit
+
+    def gate(self, features: np.ndarray, bridge: np.ndarray | None = None) -> float:
+        return float(1 / (1 + np.exp(-self.gate_logit(features, bridge))))
 
     @classmethod
     def from_dict(cls, data: dict) -> Ranker:
@@ -62,7 +80,11 @@ class Ranker:
                    np.array([data["gate_weights"][f] for f in GATE_FEATURES], dtype=np.float32),
                    float(data["gate_bias"]), float(data["gate_threshold"]), float(data["keep_within"]),
                    str(data.get("trained_on", "")),
-                   np.array([data.get("english_weights", {}).get(f, 0.0) for f in ENGLISH_FEATURES], dtype=np.float32))
+                   np.array([data.get("english_weights", {}).get(f, 0.0) for f in ENGLISH_FEATURES], dtype=np.float32),
+                   np.array([data.get("bridge_weights", {}).get(f, 0.0) for f in BRIDGE_FEATURES], dtype=np.float32),
+                   np.array([data.get("gate_bridge_weights", {}).get(f, 0.0) for f in BRIDGE_FEATURES],
+                            dtype=np.float32),
+                   float(data.get("gate_bridge_bias", 0.0)))
 
     def as_dict(self) -> dict:
         return {"features": list(FEATURES), "weights": dict(zip(FEATURES, map(_r, self.weights), strict=True)),
@@ -70,7 +92,10 @@ class Ranker:
                 "gate_weights": dict(zip(GATE_FEATURES, map(_r, self.gate_weights), strict=True)),
                 "gate_bias": _r(self.gate_bias), "gate_threshold": _r(self.gate_threshold),
                 "keep_within": _r(self.keep_within), "trained_on": self.trained_on,
-                "english_weights": dict(zip(ENGLISH_FEATURES, map(_r, self.english_weights), strict=True))}
+                "english_weights": dict(zip(ENGLISH_FEATURES, map(_r, self.english_weights), strict=True)),
+                "bridge_weights": dict(zip(BRIDGE_FEATURES, map(_r, self.bridge_weights), strict=True)),
+                "gate_bridge_weights": dict(zip(BRIDGE_FEATURES, map(_r, self.gate_bridge_weights), strict=True)),
+                "gate_bridge_bias": _r(self.gate_bridge_bias)}
 
 
 MODES = ("hybrid", "lexical")   # with the dense signals, and without them (no index, or the embedder down)

