@@ -86,7 +86,10 @@ _BUDGET = (   # the first that matches decides
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:出头|多点|多一点)"), "above"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
     (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
-    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以上|起)"), "min"),
+    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*以上"), "min"),
+    # 100元起, 200起: a price from; not 一起 (together)
+    (re.compile("(?P<n>\\d+(?:\\.\\d+)?)\\s*(?:元|块钱|块)?\\s*起"), "min"),
+    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)\\s*起"), "min"),
     (re.compile(r"(?:under|below|less than|within|at most|max|no more than|cheaper than)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)"), "max"),
     (re.compile(r"(?:around|about|roughly)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)\s*(?:yuan|rmb|元|块)"), "around"),
     (re.compile(r"(?:over|above|more than|at least)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)"), "min"),
@@ -410,7 +413,8 @@ _PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{ME
 # a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
 _ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
 _PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
-_TOTALLED = re.compile(r"\s*(?:[\u4e00-\u9fff]{0,6}?)(?:一共|总共|合计|加起来|总计|共计)")
+# the count totalled: 两副一共, 两双跑步鞋一共 — nothing between but the goods (再加一根跳绳一共 totals two things)
+_TOTALLED = re.compile(r"\s*(?:(?![一二两三四五六七八九十几\d]|再|加|和|跟|还)[\u4e00-\u9fff]){0,6}?(?:一共|总共|合计|加起来|总计|共计)")
 _ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
 
 

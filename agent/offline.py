@@ -178,7 +178,8 @@ class OfflineModel:
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
         if asked.listing and "search_products" in called and (findings.products or asked.filtered):
             words = self._listing_words(asked)
-            if not findings.products and called.count("search_products") == 1 and words and asked.goods != (words,):
+            if not findings.products and called.count("search_products") == 1 and words \
+                    and not (len(words) == 1 and asked.goods == (words,)):
                 # the words found nothing within the budget: list what the filters alone allow (not for a kind
                 # of goods written in one character, 300以内的鞋: the catalog's names said there is none)
                 return self._call("search_products", self._listing_filters(asked, ""))

@@ -112,6 +112,10 @@ async def test_the_count_a_customer_totals_is_the_count(vocabulary):
     assert read("我和我老婆各买一副护膝，两副一共多少钱", vocabulary).quantity == 2
     assert read("给两个孩子各拿一个足球，俩一共多少", vocabulary).quantity == 2
     assert read("足球和篮球各一个一共多少", vocabulary).quantities == {"001": 1, "002": 1}
+    assert read("那就3个再加一根跳绳一共多少", vocabulary).quantities == {"024": 1}   # two things totalled
+    asked = read("周末和朋友一起打网球，买两支网球拍，一共多少", vocabulary)
+    assert asked.min_price is None and asked.quantity == 2                     # 一起 is together, not 1元起
+    assert read("100元起的网球拍有吗", vocabulary).min_price == 100
 
 
 async def test_kuai_as_a_measure_word_is_a_count_and_as_money_is_not(vocabulary):
@@ -344,3 +348,10 @@ async def test_a_suitability_question_beside_a_price_question_gets_both(agent):
     """适不适合7岁的小孩，价格多少: the record's words about whom it suits, then the price."""
     answer = (await agent.answer("青少年训练足球适不适合7岁的小孩，价格多少", user_id="u")).answer
     assert "8-12岁" in answer and "89元" in answer
+
+
+async def test_words_that_find_nothing_within_a_budget_fall_back_to_the_budget(agent):
+    """40元以下的运动小物件: the words find nothing within the budget, so what the budget allows is listed (only
+    a kind written in one character, which the catalog's names answer exactly, is said to have none)."""
+    answer = (await agent.answer("40元以下的运动小物件有啥", user_id="u")).answer
+    assert "为您找到" in answer and "计数跳绳" in answer
