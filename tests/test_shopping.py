@@ -148,13 +148,13 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
 
 async def test_the_frozen_understanding_split_does_not_regress(conn, search):
     """The held-out dialogues (written before the work, never tuned on): floors just under the scores measured
-    when issue 19 closed (0.943 overall, every family ≥ 0.80), so that a change that breaks understanding
-    fails here; raise them as the reader improves."""
+    (0.943 overall when issue 19 closed, 0.968 on 2026-12-02; every family ≥ 0.80), so that a change that
+    breaks understanding fails here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / "dialogues-understanding-test.jsonl")
     assert len(dialogues) >= 150 and {d.split for d in dialogues} == {"test"}
     outcomes = await run_dialogues(Agent(conn, search), dialogues)
     failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
-    assert sum(o.passed for o in outcomes) >= 0.93 * len(outcomes), failed
+    assert sum(o.passed for o in outcomes) >= 0.955 * len(outcomes), failed
     families: dict[str, list[bool]] = {}
     for o in outcomes:
         families.setdefault(o.dialogue.family, []).append(o.passed)
