@@ -15,13 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.settings import load_settings  # noqa: E402
-from agent.startup import embedder_from  # noqa: E402
-from bench.english_cv import table  # noqa: E402
-from db.records import demo_catalog, read_catalog_json  # noqa: E402
-from retrieval.evaluation import SHIPPED, load_queries  # noqa: E402
+from bench.english_cv import shipped_train_rows, table  # noqa: E402
 from retrieval.text import has_han  # noqa: E402
-from retrieval.training import cross_validate, train_rows  # noqa: E402
+from retrieval.training import cross_validate  # noqa: E402
 
 
 async def main() -> None:
@@ -31,10 +27,7 @@ async def main() -> None:
     parser.add_argument("--absent-rejected", type=float, default=0.85)
     parser.add_argument("--list", action="store_true", help="list the train queries the bridge reads")
     args = parser.parse_args()
-    settings = load_settings()
-    catalogs = [(name, read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
-                for name, (path, queries) in SHIPPED.items()]
-    rows = await train_rows(catalogs, embedder_from(settings), args.mode)
+    rows = await shipped_train_rows(args.mode)
     assert all(ex.signals.bridge is None for _, q, ex in rows if not has_han(q.query))
     read = [(c, q) for c, q, ex in rows if ex.signals.bridge is not None]
     print(f"{len(rows)} train queries, {len(read)} read by the bridge: "

@@ -33,16 +33,21 @@ def table(before: dict, after: dict) -> str:
     return "\n".join(lines)
 
 
+async def shipped_train_rows(mode: str) -> list:
+    """The shipped catalogs' train queries with their ranking features (`train_rows`), in `mode`."""
+    settings = load_settings()
+    catalogs = [(name, read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
+                for name, (path, queries) in SHIPPED.items()]
+    return await train_rows(catalogs, embedder_from(settings), mode)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, nargs="+", default=[7, 11])
     parser.add_argument("--mode", default="hybrid", choices=("hybrid", "lexical"))
     parser.add_argument("--variants", action="store_true", help="also each column of the evidence alone")
     args = parser.parse_args()
-    settings = load_settings()
-    catalogs = [(name, read_catalog_json(path) if path else demo_catalog(settings.today), load_queries(queries))
-                for name, (path, queries) in SHIPPED.items()]
-    rows = await train_rows(catalogs, embedder_from(settings), args.mode)
+    rows = await shipped_train_rows(args.mode)
     latin = sum(ex.signals.english is not None for _, _, ex in rows)
     print(f"{len(rows)} train queries, {latin} without a Chinese character (read with the English evidence)")
     assert all(ex.signals.english is None for _, q, ex in rows if has_han(q.query))
