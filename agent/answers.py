@@ -34,6 +34,8 @@ from db.facts import (
 )
 from db.pricing import measure_word
 from guardrails.figures import find_mentions
+from retrieval.bridge import senses, tokens
+from retrieval.text import fold, is_han
 
 REFUSE_CHANGE = ("抱歉，我只能查询商品信息，不能修改商品价格、库存或优惠活动。"
                  "商品数据以店铺系统为准，如需调整请联系店铺管理人员。")
@@ -351,6 +353,15 @@ def same_kind(subject: str, product_name: str) -> bool:
     sold, not a different thing."""
     base = base_name(product_name) or product_name
     return len(subject) >= 2 and "\u4e00" <= subject[-1] <= "\u9fff" and base.endswith(subject[-1])
+
+
+def dictionary_synonym(subject: str, product: Product) -> bool:
+    """Whether the dictionary gives the word one of the product's own English names as a sense (背囊 →
+    backpack, 溜冰鞋 → roller skates): another name for the same thing, not a near miss."""
+    if not all(is_han(ch) for ch in subject):
+        return False
+    names = {frozenset(tokens(fold(a))) for a in product.aliases if a and not any(is_han(ch) for ch in a)}
+    return any(frozenset(sense) in names for sense in senses(subject)) if names else False
 
 
 def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:

@@ -214,8 +214,10 @@ class OfflineModel:
         if subject and not asked.products and not asked.describes_need and not covers(subject, main.product_name):
             # the search was confident, and what it found is the kind of thing asked for under another name
             # (运动鞋 → 跑步鞋, 越野跑鞋): those products, not "not sold"; else a near miss (篮球架 → 篮球)
-            kind = [findings.products[p] for p in order if answers.same_kind(subject, findings.products[p].product_name)]
-            if kind and answers.same_kind(subject, main.product_name):
+            def alike(product: Product) -> bool:   # the same kind by its head, or by the dictionary (背囊 → backpack)
+                return answers.same_kind(subject, product.product_name) or answers.dictionary_synonym(subject, product)
+            kind = [findings.products[p] for p in order if alike(findings.products[p])]
+            if kind and alike(main):
                 return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)
             return (*answers.related_answer(subject, [main]), AnswerStatus.GROUNDED)
         wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase)

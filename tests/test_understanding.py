@@ -355,3 +355,11 @@ async def test_words_that_find_nothing_within_a_budget_fall_back_to_the_budget(a
     a kind written in one character, which the catalog's names answer exactly, is said to have none)."""
     answer = (await agent.answer("40元以下的运动小物件有啥", user_id="u")).answer
     assert "为您找到" in answer and "计数跳绳" in answer
+
+
+async def test_a_word_the_dictionary_reads_as_a_products_english_name_is_that_product(agent):
+    """背囊 (CC-CEDICT: backpack) is 双肩运动背包's English name: another name for it, answered as what the
+    shop has, not as "not sold"; 杠铃 (barbell) names none of the shop's products."""
+    answer = (await agent.answer("背囊有吗", user_id="u")).answer
+    assert "双肩运动背包" in answer and "没有销售" not in answer
+    assert "没有销售" in (await agent.answer("杠铃有吗", user_id="u")).answer
