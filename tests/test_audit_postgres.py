@@ -325,6 +325,9 @@ async def test_two_worker_processes_write_one_postgres_store_and_one_page_shows_
         await fake.say(chat, "足球多少钱")
     for chat in chats:
         assert "120元" in (await fake.wait_replies(chat, 1, within=60))[0]
+    # a turn's log line is written after its reply is sent (with the audit record): wait for every one
+    await fake.wait_for(lambda: all(said(first, f"turn chat={c} ") or said(second, f"turn chat={c} ") for c in chats),
+                        within=20, what="every turn logged by the worker that answered it")
     by_second = [c for c in chats if said(second, f"turn chat={c} ")]
     assert by_second and len(by_second) < len(chats), "one worker answered every chat"
     reader = await asyncio.to_thread(open_reader, DatabaseUrl(pg_url))
