@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
 
 import jieba
 import jieba.posseg
@@ -19,6 +20,7 @@ import jieba.posseg
 from agent.mentions import Reference, asks_for_goods, extended_names, goods_phrases, qualifiers, reference
 from guardrails.figures import MEASURE, MONEY, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
+from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words
 from retrieval.text import fold, is_han, pinyin_of
 
@@ -76,6 +78,8 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.PRICE, re.compile(r"多少钱|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
 )
 _ASK_PATTERNS = dict(_ASKS)
+# a request for a list, read by the offline model beside a budget: the reader's list words, any 推荐, English
+LIST_REQUEST = re.compile(f"{_ASK_PATTERNS[Ask.LIST].pattern}|推荐|list|what .* do you have", re.I)
 _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|早上好|晚上好|下午好|谢谢|感谢|好的|ok|再见|拜拜)"
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
@@ -141,9 +145,18 @@ class Vocabulary:
     known_words: tuple[str, ...] = ()   # brands, category words and generic modifiers, longest first
     # characters that end the names of several products (鞋, 包, 球): a kind of goods written as one character
     kind_characters: frozenset[str] = frozenset()
-    # product id → (the words of its English names, the words they end with): 'ping pong paddle' and
+    # a word English names end with → (product id, the words of all its English names): 'ping pong paddle' and
     # 'table tennis bat' let 'table tennis paddle' name the same product
-    english: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+    english: dict[str, tuple[tuple[str, frozenset[str]], ...]] = field(default_factory=dict)
+
+    @cached_property
+    def chinese_names(self) -> dict[str, tuple[str, ...]]:
+        """Product id → its Chinese names and short forms, pack size aside (read by pointers with a kind)."""
+        out: dict[str, list[str]] = {}
+        for name, pid in self.names.items():
+            if not re.search("[a-z]", name):
+                out.setdefault(pid, []).append(base_name(name))
+        return {pid: tuple(names) for pid, names in out.items()}
 
     def product_of(self, word: str) -> str:
         """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
@@ -200,6 +213,7 @@ class Vocabulary:
         its last jieba word when no other product ends with it ('运动护膝' → '护膝'); then the catalog's
         own other names for a product (`aliases`: English, short names) unless another product has it."""
         jieba.posseg.lcut("预热")   # the tagger loads its dictionaries on first use: here, not in a turn
+        gloss("a"), senses("一")   # so do the English and the Chinese dictionaries (kinds in English, synonyms)
         rows = list(products)
         names: dict[str, str] = {}
         tails: dict[str, set[str]] = {}
@@ -226,13 +240,15 @@ class Vocabulary:
         for alias, pids in owners.items():
             if len(pids) == 1:
                 names.setdefault(alias, next(iter(pids)))
-        english: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        english: dict[str, list[tuple[str, frozenset[str]]]] = {}
         for pid, others in (aliases or {}).items():
             phrases = [_singular_words(fold(a)) for a in others if re.fullmatch(r"[a-z][a-z\s-]*", fold(a).strip())]
             if phrases := [w for w in phrases if w]:
-                english[pid] = (frozenset(w for words in phrases for w in words), frozenset(w[-1] for w in phrases))
+                every = frozenset(w for words in phrases for w in words)
+                for head in {words[-1] for words in phrases}:
+                    english.setdefault(head, []).append((pid, every))
         return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]),
-                   english=english)
+                   english={head: tuple(owners) for head, owners in english.items()})
 
 
 @dataclass(frozen=True)
@@ -258,7 +274,7 @@ class Intent:
     labels: frozenset[str] = frozenset()        # what the router read the message to ask (policy topics too)
     named: tuple[str, ...] = ()                 # the catalog words the message used, as written
     leans_back: bool = False                    # elliptical, a pointer or a bare quantity: needs a focus
-    names_a_kind: bool = False                  # a word named ends longer names too (篮球: 室外耐磨篮球)
+    names_a_kind: bool = False                  # with a budget: a word named ends longer names too (篮球: 室外耐磨篮球)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -338,12 +354,12 @@ def _english_named(text: str, vocabulary: Vocabulary, taken: list[tuple[int, int
     for end in range(len(words)):
         for start in range(max(0, end - 3), end):
             run = words[start:end + 1]
-            if any(a >= b for (_, a, _), (b, _, _) in zip(run, run[1:], strict=False) if text[a:b].strip()):
+            if any(text[a:b].strip() for (_, a, _), (b, _, _) in zip(run, run[1:], strict=False)):
                 continue   # only words next to each other
             if any(s < run[-1][1] and run[0][0] < e for s, e, _ in [*taken, *found]):
                 continue
-            owners = [pid for pid, (all_words, heads) in vocabulary.english.items()
-                      if run[-1][2] in heads and all(w in all_words for _, _, w in run)]
+            owners = [pid for pid, every in vocabulary.english.get(run[-1][2], ())
+                      if all(w in every for _, _, w in run)]
             if len(owners) == 1:
                 found.append((run[0][0], run[-1][1], owners[0]))
                 break
@@ -611,7 +627,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
-                  any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans))
+                  (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans))
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at
@@ -631,8 +647,7 @@ def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: l
     kind = kind[:-1] if len(kind) > 1 and kind.endswith("子") else kind   # 鞋子, 垫子: the kind is 鞋, 垫
 
     def of_kind(pid: str) -> bool:
-        return any(base_name(name).endswith(kind) for name, owner in vocabulary.names.items()
-                   if owner == pid and not re.search("[a-z]", name))
+        return any(name.endswith(kind) for name in vocabulary.chinese_names.get(pid, ()))
     if focus and of_kind(focus[0]):
         return None   # the product in focus is of that kind: the pointer means it, as it always did
     for answer in reversed(earlier):

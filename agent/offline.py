@@ -13,7 +13,7 @@ from typing import Any
 
 from agent import answers, promotion_answers
 from agent.context import TurnContext
-from agent.intent import GENERIC, PRODUCT_ASKS, Ask, Intent, covers
+from agent.intent import GENERIC, LIST_REQUEST, PRODUCT_ASKS, Ask, Intent, covers
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
@@ -37,9 +37,6 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 
 
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
-
-
-_LIST_WORDS = re.compile(r"有哪些|有什么|有啥|哪些|都有|推荐|list|what .* do you have", re.I)
 
 
 def _within(product: Product, asked: Intent) -> bool:
@@ -320,10 +317,10 @@ class OfflineModel:
     @staticmethod
     def _named_within_budget(asked: Intent) -> bool:
         """Products named with a budget (not a brand or category list): which of them the budget allows."""
+        # 200以内的篮球 (a word that ends longer names) or 200以内有啥: a list of the kind, not those products
         return bool(asked.products) and (asked.max_price is not None or asked.min_price is not None) \
             and Ask.COMPARE not in asked.asks and not asked.category and not asked.describes_need \
-            and not asked.names_a_kind and not _LIST_WORDS.search(asked.text)   # 200以内的篮球 / 200以内有啥: a
-        #                                                                       list of the kind, not those products
+            and not asked.names_a_kind and not LIST_REQUEST.search(asked.text)
 
     @staticmethod
     def _listing_words(asked: Intent) -> str:
@@ -343,10 +340,8 @@ class OfflineModel:
     @staticmethod
     def _product_first(asked: Intent, focus: list[str], question: str) -> list[tuple[str, dict[str, Any]]]:
         """The product part's first calls; none when there is no product to look up (then ask which)."""
-        if OfflineModel._named_within_budget(asked):   # the products named, verified; the budget read below
-            return [("get_product_details", {"product_ids": list(asked.products)})]
-        if len(asked.products) >= 2:
-            return [("get_product_details", {"product_ids": list(asked.products)})]
+        if len(asked.products) >= 2 or OfflineModel._named_within_budget(asked):   # named with a budget: verified,
+            return [("get_product_details", {"product_ids": list(asked.products)})]  # the budget read after
         if asked.listing:
             words = OfflineModel._listing_words(asked)
             if not words and asked.describes_need and not (asked.category or asked.brand):

@@ -406,12 +406,12 @@ class ToolRunner:
         candidates: tuple[Candidate, ...] = ()
         wide = bool(where) or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
         lexical_only = ""
-        kind = args.query.strip()
-        of_kind = await products_of_kind(self.conn, kind) if len(kind) == 1 and is_han(kind) else []
+        words = args.query.strip()
+        of_kind = await products_of_kind(self.conn, words) if len(words) == 1 and is_han(words) else []
         if of_kind:   # 鞋, 包, 球: a kind of goods in one character; the catalog's names say which, SQL filters
             listed = await find_products(self.conn, where, of_kind, args.sort, args.top_k)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
-        elif args.query.strip():
+        elif words:
             search = await self.search.find(args.query, 10 if where else args.top_k,
                                             within=FILTERED_WITHIN if wide else None)
             found, lexical_only = search.candidates, search.lexical_only

@@ -377,17 +377,18 @@ class ProductSearch:
         letters = [c for c in query if c.isalpha()]
         # a large catalog reads the features that do not choose its candidates for the candidates alone
         large = len(self.docs) >= ANN_THRESHOLD
+        content = self.lexical.content_words(q)
+        unknown = unknown_words(content, self.lexical.vocabulary, query)
         out = Signals(
             name=self.lexical.name_match(q), brand=self.lexical.brand_match(q),
             bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
             coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
-            words=len(self.lexical.content_words(q)), token_cover=None if large else self.lexical.token_cover(q.tokens))
+            words=len(content), token_cover=None if large else self.lexical.token_cover(q.tokens))
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
-        content = self.lexical.content_words(q)
         out.pinyin = self._pinyin.match(query)
-        out.family = self._families.family(self.lexical.content_words(q), self.lexical.vocabulary)
-        out.unknown = min(len(unknown_words(content, self.lexical.vocabulary, query)) / len(content), 1.0) if content else 0.0
+        out.family = self._families.family(content, self.lexical.vocabulary)
+        out.unknown = min(len(unknown) / len(content), 1.0) if content else 0.0
         # the English evidence for a query without a Chinese character ('tent 2 person 4 season'); a Chinese query
         # naming a Latin brand or code ('Campova 长风 IGT桌') is scored without it (5-fold CV on train, lexical mode:
         # read for those too, it cost name, short-name and traditional queries what it won for English ones)
@@ -397,7 +398,6 @@ class ProductSearch:
         # describe rather than name it (在绿茵场上用脚踢的皮球: read, the gate refused two such paraphrases of
         # demo_queries.jsonl that it passes without the bridge)
         if has_han(query) and out.words < BRIDGE_MAX_WORDS:
-            unknown = unknown_words(content, self.lexical.vocabulary, query)
             out.bridge = self._bridge.match(foreign_words(q.folded, q.words, unknown, self.lexical.vocabulary))
         if large:
             taken = self._candidate_signals(out, vector)
