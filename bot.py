@@ -83,6 +83,7 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
         from handlers.operators import Operators
         from handlers.stores import chat_stores
         from handlers.telegram import build_dispatcher
+        from handlers.turn_process import turn_process, wanted
 
         agent, conn, audit, redis, bot = app.agent, app.agent.conn, app.audit, app.redis, app.bot
         options = TelegramOptions.of(settings)
@@ -92,8 +93,10 @@ async def run_telegram(settings: Settings, role: Literal["all", "work"] = "all")
         policy = await contact_policy(conn)
         hours = ServiceHours.parse(settings.service_hours) if settings.service_hours else \
             ServiceHours.from_policy(policy.content if policy else "")
+        turns = await app.closing.enter_async_context(turn_process(settings, agent)) \
+            if wanted(settings.turn_process) else None   # the turns' CPU on a second core
         conversation = Conversation(agent, sessions, audit, limits=Limits(settings.max_message_chars),
-                                    rate=guards.rate, desk=settings.operator_chat_id is not None)
+                                    rate=guards.rate, desk=settings.operator_chat_id is not None, turns=turns)
         desk = Desk(bot, handoffs, conversation, settings.operator_chat_id, hours,
                     settings.handoff_idle_minutes * 60, policy.content if policy else "", audit)
         if desk.enabled:

@@ -10,15 +10,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from redis.exceptions import RedisError
 
-from agent.analytics.signals import own_flags, previous_flags
 from agent.handoff import asks_for_person
-from agent.memory import Turn
+from agent.memory import ChatMemory, Turn
 from agent.session import ChatSession, Outcome, Sessions
-from agent.trace import TurnResult
+from agent.trace import Signs, TurnResult
 from agent.turn import Agent
 from db.catalog import ProductFilter, find_products
 from db.facts import Order
@@ -78,6 +77,12 @@ class Silent:
 
 
 Reply = Answer | Handoff | Refusal | Silent
+
+
+class Turns(Protocol):
+    """What answers a customer message and reads its signs for the audit: the agent, or a process running one."""
+    async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult: ...
+    async def signs(self, text: str, result: TurnResult, earlier: list[str]) -> Signs: ...
 RateCheck = Callable[[str], Awaitable[str]]   # user id → "ok" | "notify" | "drop"
 
 
@@ -95,9 +100,12 @@ async def _always_ok(user_id: str) -> str:
 
 class Conversation:
     def __init__(self, agent: Agent, sessions: Sessions, audit: Any = None, *, limits: Limits = Limits(),
-                 rate: RateCheck | None = None, desk: bool = False, clock: Callable[[], float] = time.time):
-        """`rate`: the rate limit's verdict per user; `desk`: people answer handed-off chats here."""
+                 rate: RateCheck | None = None, desk: bool = False, clock: Callable[[], float] = time.time,
+                 turns: Turns | None = None):
+        """`rate`: the rate limit's verdict per user; `desk`: people answer handed-off chats here; `turns`:
+        what answers a turn and reads its signs (default the agent; handlers/turn_process.py: a child)."""
         self.agent, self.sessions, self.audit = agent, sessions, audit
+        self.turns: Turns = turns or agent
         self.limits, self.rate, self.desk, self.clock = limits, rate or _always_ok, desk, clock
         self._overview: CatalogOverview | None = None
 
@@ -128,7 +136,7 @@ class Conversation:
         if verdict != "ok":
             return Refusal("slow_down") if verdict == "notify" else Silent("rate_limited")
         try:
-            result = await self.agent.answer(text, user_id=message.user_id, memory=session.memory)
+            result = await self.turns.answer(text, user_id=message.user_id, memory=session.memory)
         except RedisError:
             raise   # store trouble passes: the channel runs the message again rather than apologise
         except Exception:
@@ -158,11 +166,11 @@ class Conversation:
         the answer before it (`earlier`: the chat's turns before this one)."""
         if self.audit is None:
             return
-        text, search = message.text.strip(), getattr(self.agent, "search", None)
-        flags = await own_flags(text, result.answer, bool(result.trace and result.trace.fallback), search)
-        about = await previous_flags(text, [t.user for t in earlier], getattr(search, "query_vector", None))
+        text = message.text.strip()
+        signs = await self.turns.signs(text, result, [t.user for t in earlier])
         self.audit.record(chat_id=message.chat_id, user_id=message.user_id, message=text, result=result,
-                          update_id=message.update_id, delivered=delivered, flags=flags, previous_flags=about)
+                          update_id=message.update_id, delivered=delivered, flags=signs.own,
+                          previous_flags=signs.previous)
 
     def _event(self, kind: str, message: Incoming) -> None:
         if self.audit is not None:

@@ -71,6 +71,7 @@ class Settings(BaseSettings):
     inbox_partitions: int = Field(4, ge=1, le=256)
     inbox_lease_ms: int = Field(15_000, ge=500, le=600_000)
     inbox_concurrency: int = Field(32, ge=1, le=10_000)
+    turn_process: Literal["auto", "on", "off"] = "auto"   # Telegram modes: customer turns in a second process
     search_mode: Literal["hybrid", "lexical"] = "hybrid"   # lexical: no embeddings at all, only on purpose
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
 

@@ -70,6 +70,14 @@ class TurnTrace:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Signs:
+    """A turn's signs of a misunderstanding (its own) and those its message gives about the answer before it
+    (agent/analytics/signals.py)."""
+    own: tuple[str, ...] = ()
+    previous: tuple[str, ...] = ()
+
+
 @dataclass
 class TurnResult:
     answer: str

@@ -16,6 +16,7 @@ import aiosqlite
 
 from agent import answers, intent
 from agent.analytics.analyst import Analyst
+from agent.analytics.signals import own_flags, previous_flags
 from agent.clock import today_shanghai
 from agent.context import TurnContext
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
@@ -29,7 +30,7 @@ from agent.tools import (
     SubmitAnswer,
     ToolRunner,
 )
-from agent.trace import FALLBACK, TurnResult, TurnTrace
+from agent.trace import FALLBACK, Signs, TurnResult, TurnTrace
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products
 from guardrails.fallback import SAFE_FALLBACK
@@ -151,6 +152,14 @@ class Agent:
         trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
         focus, last_quantity = self._focus(released, ledger)
         return TurnResult(released.answer, released.status, released.citations, focus, last_quantity, trace)
+
+    async def signs(self, text: str, result: TurnResult, earlier: list[str]) -> Signs:
+        """The turn's signs of a misunderstanding for the audit; `earlier`: the customer's previous messages."""
+        return await self.signs_of(text, result.answer, bool(result.trace and result.trace.fallback), earlier)
+
+    async def signs_of(self, text: str, answer: str, fallback: bool, earlier: list[str]) -> Signs:
+        return Signs(await own_flags(text, answer, fallback, self.search),
+                     await previous_flags(text, earlier, getattr(self.search, "query_vector", None)))
 
     async def _labels(self, text: str, memory: ChatMemory) -> frozenset[str]:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about

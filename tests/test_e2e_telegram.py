@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -18,8 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def test_conversations_through_the_real_bot_process(world):
     fake, bot, workdir = world
-    process = bot()
+    process = bot(TURN_PROCESS="on")   # the turns in a second process, as on any machine with two cores
     await process.start()
+    for _ in range(1200):   # its first turns would be answered by the bot itself until the child is ready
+        if b"answers the customer turns" in process.output:
+            break
+        await asyncio.sleep(0.1)
+    child = int(re.search(rb"turn process (\d+) answers the customer turns", process.output).group(1))
 
     # the seed dialogue, across three messages
     for question in ["足球多少钱", "有优惠吗", "那买两个呢"]:
@@ -64,6 +71,9 @@ async def test_conversations_through_the_real_bot_process(world):
     # the audit log has one record per answered turn, readable with `audit tail`
     records = [json.loads(line) for line in (workdir / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(records) == 3 + 1 + 4 + 10 + 0
+    assert f"answered by the turn process: {len(records)}, by this process: 0" in output
+    with pytest.raises(ProcessLookupError):   # stopped with the bot
+        os.kill(child, 0)
     assert records[2]["message"] == "那买两个呢" and "calc:001:2:regular" in records[2]["citations"]
     assert all(fake.token not in json.dumps(r, ensure_ascii=False) for r in records)
     tail = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "bot.py"), "audit", "tail", "--chat", "1",

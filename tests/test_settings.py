@@ -74,3 +74,13 @@ def test_catalog_that_cannot_be_created_is_one_line(tmp_path):
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 2
     assert "DATABASE_PATH" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_turn_process_auto_means_a_child_where_there_is_a_second_core(monkeypatch):
+    from handlers import turn_process
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert not turn_process.wanted("auto") and turn_process.wanted("on") and not turn_process.wanted("off")
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert turn_process.wanted("auto")
+    assert Settings(_env_file=None).turn_process == "auto"

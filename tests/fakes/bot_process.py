@@ -47,7 +47,10 @@ class BotProcess:
         self.env.update({"BOT_TOKEN": fake.token, "TELEGRAM_API_BASE": fake.url, "REDIS_URL": REDIS_TEST_URL,
                          "REDIS_PREFIX": prefix, "DATABASE_PATH": str(workdir / "data" / "shop.db"),
                          "AUDIT_PATH": str(workdir / "audit.jsonl"), "WEBHOOK_PORT": str(free_port()),
-                         "MAX_MESSAGE_CHARS": "200", "KEFU_TODAY": "2026-11-29", **env})
+                         "MAX_MESSAGE_CHARS": "200", "KEFU_TODAY": "2026-11-29",
+                         # a turn process per bot would double every real-process test's start-up: the tests
+                         # of handlers/turn_process.py turn it on (test_turn_process, test_e2e_telegram)
+                         "TURN_PROCESS": "off", **env})
         self.env = {k: v for k, v in self.env.items() if v is not None}   # None: leave the setting unset
         self._own_port = "WEBHOOK_PORT" not in env
         self.process: asyncio.subprocess.Process | None = None
