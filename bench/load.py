@@ -4,7 +4,7 @@ latency from the update being available to its reply arriving, Redis round trips
 message, lost, duplicate and out-of-order replies — and the same figures for a bare aiogram echo bot
 (bench/echo_bot.py) through the same fake server in the same run, with ours as ratios to it.
 
-    python bench/load.py [--chats 1000] [--messages 5] [--workers 1] [--burst] [--cluster]
+    python bench/load.py [--chats 1000] [--messages 5] [--workers 1] [--burst] [--cluster] [--turn-process off]
 
 Default: each chat waits for its reply before its next message (a conversation; the questions include
 follow-ups that need the chat's memory). --burst: each chat sends all its messages at once (price
@@ -205,7 +205,8 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
     redis = cluster_client(cluster.url) if cluster else await connect()
     prefix = unique_prefix()
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"RATE_LIMIT_MESSAGES": "1000", "AUDIT_PATH": None, **settings}   # as deployed: no JSONL copy
+        # as deployed: no JSONL copy; the turn process as a plain `python bot.py` has it (the tests' default is off)
+        env = {"RATE_LIMIT_MESSAGES": "1000", "AUDIT_PATH": None, "TURN_PROCESS": args.turn_process, **settings}
         if cluster:
             env.update({"REDIS_URL": cluster.url, "REDIS_CLUSTER": "1"})
         processes = [BotProcess(fake, Path(tmp), prefix, **env)]
@@ -233,7 +234,10 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             found = faults(fake, range(1000, 1000 + args.chats), args.messages, args.burst, echo=False)
         finally:
             for process in reversed(processes):
-                await process.stop()
+                _, output = await process.stop()
+                for line in output.splitlines():
+                    if "customer turns answered by the turn process" in line:
+                        print(line.split(": ", 1)[1])
             if cluster is None:   # the cluster is stopped afterwards, with everything in it
                 await drop_prefix(redis, prefix)
             await redis.aclose()
@@ -306,6 +310,8 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1, help="workers in all (python bot.py is the first)")
     parser.add_argument("--burst", action="store_true", help="each chat sends all its messages at once")
+    parser.add_argument("--turn-process", default="auto", choices=["auto", "on", "off"],
+                        help="TURN_PROCESS of the bot's processes (auto, as a plain python bot.py)")
     parser.add_argument("--cluster", action="store_true",
                         help="one node, then a Redis Cluster started here, in one run (no echo bot)")
     asyncio.run(main(parser.parse_args()))
