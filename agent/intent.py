@@ -150,6 +150,11 @@ class Vocabulary:
     english: dict[str, tuple[tuple[str, frozenset[str]], ...]] = field(default_factory=dict)
 
     @cached_property
+    def name_characters(self) -> frozenset[str]:
+        """Every Chinese character the catalog's product names and short forms are written with."""
+        return frozenset(ch for name in self.names for ch in name if "\u4e00" <= ch <= "\u9fff")
+
+    @cached_property
     def chinese_names(self) -> dict[str, tuple[str, ...]]:
         """Product id → its Chinese names and short forms, pack size aside (read by pointers with a kind)."""
         out: dict[str, list[str]] = {}
@@ -275,6 +280,9 @@ class Intent:
     named: tuple[str, ...] = ()                 # the catalog words the message used, as written
     leans_back: bool = False                    # elliptical, a pointer or a bare quantity: needs a focus
     names_a_kind: bool = False                  # with a budget: a word named ends longer names too (篮球: 室外耐磨篮球)
+    # what qualifies the subject, in characters no product name uses (滑雪板: 雪): not a kind the shop sells
+    # under another name (运动鞋 → 跑步鞋) but another thing (a snowboard is not a skateboard)
+    foreign_qualifier: str = ""
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -627,7 +635,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
-                  (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans))
+                  (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
+                  "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters))
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at

@@ -363,3 +363,14 @@ async def test_a_word_the_dictionary_reads_as_a_products_english_name_is_that_pr
     answer = (await agent.answer("背囊有吗", user_id="u")).answer
     assert "双肩运动背包" in answer and "没有销售" not in answer
     assert "没有销售" in (await agent.answer("杠铃有吗", user_id="u")).answer
+
+
+async def test_a_thing_qualified_in_words_the_catalog_never_writes_is_another_thing(agent, vocabulary):
+    """滑雪板 ends like 滑板 but 雪 is in no product name: a snowboard is a near miss ("not sold", then the
+    related product), while 运动鞋 (运动 is in the catalog's names) is a kind the shop sells as 跑步鞋 etc."""
+    assert read("滑雪板有吗", vocabulary).foreign_qualifier == "雪"
+    assert read("运动鞋有哪些", vocabulary).foreign_qualifier == ""
+    answer = (await agent.answer("滑雪板有吗", user_id="u")).answer
+    assert answer.startswith("抱歉，本店没有销售“滑雪板”") and "滑板" in answer
+    kinds = (await agent.answer("有什么运动鞋", user_id="u")).answer
+    assert "没有销售" not in kinds and "跑步鞋" in kinds
