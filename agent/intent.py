@@ -184,7 +184,7 @@ class Vocabulary:
         if not self.sounds and self.names:
             by_sound: dict[str, set[str]] = {}
             for name, pid in self.names.items():
-                if len(name) >= 3 and all("\u4e00" <= ch <= "\u9fff" for ch in name):
+                if len(name) >= 2 and all("\u4e00" <= ch <= "\u9fff" for ch in name):
                     by_sound.setdefault(" ".join(pinyin_of(ch) for ch in name), set()).add(pid)
             sounds: dict[str, dict[int, dict[str, str]]] = {}
             for key, pids in by_sound.items():
@@ -375,7 +375,9 @@ def _english_named(text: str, vocabulary: Vocabulary, taken: list[tuple[int, int
 
 
 def _homophones(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
-    """Spans of three or more Chinese characters that sound like a catalog name they are not."""
+    """Spans of Chinese characters that sound like a catalog name they are not: three or more; two when one
+    character is the name's own, in its place, and the pair is no word of the dictionary (蓝球 for 篮球,
+    帐蓬 for 帐篷 — not 呼吸 for 护膝)."""
     if not vocabulary.sounds:
         return []
     syllables = [pinyin_of(ch) if "\u4e00" <= ch <= "\u9fff" else "" for ch in text]
@@ -386,7 +388,8 @@ def _homophones(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]
         for length, names in vocabulary.sounds.get(syllables[start], ()):
             end = start + length
             key = " ".join(syllables[start:end])
-            if end <= len(text) and key in names and text[start:end] not in vocabulary.names:
+            if end <= len(text) and key in names and text[start:end] not in vocabulary.names \
+                    and (length > 2 or _misspelt_pair(text, start, vocabulary.chinese_names.get(names[key], ()))):
                 found.append((start, end, names[key]))
     found.sort(key=lambda x: (x[0], -(x[1] - x[0])))
     kept: list[tuple[int, int, str]] = []
@@ -394,6 +397,20 @@ def _homophones(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]
         if not kept or span[0] >= kept[-1][1]:
             kept.append(span)
     return kept
+
+
+def _misspelt_pair(text: str, start: int, names: tuple[str, ...]) -> bool:
+    """The two characters at `start`: one of them a two-character name of the product has in the same place,
+    together no dictionary word (a typo, not another word that sounds the same), and not a piece of a longer
+    word of the message (榄球 in 橄榄球)."""
+    pair = text[start:start + 2]
+    if not any(len(n) == 2 and (n[0] == pair[0] or n[1] == pair[1]) for n in names) or senses(pair):
+        return False
+    edges, at = set(), 0
+    for word in jieba.lcut(text):
+        edges.add(at)
+        at += len(word)
+    return start in edges and (start + 2 in edges or start + 2 == len(text))
 
 
 _EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",

@@ -82,6 +82,11 @@ async def test_a_name_typed_with_a_homophone_is_that_name(vocabulary):
     assert read("跑步写多少钱", vocabulary).products == ("004",)          # 写 for 鞋
     assert read("护腿版有货吗", vocabulary).products == ("052",)          # 版 for 板
     assert read("网球排多少钱", vocabulary).products == ("013",)          # 网球排 is 网球拍, not 网球
+    # two characters: one of the name's own in its place, the pair no word of the dictionary, not inside a word
+    assert read("兰球怎么卖", vocabulary).products == ("002",)            # 兰 for 篮
+    assert read("排求还有吗", vocabulary).products == ("010",)            # 求 for 球
+    assert read("呼吸不顺畅怎么办", vocabulary).products == ()            # 呼吸 is a word, not 护膝
+    assert read("橄榄球有吗", vocabulary).products == ()                  # 榄球 is a piece of 橄榄球
 
 
 async def test_english_counts_in_digits_and_measure_phrases(vocabulary):
