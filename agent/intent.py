@@ -185,7 +185,8 @@ class Vocabulary:
             by_sound: dict[str, set[str]] = {}
             for name, pid in self.names.items():
                 if len(name) >= 2 and all("\u4e00" <= ch <= "\u9fff" for ch in name):
-                    by_sound.setdefault(" ".join(pinyin_of(ch) for ch in name), set()).add(pid)
+                    # the name read as a word (瑜伽: yu jia; 伽 alone is ga), a message's characters one by one
+                    by_sound.setdefault(pinyin_of(name), set()).add(pid)
             sounds: dict[str, dict[int, dict[str, str]]] = {}
             for key, pids in by_sound.items():
                 if len(pids) == 1:   # a sound two products share names neither

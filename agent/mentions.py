@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import jieba
 import jieba.posseg
 
+from retrieval.bridge import senses
+
 jieba.setLogLevel(logging.WARNING)
 
 # Tags of words that can be part of the name of goods (jieba/ICTCLAS tag set): nouns, idiomatic nouns,
@@ -189,8 +191,9 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
     for start, end, _ in spans:
         for s, e, word, flag in tokens:
             if s <= start and end <= e and (s, e) != (start, end) and flag in _NOUN_TAGS \
-                    and word not in names and word not in _NOT_GOODS and not _measure_tail(word[end - s:]):
-                return word          # 篮球架: one jieba word holding the name
+                    and word not in names and word not in _NOT_GOODS \
+                    and (not _measure_tail(word[end - s:]) or senses(word)):
+                return word          # 篮球架: one jieba word holding the name (乒乓球台: a table, not a count)
             if s == end and flag in ("n", "ng", "q") and len(word) == 1 and word not in _NOT_GOODS \
                     and word not in names and not any(word.startswith(n) for n in names):
                 return text[start:e]  # 足球 + 门

@@ -208,7 +208,8 @@ class OfflineModel:
         if asked.near_miss:
             return (*answers.related_answer(asked.near_miss, [main]), AnswerStatus.GROUNDED)
         subject = asked.subject
-        if subject and not asked.products and not asked.describes_need and not covers(subject, main.product_name):
+        if subject and not asked.products and not asked.describes_need \
+                and (not covers(subject, main.product_name) or asked.foreign_qualifier):   # 拳击手套 is not 健身手套
             # the search was confident, and what it found is the kind of thing asked for under another name
             # (运动鞋 → 跑步鞋, 越野跑鞋): those products, not "not sold"; else a near miss (篮球架 → 篮球)
             def alike(product: Product) -> bool:   # the same kind by its head, or by the dictionary (背囊 → backpack)

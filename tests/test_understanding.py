@@ -379,3 +379,17 @@ async def test_a_thing_qualified_in_words_the_catalog_never_writes_is_another_th
     assert answer.startswith("抱歉，本店没有销售“滑雪板”") and "滑板" in answer
     kinds = (await agent.answer("有什么运动鞋", user_id="u")).answer
     assert "没有销售" not in kinds and "跑步鞋" in kinds
+
+
+async def test_a_dictionary_word_holding_a_name_is_another_thing_and_a_qualified_head_too(agent, vocabulary):
+    """乒乓球台 is one word of the dictionary (a table), not 乒乓球 counted by 台; 拳击手套 shares its head with
+    健身手套 but 拳击 is written in characters no product name uses: both are near misses, said not sold."""
+    assert read("你们卖不卖乒乓球台", vocabulary).near_miss == "乒乓球台"
+    assert read("乒乓球两盒多少钱", vocabulary).near_miss == ""
+    answer = (await agent.answer("拳击手套有卖吗", user_id="u")).answer
+    assert answer.startswith("抱歉，本店没有销售“拳击手套”")
+
+
+async def test_a_name_is_heard_as_the_word_it_is(vocabulary):
+    """瑜伽 is read yu jia as a word (伽 alone is ga), so 瑜珈垫, typed with 珈 (jia), is 瑜伽垫."""
+    assert read("瑜珈垫还有货吗", vocabulary).products == ("005",)
