@@ -20,6 +20,7 @@ import itertools
 import logging
 import os
 import pickle
+import signal
 import socket
 import struct
 import sys
@@ -161,6 +162,9 @@ class TurnProcess:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "handlers.turn_process", str(theirs.fileno()),
                 pass_fds=(theirs.fileno(),), stdin=asyncio.subprocess.DEVNULL)
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         reader, writer = await asyncio.open_unix_connection(sock=ours)
@@ -234,7 +238,8 @@ async def _serve(fd: int) -> int:
 
     async def reply(call_id: int, status: str, value: Any) -> None:
         async with lock:
-            await _write(writer, (call_id, status, value))
+            with contextlib.suppress(OSError):   # the parent is gone: the read loop ends at its EOF
+                await _write(writer, (call_id, status, value))
 
     async def run(agent: Agent, call_id: int, kind: str, arguments: tuple) -> None:
         try:
@@ -271,6 +276,7 @@ async def _serve(fd: int) -> int:
 def main() -> None:
     from handlers.process import leave, log_off_the_loop, run_serving
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in a terminal stops the parent, which stops this
     listener = log_off_the_loop(logging.WARNING)
     try:
         code = run_serving(_serve(int(sys.argv[1])))
