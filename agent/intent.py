@@ -284,6 +284,8 @@ class Intent:
     # what qualifies the subject, in characters no product name uses (滑雪板: 雪): not a kind the shop sells
     # under another name (运动鞋 → 跑步鞋) but another thing (a snowboard is not a skateboard)
     foreign_qualifier: str = ""
+    # counted in pairs (一对, 两双): the products whose own count was, and "" for the overall count
+    in_pairs: frozenset[str] = frozenset()
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -483,27 +485,35 @@ def _counts_ordered(text: str, mentions: list) -> list:
             and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
 
 
-def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None]:
-    """Units asked per product (两个足球, 水壶2个, 各一个) and overall. The text has English counts as
-    numerals already. A message keeps one order: when its first product has its count after it (T恤三件
-    短裤两条), every count follows its product."""
+def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None, frozenset[str]]:
+    """Units asked per product (两个足球, 水壶2个, 各一个) and overall, and which were counted in pairs (一对:
+    the products' own counts, and "" for the overall count). The text has English counts as numerals already.
+    A message keeps one order: when its first product has its count after it (T恤三件 短裤两条), every count
+    follows its product."""
     found = find_mentions(text)
     mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
     mentions = _counts_ordered(text, mentions)
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
+    paired: set[str] = set()
     befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球
     afters = [[m for m in mentions if 0 <= m.start - end <= 1] for _, end, _ in spans]     # 水壶2个
     counts_follow = bool(spans) and bool(afters[0]) and not befores[0]
     for k, (_, _, pid) in enumerate(spans):
         if each:
             per[pid] = _whole(parse_number(each.group("n"))) or 1
+            if _in_pairs(each.group(0)):
+                paired.add(pid)
             continue
         chosen = (afters[k] or befores[k]) if counts_follow else (befores[k] or afters[k])
         if chosen:
             per[pid] = _whole(chosen[0].value) or 1
+            if _in_pairs(chosen[0].text):
+                paired.add(pid)
     overall = _whole(mentions[0].value) if mentions else None
+    if mentions and _in_pairs(mentions[0].text):
+        paired.add("")
     totalled = [m for m in mentions if _TOTALLED.match(text, m.end)]
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
         overall = _whole(totalled[0].value)
@@ -511,7 +521,11 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
     if overall is None:
         m = re.search(f"买\\s*(?P<n>{NUM})", text)
         overall = _whole(parse_number(m.group("n"))) if m else None
-    return per, overall
+    return per, overall, frozenset(paired)
+
+
+def _in_pairs(count: str) -> bool:
+    return count.rstrip().endswith(("对", "双"))
 
 
 def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
@@ -604,7 +618,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
     spans, products = _playing(folded, spans, products)
-    per, overall = _quantities(folded, spans)
+    per, overall, paired = _quantities(folded, spans)
     high, low = _budget(folded)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
@@ -654,7 +668,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters))
+                  "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters),
+                  paired)
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at

@@ -33,6 +33,7 @@ from agent.tools import (
 from agent.trace import FALLBACK, Signs, TurnResult, TurnTrace
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products
+from db.pricing import SINGLE_UNITS, measure_word
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import QUANTITY, find_mentions
 from guardrails.ledger import EvidenceKind, EvidenceLedger
@@ -108,6 +109,7 @@ class Agent:
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
             asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
         asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
+        asked = await self._in_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
@@ -231,6 +233,24 @@ class Agent:
         quantities = {pick: asked.quantity} if asked.quantity else {}
         return dataclasses.replace(asked, products=(pick,), follow_up=False, quantities=quantities,
                                    goods=(), subject="")
+
+    async def _in_pairs(self, asked: intent.Intent, focus: list[str]) -> intent.Intent:
+        """登山杖买一对, 护膝要一对: a pair of goods the shop sells one piece at a time is two of them (shoes and
+        gloves are sold in pairs, dumbbells as a set: 一双, 一对 is one); the unit is the one the price quote
+        uses (db.pricing.measure_word)."""
+        if not asked.in_pairs:
+            return asked
+        meant = list(asked.products) or (focus[:1] if asked.follow_up else [])
+        products = await fetch_products(self.conn, meant) if meant else {}
+        single = {pid for pid, p in products.items()
+                  if measure_word(p.product_name, p.specifications) in SINGLE_UNITS}
+        quantities = {pid: n * 2 if pid in single and pid in asked.in_pairs else n
+                      for pid, n in asked.quantities.items()}
+        one = meant[0] if len(meant) == 1 else None
+        quantity = asked.quantity
+        if quantity and one in single and (one in asked.in_pairs or "" in asked.in_pairs and one not in asked.quantities):
+            quantity *= 2
+        return dataclasses.replace(asked, quantities=quantities, quantity=quantity)
 
     @staticmethod
     def _focus(released: Released, ledger: EvidenceLedger) -> tuple[list[str], int | None]:

@@ -46,6 +46,9 @@ def money(value: Decimal) -> Decimal:
 _PACK = re.compile(r"每(盒|罐|筒|包|袋|箱|桶|套)\s*\d")
 
 
+SINGLE_UNITS = frozenset("个根支件只条张把")   # goods counted one piece at a time: a pair (一对) of them is two
+
+
 def measure_word(product_name: str, specifications: str = "") -> str:
     """The Chinese measure word a customer would use for this product (for condition notes). A pack is
     counted in the container its specifications name (每筒12只 → 筒, 每罐3只 → 罐), else in 盒."""

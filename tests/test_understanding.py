@@ -393,3 +393,16 @@ async def test_a_dictionary_word_holding_a_name_is_another_thing_and_a_qualified
 async def test_a_name_is_heard_as_the_word_it_is(vocabulary):
     """瑜伽 is read yu jia as a word (伽 alone is ga), so 瑜珈垫, typed with 珈 (jia), is 瑜伽垫."""
     assert read("瑜珈垫还有货吗", vocabulary).products == ("005",)
+
+
+async def test_a_pair_of_goods_sold_one_by_one_is_two_of_them(agent, vocabulary):
+    """一对 / 两双 count pairs: two each of goods the shop counts by the piece (护膝 单只装, 登山杖 by the 根);
+    shoes and gloves are sold by the pair and dumbbells as a set, so 一双 / 一对 of them is one. Only the
+    product whose own count is in pairs is doubled (一双跑鞋一条裤子: the trousers stay one)."""
+    assert read("护膝来一对", vocabulary).in_pairs
+    assert not read("护膝来两个", vocabulary).in_pairs
+    assert figures((await agent.answer("运动护膝两对多少钱", user_id="u")).answer)[-1] == "316"        # 4 × 79
+    assert figures((await agent.answer("跑步鞋一双多少钱", user_id="u")).answer)[-1] == "500"
+    assert "买1套可调节哑铃套装共299元" in (await agent.answer("可调节哑铃套装一对多少钱", user_id="u")).answer
+    both = (await agent.answer("跑步鞋一双跳绳一根一共多少钱", user_id="u")).answer
+    assert "买1双" in both and "买1根" in both
