@@ -790,6 +790,18 @@ def elliptical(text: str) -> bool:
     return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", fold(text)))) or bool(_ELLIPTICAL.match(fold(text).strip()))
 
 
+_PARTICLES = re.compile(r"那么|那|要是|如果|换成|改成|还有|呢|嘞|咧|的|[\s，,。？?！!]")
+
+
+def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
+    """An elliptical message that is only what it names and particles (那乒乓球拍呢): all it asks is what the
+    conversation asked before, so the router's reading of its few words says nothing."""
+    folded = fold(text).strip()
+    if not elliptical(text) or vocabulary.pattern is None:
+        return False
+    return not _PARTICLES.sub("", vocabulary.pattern.sub("", folded))
+
+
 def refers_back(text: str) -> bool:
     """The message leans on the conversation: elliptical, a pointer (第二个, 便宜的那个, the cheaper one),
     or a bare order for a quantity (就它了，买两个)."""

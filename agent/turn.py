@@ -174,6 +174,8 @@ class Agent:
             previous = frozenset()
             if memory.turns and memory.focus_product_ids:
                 previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
+            if intent.bare_follow_up(text, await self.vocabulary()):
+                labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
             labels = intent.carry_over(labels, previous)   # nothing discussed: a product question to ask about
         return labels
 
