@@ -128,7 +128,7 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
         if any(s < end and start < e for s, e in covered):
             continue
         tokens, position = [], start
-        for token in jieba.posseg.lcut(text[start:end]):
+        for token in _tokens(text[start:end]) if start == 0 else jieba.posseg.lcut(text[start:end]):
             tokens.append((position, position + len(token.word), token.word, token.flag))
             position += len(token.word)
         while tokens and (tokens[0][3] in {"r", "d", "p", "c", "u", "y", "m", "q"} or tokens[0][2] in _ASKING_VERBS
@@ -155,10 +155,21 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     return sorted(phrases, key=order.__getitem__)
 
 
+def _tokens(text: str) -> list:
+    """jieba's tagged words of a message, except that a message never starts with a bare measure word: 台球杆
+    is cut 台 (a measure) + 球杆, but 台球 is a word of the dictionary, so 台 begins the noun (台球杆, 双杠).
+    (Inside a message 有台球杆吗 is left as jieba cuts it: 来把手套 is 把 + 手套 though 把手 is a word too.)"""
+    tokens = jieba.posseg.lcut(text)
+    if len(tokens) >= 2 and tokens[0].flag == "q" and tokens[1].flag.startswith("n") \
+            and senses(tokens[0].word + tokens[1].word[0]):
+        tokens[:2] = [jieba.posseg.pair(tokens[0].word + tokens[1].word, "n")]
+    return tokens
+
+
 def _tagged_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     phrases, run, pending = [], [], ""
     position = 0
-    for token in jieba.posseg.lcut(text):
+    for token in _tokens(text):
         start, end = position, position + len(token.word)
         position = end
         inside = any(s <= start and end <= e for s, e in covered)   # a known word, or part of one

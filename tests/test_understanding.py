@@ -43,7 +43,9 @@ def test_pronouns_verbs_places_people_and_asking_words_name_no_goods(text):
 
 
 @pytest.mark.parametrize(("text", "goods"), [("店里有无人机吗", "无人机"), ("钓鱼竿怎么卖", "钓鱼竿"),
-                                             ("有没有拳击手套", "拳击手套"), ("想买个冲浪板", "冲浪板")])
+                                             ("有没有拳击手套", "拳击手套"), ("想买个冲浪板", "冲浪板"),
+                                             ("台球杆多少钱", "台球杆"), ("双杠多少钱", "双杠"),   # not 台 / 双 counted
+                                             ("买把雨伞", "雨伞")])
 def test_a_noun_phrase_for_a_thing_is_goods(text, goods):
     assert goods_phrases(text, []) == [goods]
 
