@@ -33,6 +33,7 @@ from agent.memory import ChatMemory
 from agent.settings import Settings
 from agent.trace import Signs, TurnResult
 from agent.turn import Agent
+from handlers.delivery.metrics import TURN_PLACES
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,10 @@ class TurnProcess:
                                       self.settings.turn_budget_seconds + CALL_MARGIN_SECONDS)
         except ChildUnavailable:
             self.calls["local"] += 1
+            TURN_PLACES.labels("here").inc()
             return await self.local.answer(text, user_id=user_id, memory=memory)
         self.calls["child"] += 1
+        TURN_PLACES.labels("child").inc()
         return result
 
     async def signs(self, text: str, result: TurnResult, earlier: list[str]) -> Signs:

@@ -15,6 +15,7 @@ from agent.memory import ChatMemory, Turn
 from agent.settings import Settings
 from agent.startup import open_agent
 from handlers import turn_process
+from handlers.delivery.metrics import TURN_PLACES
 from tests.fakes.demo import DEMO_DAY
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]   # one child process for the module
@@ -68,8 +69,10 @@ async def test_a_dead_child_is_answered_for_here_then_started_again(agent_and_ch
     first = process.pid
     os.kill(first, signal.SIGKILL)
     await process.wait()
+    here = TURN_PLACES.labels("here")._value.get()
     result = await child.answer("足球多少钱", user_id="u2")
     assert "120元" in result.answer and child.calls["local"] == 1
+    assert TURN_PLACES.labels("here")._value.get() == here + 1   # what /metrics shows an operator
     await asyncio.wait_for(child.ready.wait(), 120)   # started again
     assert child._process.pid != first
     assert "120元" in (await child.answer("足球多少钱", user_id="u2")).answer and child.calls["child"] == 1

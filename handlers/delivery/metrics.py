@@ -22,6 +22,8 @@ TURNS = Counter("kefu_turns_total", "Customer turns answered, by status", ["stat
 BLOCKS = Counter("kefu_validator_blocks_total", "Drafts blocked by the validator, by reason code", ["code"])
 DEGRADED = Counter("kefu_degraded_turns_total", "Turns the remote model could not finish (offline model answered)")
 FALLBACK = Counter("kefu_fallback_turns_total", "Turns that ended with the safe fallback text")
+TURN_PLACES = Counter("kefu_turn_process_turns_total", "Customer turns by where they ran: the turn process "
+                      "(child) or, while it is starting or gone, the bot process itself (here)", ["where"])
 NOT_SENT = Counter("kefu_turns_not_sent_total", "Answers not sent because a person took the chat meanwhile")
 MODEL_CALLS = Histogram("kefu_model_calls_per_turn", "Model calls in one turn", buckets=(1, 2, 3, 4, 5, 6, 8, 12))
 HANDOFFS = Counter("kefu_handoffs_total", "Chats handed to a person")
