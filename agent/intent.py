@@ -797,8 +797,9 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
     """An elliptical message that is only what it names and particles (那乒乓球拍呢): all it asks is what the
     conversation asked before, so the router's reading of its few words says nothing."""
     folded = fold(text).strip()
-    if not elliptical(text) or vocabulary.pattern is None:
-        return False
+    if vocabulary.pattern is None or not vocabulary.pattern.search(folded) \
+            or not (elliptical(text) or re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded)):
+        return False   # (a long name, 那GPS心率运动手表呢, is past the elliptical pattern's length)
     return not _PARTICLES.sub("", vocabulary.pattern.sub("", folded))
 
 

@@ -170,11 +170,12 @@ class Agent:
         last = memory.turns[-1] if memory.turns else None
         if last is not None and answers.CLARIFY in last.assistant and not intent.refers_back(text):
             return intent.answering_which(labels, self.router.labels(last.user).labels)
-        if intent.refers_back(text):
+        bare = intent.bare_follow_up(text, await self.vocabulary())
+        if bare or intent.refers_back(text):
             previous = frozenset()
             if memory.turns and memory.focus_product_ids:
                 previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
-            if intent.bare_follow_up(text, await self.vocabulary()):
+            if bare:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
             labels = intent.carry_over(labels, previous)   # nothing discussed: a product question to ask about
         return labels

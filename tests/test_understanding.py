@@ -414,8 +414,10 @@ async def test_a_pair_of_goods_sold_one_by_one_is_two_of_them(agent, vocabulary)
 async def test_a_bare_follow_up_asks_what_the_conversation_asked_not_what_its_few_words_look_like(agent, vocabulary):
     """那泡沫轴呢 / 那瑜伽砖呢 are a name and particles: the router's reading of those few words (a listing, an
     attribute, thanks) says nothing; after a question about something not sold, they ask the price (of 55 such
-    follow-ups, one per demo product, 21 were answered with the product's description alone)."""
+    follow-ups, one per demo product, 21 were answered with the product's description alone; now none)."""
     assert intent.bare_follow_up("那排球呢？", vocabulary) and not intent.bare_follow_up("那排球多重呢", vocabulary)
+    assert intent.bare_follow_up("那GPS心率运动手表呢", vocabulary)   # a name longer than the elliptical pattern's
+    assert not intent.bare_follow_up("排球", vocabulary) and not intent.bare_follow_up("那足球和篮球呢", vocabulary)
     said = await converse(agent, ["有冰刀鞋吗", "那泡沫轴呢"])
     assert "没有销售" in said[0] and "售价" in said[1]
     said = await converse(agent, ["有冰刀鞋吗", "那瑜伽砖呢"])
