@@ -77,13 +77,13 @@ class Silent:
 
 
 Reply = Answer | Handoff | Refusal | Silent
+RateCheck = Callable[[str], Awaitable[str]]   # user id → "ok" | "notify" | "drop"
 
 
 class Turns(Protocol):
     """What answers a customer message and reads its signs for the audit: the agent, or a process running one."""
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult: ...
     async def signs(self, text: str, result: TurnResult, earlier: list[str]) -> Signs: ...
-RateCheck = Callable[[str], Awaitable[str]]   # user id → "ok" | "notify" | "drop"
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,14 @@ numerals through guardrails.figures, traditional characters and English brand na
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import jieba
 import jieba.posseg
@@ -284,8 +285,8 @@ class Intent:
     # what qualifies the subject, in characters no product name uses (滑雪板: 雪): not a kind the shop sells
     # under another name (运动鞋 → 跑步鞋) but another thing (a snowboard is not a skateboard)
     foreign_qualifier: str = ""
-    # counted in pairs (一对, 两双): the products whose own count was, and "" for the overall count
-    in_pairs: frozenset[str] = frozenset()
+    in_pairs: frozenset[str] = frozenset()      # products whose own count is in pairs (护膝来一对, 两双)
+    quantity_in_pairs: bool = False             # the overall count is (行，就登山杖吧，买一对)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -409,11 +410,14 @@ def _misspelt_pair(text: str, start: int, names: tuple[str, ...]) -> bool:
     pair = text[start:start + 2]
     if not any(len(n) == 2 and (n[0] == pair[0] or n[1] == pair[1]) for n in names) or senses(pair):
         return False
-    edges, at = set(), 0
-    for word in jieba.lcut(text):
-        edges.add(at)
-        at += len(word)
-    return start in edges and (start + 2 in edges or start + 2 == len(text))
+    edges = _word_edges(text)
+    return start in edges and start + 2 in edges   # the end of the message is an edge too
+
+
+@lru_cache(maxsize=64)
+def _word_edges(text: str) -> frozenset[int]:
+    """Where the message's jieba words start (cut once for every pair of it that sounds like a name)."""
+    return frozenset(itertools.accumulate((len(w) for w in jieba.lcut(text)), initial=0))
 
 
 _EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
@@ -485,9 +489,9 @@ def _counts_ordered(text: str, mentions: list) -> list:
             and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
 
 
-def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None, frozenset[str]]:
-    """Units asked per product (两个足球, 水壶2个, 各一个) and overall, and which were counted in pairs (一对:
-    the products' own counts, and "" for the overall count). The text has English counts as numerals already.
+def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None, frozenset[str], bool]:
+    """Units asked per product (两个足球, 水壶2个, 各一个) and overall, then which of those counts were in pairs
+    (一对): the products', and whether the overall one was. The text has English counts as numerals already.
     A message keeps one order: when its first product has its count after it (T恤三件 短裤两条), every count
     follows its product."""
     found = find_mentions(text)
@@ -503,17 +507,16 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
     for k, (_, _, pid) in enumerate(spans):
         if each:
             per[pid] = _whole(parse_number(each.group("n"))) or 1
-            if _in_pairs(each.group(0)):
+            if _counted_in_pairs(each.group(0)):
                 paired.add(pid)
             continue
         chosen = (afters[k] or befores[k]) if counts_follow else (befores[k] or afters[k])
         if chosen:
             per[pid] = _whole(chosen[0].value) or 1
-            if _in_pairs(chosen[0].text):
+            if _counted_in_pairs(chosen[0].text):
                 paired.add(pid)
     overall = _whole(mentions[0].value) if mentions else None
-    if mentions and _in_pairs(mentions[0].text):
-        paired.add("")
+    overall_paired = bool(mentions) and _counted_in_pairs(mentions[0].text)
     totalled = [m for m in mentions if _TOTALLED.match(text, m.end)]
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
         overall = _whole(totalled[0].value)
@@ -521,10 +524,10 @@ def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str,
     if overall is None:
         m = re.search(f"买\\s*(?P<n>{NUM})", text)
         overall = _whole(parse_number(m.group("n"))) if m else None
-    return per, overall, frozenset(paired)
+    return per, overall, frozenset(paired), overall_paired
 
 
-def _in_pairs(count: str) -> bool:
+def _counted_in_pairs(count: str) -> bool:
     return count.rstrip().endswith(("对", "双"))
 
 
@@ -618,7 +621,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
     spans, products = _playing(folded, spans, products)
-    per, overall, paired = _quantities(folded, spans)
+    per, overall, paired, overall_paired = _quantities(folded, spans)
     high, low = _budget(folded)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
@@ -669,7 +672,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters),
-                  paired)
+                  paired, overall_paired)
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at
@@ -797,10 +800,11 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
     """An elliptical message that is only what it names and particles (那乒乓球拍呢): all it asks is what the
     conversation asked before, so the router's reading of its few words says nothing."""
     folded = fold(text).strip()
-    if vocabulary.pattern is None or not vocabulary.pattern.search(folded) \
-            or not (elliptical(text) or re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded)):
-        return False   # (a long name, 那GPS心率运动手表呢, is past the elliptical pattern's length)
-    return not _PARTICLES.sub("", vocabulary.pattern.sub("", folded))
+    if vocabulary.pattern is None \
+            or not (re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded) or elliptical(text)):
+        return False   # (by its ends, not only `elliptical`: 那GPS心率运动手表呢 is past that pattern's length)
+    rest = vocabulary.pattern.sub("", folded)
+    return rest != folded and not _PARTICLES.sub("", rest)
 
 
 def refers_back(text: str) -> bool:

@@ -100,7 +100,7 @@ class Agent:
         trace = TurnTrace(model=self.model.name)
         vocabulary = await self.vocabulary()
         ledger = EvidenceLedger(vocabulary.brands)
-        labels = await self._labels(text, memory)
+        labels = await self._labels(text, memory, vocabulary)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._qualify(text, asked, vocabulary)
@@ -109,7 +109,7 @@ class Agent:
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
             asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
         asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
-        asked = await self._in_pairs(asked, memory.focus_product_ids)
+        asked = await self._count_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
@@ -160,17 +160,18 @@ class Agent:
         return await self.signs_of(text, result.answer, bool(result.trace and result.trace.fallback), earlier)
 
     async def signs_of(self, text: str, answer: str, fallback: bool, earlier: list[str]) -> Signs:
+        """The same from the answer's text and whether it was the safe fallback (what a turn process is sent)."""
         return Signs(await own_flags(text, answer, fallback, self.search),
                      await previous_flags(text, earlier, getattr(self.search, "query_vector", None)))
 
-    async def _labels(self, text: str, memory: ChatMemory) -> frozenset[str]:
+    async def _labels(self, text: str, memory: ChatMemory, vocabulary: intent.Vocabulary) -> frozenset[str]:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
         the product in focus asks what the previous message asked, plus anything it asks itself."""
         labels = self.router.labels(text, await self._router_vector(text)).labels
         last = memory.turns[-1] if memory.turns else None
         if last is not None and answers.CLARIFY in last.assistant and not intent.refers_back(text):
             return intent.answering_which(labels, self.router.labels(last.user).labels)
-        bare = intent.bare_follow_up(text, await self.vocabulary())
+        bare = intent.bare_follow_up(text, vocabulary)
         if bare or intent.refers_back(text):
             previous = frozenset()
             if memory.turns and memory.focus_product_ids:
@@ -237,11 +238,11 @@ class Agent:
         return dataclasses.replace(asked, products=(pick,), follow_up=False, quantities=quantities,
                                    goods=(), subject="")
 
-    async def _in_pairs(self, asked: intent.Intent, focus: list[str]) -> intent.Intent:
+    async def _count_pairs(self, asked: intent.Intent, focus: list[str]) -> intent.Intent:
         """登山杖买一对, 护膝要一对: a pair of goods the shop sells one piece at a time is two of them (shoes and
         gloves are sold in pairs, dumbbells as a set: 一双, 一对 is one); the unit is the one the price quote
         uses (db.pricing.measure_word)."""
-        if not asked.in_pairs:
+        if not (asked.in_pairs or asked.quantity_in_pairs):
             return asked
         meant = list(asked.products) or (focus[:1] if asked.follow_up else [])
         products = await fetch_products(self.conn, meant) if meant else {}
@@ -251,7 +252,7 @@ class Agent:
                       for pid, n in asked.quantities.items()}
         one = meant[0] if len(meant) == 1 else None
         quantity = asked.quantity
-        if quantity and one in single and (one in asked.in_pairs or "" in asked.in_pairs and one not in asked.quantities):
+        if quantity and one in single and (one in asked.in_pairs or asked.quantity_in_pairs and one not in asked.quantities):
             quantity *= 2
         return dataclasses.replace(asked, quantities=quantities, quantity=quantity)
 

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from handlers import texts  # noqa: E402
 from handlers.delivery.inbox import Inbox  # noqa: E402
 from handlers.stores import cluster_client  # noqa: E402
+from handlers.turn_process import wanted  # noqa: E402
 from tests.fakes.bot_process import BotProcess  # noqa: E402
 from tests.fakes.redis_cluster import RedisClusterNodes  # noqa: E402
 from tests.fakes.redis_support import connect, drop_prefix, unique_prefix  # noqa: E402
@@ -111,7 +112,7 @@ async def turns_ready(process: BotProcess, within: float = 120.0) -> None:
     """Until the bot's turn process answers (its first seconds are answered by the bot itself), if it has one."""
     deadline = time.monotonic() + within
     while b"answers the customer turns" not in process.output and time.monotonic() < deadline:
-        if process.env.get("TURN_PROCESS") == "off" or (os.cpu_count() or 1) < 2:
+        if not wanted(process.env.get("TURN_PROCESS", "auto")):
             return
         await asyncio.sleep(0.1)
 

@@ -8,8 +8,8 @@ and answers `answer` and `signs` calls sent over a private socket pair, many at 
 everything else: delivery, sessions, the audit, operators, handoff.
 
 Anything that goes wrong with the child — not started yet, dead, slow past the turn budget — is answered
-by the parent's own agent, the same code, so a turn is never lost; a dead child is started again after a
-pause that doubles up to a minute. Frames are a 4-byte length and a pickle; the socket pair is private to
+by the parent's own agent, the same code, so a turn is never lost; a child slow past the budget is killed
+(not waited on turn after turn), and a dead child is started again after a pause that doubles up to a minute. Frames are a 4-byte length and a pickle; the socket pair is private to
 the two processes (nothing else can write to it)."""
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def wanted(setting: str) -> bool:
 
 
 async def _write(writer: asyncio.StreamWriter, message: Any) -> None:
+    """One frame, in one `write` (so frames from concurrent tasks never interleave), then backpressure."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     writer.write(_LENGTH.pack(len(data)) + data)
     await writer.drain()
@@ -90,10 +91,8 @@ class TurnProcess:
 
     # -- the agent's interface -------------------------------------------------------------------------
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
-        plain = ChatMemory(list(memory.turns), list(memory.focus_product_ids), memory.last_quantity) \
-            if memory is not None else None
         try:
-            result = await self._call("answer", (text, str(user_id), plain),
+            result = await self._call("answer", (text, str(user_id), memory),
                                       self.settings.turn_budget_seconds + CALL_MARGIN_SECONDS)
         except ChildUnavailable:
             self.calls["local"] += 1
@@ -110,14 +109,6 @@ class TurnProcess:
         except ChildUnavailable:
             return await self.local.signs(text, result, earlier)
 
-    @property
-    def search(self) -> Any:
-        return self.local.search
-
-    @property
-    def conn(self) -> Any:
-        return self.local.conn
-
     # -- the child -------------------------------------------------------------------------------------
     async def _call(self, kind: str, arguments: tuple, within: float) -> Any:
         writer = self._writer
@@ -132,6 +123,8 @@ class TurnProcess:
         except (OSError, TimeoutError) as exc:
             log.warning("turn process: %s call not answered (%s): answering in this process",
                         kind, type(exc).__name__)
+            if isinstance(exc, TimeoutError) and self._process is not None:
+                self._process.kill()   # stuck: not waited on turn after turn; the supervisor starts another
             raise ChildUnavailable from None
         finally:
             self._pending.pop(call_id, None)
@@ -153,8 +146,9 @@ class TurnProcess:
                 log.exception("turn process failed")
             if self._closing:
                 return
-            failures = 0 if time.monotonic() - started > 600 else failures + 1
-            pause = RESTART_PAUSES[min(failures, len(RESTART_PAUSES)) - 1] if failures else RESTART_PAUSES[0]
+            failures = 0 if time.monotonic() - started > 600 else failures   # it ran for a while: start over
+            pause = RESTART_PAUSES[min(failures, len(RESTART_PAUSES) - 1)]
+            failures += 1
             log.warning("turn process stopped: turns are answered in this process; starting it again in %.0f s",
                         pause)
             await asyncio.sleep(pause)
@@ -237,12 +231,10 @@ async def _serve(fd: int) -> int:
 
     reader, writer = await asyncio.open_unix_connection(sock=socket.socket(fileno=fd))
     settings = await _read(reader)
-    lock = asyncio.Lock()   # frames leave whole
 
     async def reply(call_id: int, status: str, value: Any) -> None:
-        async with lock:
-            with contextlib.suppress(OSError):   # the parent is gone: the read loop ends at its EOF
-                await _write(writer, (call_id, status, value))
+        with contextlib.suppress(OSError):   # the parent is gone: the read loop ends at its EOF
+            await _write(writer, (call_id, status, value))
 
     async def run(agent: Agent, call_id: int, kind: str, arguments: tuple) -> None:
         try:

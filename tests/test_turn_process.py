@@ -87,3 +87,16 @@ async def test_a_call_in_flight_when_the_child_dies_is_answered_here(agent_and_c
     assert "120元" in results[0].answer
     assert [r.answer for r in results] == [(await agent.answer(t, user_id="u3")).answer for t in CONVERSATION]
     assert child.calls["child"] + child.calls["local"] == len(CONVERSATION)
+
+
+async def test_a_stuck_child_is_answered_for_here_then_replaced(agent_and_child, monkeypatch):
+    """A child that stops answering (SIGSTOP) costs one wait of the turn budget, not one per turn: it is killed,
+    its turn answered here, and a new child started."""
+    agent, child = agent_and_child
+    monkeypatch.setattr(turn_process, "CALL_MARGIN_SECONDS", 0.5 - child.settings.turn_budget_seconds)
+    process = child._process
+    os.kill(process.pid, signal.SIGSTOP)
+    assert "120元" in (await child.answer("足球多少钱", user_id="u4")).answer and child.calls["local"] == 1
+    await asyncio.wait_for(process.wait(), 30)   # killed (a stopped process does not end by itself)
+    await asyncio.wait_for(child.ready.wait(), 120)
+    assert child._process.pid != process.pid
