@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 from handlers import texts  # noqa: E402
 from handlers.delivery.inbox import Inbox  # noqa: E402
 from handlers.stores import cluster_client  # noqa: E402
-from handlers.turn_process import wanted  # noqa: E402
 from tests.fakes.bot_process import BotProcess  # noqa: E402
 from tests.fakes.redis_cluster import RedisClusterNodes  # noqa: E402
 from tests.fakes.redis_support import connect, drop_prefix, unique_prefix  # noqa: E402
@@ -106,15 +105,6 @@ def with_children(pids: list[int]) -> list[int]:
         except (OSError, ValueError, IndexError):
             pass
     return [*pids, *children]
-
-
-async def turns_ready(process: BotProcess, within: float = 120.0) -> None:
-    """Until the bot's turn process answers (its first seconds are answered by the bot itself), if it has one."""
-    deadline = time.monotonic() + within
-    while b"answers the customer turns" not in process.output and time.monotonic() < deadline:
-        if not wanted(process.env.get("TURN_PROCESS", "auto")):
-            return
-        await asyncio.sleep(0.1)
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -216,8 +206,8 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             for process in processes:   # more workers: the inbox's partitions are shared among them
                 await process.start()
             await balanced(redis, prefix, len(processes))
-            for process in processes:
-                await turns_ready(process)
+            for process in processes:   # measured once the turn process answers (if the bot has one)
+                await process.turn_process()
             await fake.say(1, "足球多少钱")   # warm-up
             await fake.wait_replies(1, 1)
             commands = await commands_processed(redis, cluster is not None)

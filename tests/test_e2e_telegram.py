@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -22,11 +21,7 @@ async def test_conversations_through_the_real_bot_process(world):
     fake, bot, workdir = world
     process = bot(TURN_PROCESS="on")   # the turns in a second process, as on any machine with two cores
     await process.start()
-    for _ in range(1200):   # its first turns would be answered by the bot itself until the child is ready
-        if b"answers the customer turns" in process.output:
-            break
-        await asyncio.sleep(0.1)
-    child = int(re.search(rb"turn process (\d+) answers the customer turns", process.output).group(1))
+    child = await process.turn_process()   # its first turns would be answered by the bot itself
 
     # the seed dialogue, across three messages
     for question in ["足球多少钱", "有优惠吗", "那买两个呢"]:

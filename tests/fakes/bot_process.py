@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import signal
 import socket
 import sys
@@ -101,6 +102,20 @@ class BotProcess:
                 await asyncio.sleep(0.05)
             else:
                 return
+
+    async def turn_process(self, within: float = 120.0) -> int | None:
+        """The pid of the bot's turn process (handlers/turn_process.py) once it answers — until then the bot
+        answers its turns itself — or None when the bot runs without one."""
+        from handlers.turn_process import wanted
+
+        if not wanted(self.env.get("TURN_PROCESS", "auto")):
+            return None
+        deadline = time.monotonic() + within
+        while not (ready := re.search(rb"turn process (\d+) answers the customer turns", self.output)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the turn process did not start:\n{self.output.decode(errors='replace')}")
+            await asyncio.sleep(0.1)
+        return int(ready.group(1))
 
     async def _read(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
