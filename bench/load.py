@@ -215,10 +215,13 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             waits = await scraped(processes, "kefu_redis_replica_waits_total")
             pids = with_children([p.process.pid for p in processes])
             cpu, waited = cpu_seconds(pids), core_waits(pids)
+            children = pids[len(processes):]
+            children_cpu = cpu_seconds(children)
             calls_before = len(fake.calls)
             rate, latencies, harness = await drive(fake, args)
             api_calls = Counter(method for method, _ in fake.calls[calls_before:])
             cpu, waited = cpu_seconds(pids) - cpu, core_waits(pids) - waited
+            children_cpu = cpu_seconds(children) - children_cpu
             commands = await commands_processed(redis, cluster is not None) - commands
             trips = await scraped(processes, "kefu_redis_round_trips_total") - trips
             waits = await scraped(processes, "kefu_redis_replica_waits_total") - waits
@@ -234,6 +237,9 @@ async def ours(args, cluster: RedisClusterNodes | None = None, **settings: str):
             await redis.aclose()
             await fake.stop()
     total = args.chats * args.messages
+    if children:
+        print(f"CPU per message in the turn process: {children_cpu / total * 1000:.2f} ms, in the bot's own "
+              f"process(es): {(cpu - children_cpu) / total * 1000:.2f} ms")
     print("Bot API calls per message: " + ", ".join(f"{m} {n / total:.2f}" for m, n in api_calls.most_common()))
     return (rate, latencies, found, trips / total, commands / total, waits / total, cpu / total, waited / total,
             harness)

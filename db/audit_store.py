@@ -131,6 +131,9 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
         if "misunderstood" not in {r[1] for r in conn.execute("PRAGMA table_info(audit)")}:   # a store written
             conn.execute("ALTER TABLE audit ADD COLUMN misunderstood INTEGER NOT NULL DEFAULT 0")   # before flags
         conn.execute("CREATE INDEX IF NOT EXISTS audit_misunderstood ON audit(time) WHERE misunderstood = 1")
+        # WAL with NORMAL: a commit is not flushed to disk by itself (only at checkpoints); a crash of the bot
+        # loses nothing committed, a power cut may lose the last commits, as it loses the records still queued
+        conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
     conn.row_factory = sqlite3.Row
     return conn
