@@ -14,6 +14,7 @@ from decimal import Decimal
 from agent.intent import Intent, base_name
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
+    PRICE_TYPES,
     AmountDifference,
     Basket,
     ComparisonRefusal,
@@ -227,15 +228,27 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
         return NO_LISTING, []
     what = ("符合您预算的" if asked.max_price is not None or asked.min_price is not None else "") \
         + (asked.brand or "") + (asked.category or "") + "商品"
-    lines = [f"{_label(p)}，售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}，{NO_PRICE}"
-             for p in products]
-    return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", [p.evidence_id for p in products]
+    lines = [f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"
+             if p.price is not None else f"{_label(p)}，{NO_PRICE}" for p in products]
+    return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", \
+        _with_paid([p.evidence_id for p in products], products, findings.basket)
 
 
-def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[str]]:
+def compares_prices(asked: Intent) -> bool:
+    """哪个便宜 / 哪个贵 / which is cheaper: a comparison by price, not by what the products are."""
+    return bool(re.search("贵|便宜|价|cheap|expensive|pric|cost|dear", asked.text))
+
+
+def price_promotions(promotions: Iterable[Promotion]) -> list[Promotion]:
+    """Those of a product's promotions that change what is paid (a discount or a reduction)."""
+    return [p for p in promotions if p.discount_type in PRICE_TYPES]
+
+
+def compare_answer(products: list[Product], asked: Intent, paid: Basket | None = None) -> tuple[str, list[str]]:
     """Each product's verified price (and what it is for when asked how they differ), then which is
-    cheaper or dearer — a conclusion drawn from the figures just stated."""
-    differ = not re.search("贵|便宜|价|cheap|expensive|pric|cost|dear", asked.text)
+    cheaper or dearer — a conclusion drawn from the figures just stated: with `paid` (one of each, priced
+    under their promotions), from what is paid now, each discounted price stated beside its list price."""
+    differ = not compares_prices(asked)
     words = next((w for pattern, w in ATTRIBUTE_WORDS if pattern.search(asked.text)), None)
 
     def about(p: Product) -> str:
@@ -245,22 +258,44 @@ def compare_answer(products: list[Product], asked: Intent) -> tuple[str, list[st
                 return "，" + "，".join(dict.fromkeys(found))
         return (f"，{p.description}" if differ and p.description else "") \
             + (f"，适用：{p.usage}" if differ and p.usage else "")
-    lines = [(f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}") + about(p)
-             for p in products]
+    lines = [(f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}")
+             + _now_text(_paid_now(paid, p.product_id)) + about(p) for p in products]
     text = "；".join(lines) + "。"
     priced = [p for p in products if p.price is not None]
     if len(priced) < len(products) and not differ:
         unpriced = "、".join(p.product_name for p in products if p.price is None)
         text += f"因为{unpriced}{NO_PRICE}，暂时无法比较价格。"
     if len(priced) >= 2:
-        cheap, dear = min(priced, key=lambda p: p.price), max(priced, key=lambda p: p.price)
-        if cheap.price == dear.price:
-            text += "两者价格相同。"
+        def price(p: Product) -> Decimal:
+            line = _paid_now(paid, p.product_id)
+            return line.final_total if line is not None else p.price
+        cheap, dear = min(priced, key=price), max(priced, key=price)
+        after = "算上优惠，" if any(_paid_now(paid, p.product_id) for p in priced) else ""
+        if price(cheap) == price(dear):
+            text += f"{after}两者价格相同。"
         elif "贵" in asked.text:
-            text += f"{dear.product_name}更贵。"
+            text += f"{after}{dear.product_name}更贵。"
         else:
-            text += f"{cheap.product_name}更便宜。"
-    return text, [p.evidence_id for p in products]
+            text += f"{after}{cheap.product_name}更便宜。"
+    return text, _with_paid([p.evidence_id for p in products], products, paid)
+
+
+def _paid_now(paid: Basket | None, product_id: str) -> Quote | None:
+    """The product's line of `paid` (one of each, priced under their promotions) when a promotion lowers
+    what it costs now."""
+    line = next((q for q in paid.lines if q.product_id == product_id), None) if paid is not None else None
+    return line if line is not None and line.applied_promotion is not None and line.final_total < line.subtotal \
+        else None
+
+
+def _now_text(line: Quote | None) -> str:
+    return f"，按“{line.applied_promotion.promotion_text}”实付{yuan(line.final_total)}" if line is not None else ""
+
+
+def _with_paid(cites: list[str], products: list[Product], paid: Basket | None) -> list[str]:
+    """The citations plus the calculations of the discounted prices stated."""
+    lines = [_paid_now(paid, p.product_id) for p in products]
+    return cites + [line.evidence_id for line in lines if line is not None]
 
 
 def unpriced_basket_answer(products: list[Product], refusal: QuoteRefusal) -> tuple[str, list[str]]:

@@ -18,7 +18,15 @@ from functools import cached_property, lru_cache
 import jieba
 import jieba.posseg
 
-from agent.mentions import Reference, asks_for_goods, extended_names, goods_phrases, qualifiers, reference
+from agent.mentions import (
+    MEASURE_WORDS,
+    Reference,
+    asks_for_goods,
+    extended_names,
+    goods_phrases,
+    qualifiers,
+    reference,
+)
 from guardrails.figures import MEASURE, MONEY, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
@@ -65,7 +73,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
-    (Ask.COMPARE, re.compile(r"哪个|哪款|哪一个|区别|对比|比较|不同|差别|比哪|还是"
+    (Ask.COMPARE, re.compile(f"哪一?[{MEASURE_WORDS}]|区别|对比|比较|不同|差别|比哪|还是"
                              r"|\bwhich (?:one|is)\b|\bcompared?\b|\bdifference\b|\bversus\b|\bvs\b")),
     (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"

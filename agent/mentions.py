@@ -61,20 +61,20 @@ _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想
                           "看 看看 问 请问 推荐 是 算 能 可以 "
                           "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道".split())
 # The shop's measure words: 第二个, 那双, 这款 point at goods; 第一次 does not.
-_MEASURE = "个款双支件只张根盒把套条副瓶罐种样台顶块"
+MEASURE_WORDS = "个款双支件只张根盒把套条副瓶罐种样台顶块"
 _ORDINALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
              "1": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9}
-_ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{_MEASURE}]")
-_LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{_MEASURE}]|(?:最后|后面)那")
-_FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{_MEASURE}]|最前面")
-_CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{_MEASURE}]|个)|最便宜的")
-_DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{_MEASURE}]|个)|最贵的")
+_ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{MEASURE_WORDS}]")
+_LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{MEASURE_WORDS}]|(?:最后|后面)那")
+_FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{MEASURE_WORDS}]|最前面")
+_CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最便宜的")
+_DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最贵的")
 _EN_POINTER = (("cheapest", re.compile(r"\b(?:the )?(?:cheaper|cheapest|less expensive)(?: one)?\b")),
                ("dearest", re.compile(r"\b(?:the )?(?:more expensive|pricier|dearer)(?: one)?\b")),
                ("first", re.compile(r"\bthe first(?: one)?\b|\bthe former\b")),
                ("last", re.compile(r"\bthe (?:last|second|latter)(?: one)?\b")),
                ("this", re.compile(r"\b(?:that|this|these|those) ones?\b|\bof (?:them|those|these)\b|\bit\b")))
-_THIS = re.compile(f"[这那]\\s*[{_MEASURE}]|它|刚才的|刚刚的|上面的|就这|这些|那些|[这那]俩|[这那]两")
+_THIS = re.compile(f"[这那]\\s*[{MEASURE_WORDS}]|它|刚才的|刚刚的|上面的|就这|这些|那些|[这那]俩|[这那]两")
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _is_amount(word: str) -> bool:
 # The thing asked for in a question about having, selling or a price (有X吗, 有没有X, 卖X吗, X多少钱): the
 # whole object, where jieba's tags split a compound (瑜伽/垫, 登山/杖) or glue the verb to it (有泳/镜).
 _FRAMED = re.compile(
-    f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{_MEASURE}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
+    f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{MEASURE_WORDS}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
     f"的?(?:吗|么|嘛|呢|卖吗|没有|不|[？?。，,！!]|$)"
     f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|怎么卖|什么价|几块钱|价格)")
 
@@ -213,14 +213,14 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
 
 def _measure_tail(rest: str) -> bool:
     """What follows a name inside one jieba word is a count or pack, not another thing (足球两个)."""
-    return not rest or bool(re.fullmatch(f"[{_MEASURE}们]+", rest))
+    return not rest or bool(re.fullmatch(f"[{MEASURE_WORDS}们]+", rest))
 
 
 # How a message asks for goods (a question about having, selling, price or stock, or an order). A noun
 # phrase outside these is part of a need told (孩子十岁想踢球, 爬山下坡膝盖疼): never "not sold".
 _ASKING_FOR_GOODS = re.compile(
-    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|多少|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{_MEASURE}]"
-    f"|[要买订拿]\\s*[一两二三四五六七八九十几\\d]*\\s*[{_MEASURE}]|\\b(?:sell|have|how much|price|cost|any)\\b")
+    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|多少|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
+    f"|[要买订拿]\\s*[一两二三四五六七八九十几\\d]*\\s*[{MEASURE_WORDS}]|\\b(?:sell|have|how much|price|cost|any)\\b")
 
 
 def asks_for_goods(text: str) -> bool:

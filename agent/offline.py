@@ -9,6 +9,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from agent import answers, promotion_answers
@@ -39,8 +40,9 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
 
-def _within(product: Product, asked: Intent) -> bool:
-    price = product.price
+def _within(product: Product, asked: Intent, paid: Decimal | None = None) -> bool:
+    """Whether the product's price, or what one costs now (`paid`, under its promotions), is within the budget."""
+    price = product.price if paid is None else paid
     return price is not None and (asked.max_price is None or price <= asked.max_price) \
         and (asked.min_price is None or price >= asked.min_price)
 
@@ -139,12 +141,20 @@ class OfflineModel:
     def _product_step(self, asked: Intent, focus: list[str], findings: answers.Findings,
                       called: list[str]) -> ModelReply | tuple[str, list[str], str]:
         """The next call for the product part, or its finished answer (text, citations, status)."""
-        if findings.basket is not None:
+        several = self._several(asked, findings)
+        comparing = bool(several) and Ask.COMPARE in asked.asks and not _DIFFERENCE.search(asked.text)
+        budget = self._named_within_budget(asked) and "get_product_details" in called
+        listing = not several and asked.listing and "search_products" in called and bool(findings.products or asked.filtered)
+        if findings.basket is not None and not (comparing or budget or listing):   # else it is the price of each
             return (*answers.basket_answer(findings.basket), AnswerStatus.GROUNDED)
-        if self._named_within_budget(asked) and "get_product_details" in called:
-            # 想买个足球，预算100出头 / 水壶水杯预算50以内: of the products named, those whose verified price is
+        if budget:
+            # 想买个足球，预算100出头 / 水壶水杯预算50以内: of the products named, those whose price paid now is
             # within the budget (Decimal against the customer's figures; an unpriced product is not within it)
-            kept = [p for p in asked.products if p in findings.products and _within(findings.products[p], asked)]
+            named = [p for p in asked.products if p in findings.products]
+            if "calculate_final_price" not in called and self._discounted(named, findings):
+                return self._price_each(named, asked)
+            paid = {line.product_id: line.final_total for line in findings.basket.lines} if findings.basket else {}
+            kept = [p for p in named if _within(findings.products[p], asked, paid.get(p))]
             if not kept:
                 named = [findings.products[p] for p in asked.products if p in findings.products]
                 return (*answers.over_budget_answer(named), AnswerStatus.GROUNDED) if named else \
@@ -154,7 +164,6 @@ class OfflineModel:
                 return self._about_one(dataclasses.replace(asked, products=tuple(kept)), within, called)
             answer, cites = answers.listing_answer(within, asked)
             return answer, cites, AnswerStatus.GROUNDED
-        several = self._several(asked, findings)
         if several:
             if _DIFFERENCE.search(asked.text) and len(several) == 2:
                 first, second = (findings.products[p] for p in several)
@@ -165,21 +174,27 @@ class OfflineModel:
                 if diff is not None:
                     return (*promotion_answers.difference_answer(diff), AnswerStatus.GROUNDED)
             if Ask.COMPARE in asked.asks:
-                return (*answers.compare_answer([findings.products[p] for p in several], asked),
-                        AnswerStatus.GROUNDED)
+                products = [findings.products[p] for p in several]
+                if answers.compares_prices(asked) and "calculate_final_price" not in called \
+                        and self._discounted(several, findings):   # a promotion may change which is cheaper
+                    return self._price_each(several, asked)
+                return (*answers.compare_answer(products, asked, findings.basket), AnswerStatus.GROUNDED)
             calc = findings.calculation
             if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE and calc.product_id in several:
                 return (*answers.unpriced_basket_answer([findings.products[p] for p in several], calc),
                         AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
-        if asked.listing and "search_products" in called and (findings.products or asked.filtered):
+        if listing:
             words = self._listing_words(asked)
             if not findings.products and called.count("search_products") == 1 and words \
                     and not (len(words) == 1 and asked.goods == (words,)):
                 # the words found nothing within the budget: list what the filters alone allow (not for a kind
                 # of goods written in one character, 300以内的鞋: the catalog's names said there is none)
                 return self._call("search_products", self._listing_filters(asked, ""))
+            listed = [p for p in findings.candidates if p in findings.products]
+            if "calculate_final_price" not in called and self._discounted(listed, findings):
+                return self._price_each(listed, asked)   # a listing says what each costs now
             answer, cites = answers.listing_answer(findings, asked)
             return answer, cites, AnswerStatus.GROUNDED if cites else AnswerStatus.INSUFFICIENT
         if findings.products:
@@ -189,6 +204,16 @@ class OfflineModel:
         if asked.names_nothing:   # retrieval found nothing either: ask which product, never "not sold"
             return answers.CLARIFY, [], AnswerStatus.INSUFFICIENT
         return answers.not_sold_answer("" if asked.tells_need else asked.subject), [], AnswerStatus.INSUFFICIENT
+
+    @staticmethod
+    def _discounted(ids: list[str], findings: answers.Findings) -> bool:
+        """Whether a promotion may lower what one of these products costs now."""
+        return any(answers.price_promotions(findings.promotions.get(p, ())) for p in ids)
+
+    def _price_each(self, ids: list[str], asked: Intent) -> ModelReply:
+        """One of each, priced under its promotions: the price each costs now."""
+        return self._call("calculate_final_price", {"items": [{"product_id": p, "quantity": 1} for p in ids],
+                                                    "is_first_purchase": asked.first_purchase})
 
     @staticmethod
     def _several(asked: Intent, findings: answers.Findings) -> list[str]:

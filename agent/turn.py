@@ -264,9 +264,13 @@ class Agent:
             return [], None
         cited = ledger.cited(released.citations)
         calcs = [e for e in cited if e.kind == EvidenceKind.CALC]
-        quantity = getattr(calcs[-1].record, "quantity", None) if calcs else None
-        ids = sorted(calcs[-1].product_ids) if calcs else \
-            [pid for e in cited if e.kind == EvidenceKind.PRODUCT for pid in sorted(e.product_ids)]
+        calculated = sorted(calcs[-1].product_ids) if calcs else []
+        shown = [pid for e in cited if e.kind == EvidenceKind.PRODUCT for pid in sorted(e.product_ids)]
+        # the calculation's products, unless the answer showed more (a listing or a comparison that states one
+        # product's discounted price): then all of them, and no quantity of its own
+        whole = bool(calcs) and set(shown) <= set(calculated)
+        quantity = getattr(calcs[-1].record, "quantity", None) if whole else None
+        ids = calculated if whole else shown + calculated
         names = {pid: getattr(e.record, "product_name", "") for e in ledger.entries.values()
                  if e.kind == EvidenceKind.PRODUCT for pid in e.product_ids}
         answer = released.answer

@@ -422,3 +422,31 @@ async def test_a_bare_follow_up_asks_what_the_conversation_asked_not_what_its_fe
     assert "没有销售" in said[0] and "售价" in said[1]
     said = await converse(agent, ["有冰刀鞋吗", "那瑜伽砖呢"])
     assert "售价" in said[1]
+
+
+async def test_which_is_cheaper_and_a_budget_read_the_price_paid_now(agent):
+    """A shop assistant compares what the customer would pay today: a promotion that lowers one product's
+    price is stated beside its list price and decides the comparison (篮球鞋 and 足球鞋 both list 699元;
+    篮球鞋's 满500减100 makes it 599元); a budget keeps a named product its promotion brings within it, and a
+    listing says what each costs now — every figure from a calculation the answer cites."""
+    said = (await agent.answer("篮球鞋跟足球鞋比，哪双便宜些", user_id="u")).answer
+    assert "实付599元" in said and "篮球鞋更便宜" in said and "相同" not in said
+    said = (await agent.answer("足球和排球哪个价格低", user_id="u")).answer
+    assert "120元" in said and "实付108元" in said
+    said = (await agent.answer("第一次买，跑步鞋和缓震跑步鞋哪个便宜", user_id="u")).answer
+    assert "实付400元" in said and "跑步鞋更便宜" in said
+    said = (await agent.answer("羽毛球拍和网球拍哪个便宜", user_id="u")).answer   # 8折 from two: not for one
+    assert "实付" not in said and "羽毛球拍更便宜" in said
+    said = (await agent.answer("预算一百三以内，想要个足球", user_id="u")).answer
+    assert "实付108元" in said
+    said = (await agent.answer("耐克的东西都有啥", user_id="u")).answer
+    assert "足球（耐克），售价120元，按“9折”实付108元" in said and "综合训练鞋（耐克），售价599元；" in said
+
+
+async def test_a_listing_that_states_a_discounted_price_keeps_every_product_it_showed(agent):
+    said = await converse(agent, ["你们有哪些跑鞋", "第三个多少钱"])
+    shown = [line.split("（")[0] for line in said[0].splitlines()[1:]]
+    assert "实付799元" in said[0] and len(shown) >= 3
+    assert said[1].startswith(shown[2])
+    said = await converse(agent, ["你们有哪些跑鞋", "最贵的那个呢"])
+    assert said[1].startswith("越野跑鞋")
