@@ -7,7 +7,7 @@ only the product whose evidence holds its figures — so the answers pass the sa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -244,11 +244,17 @@ def price_promotions(promotions: Iterable[Promotion]) -> list[Promotion]:
     return [p for p in promotions if p.discount_type in PRICE_TYPES]
 
 
-def compare_answer(products: list[Product], asked: Intent, paid: Basket | None = None) -> tuple[str, list[str]]:
+def compare_answer(products: list[Product], asked: Intent, paid: Basket | None = None,
+                   fits: Sequence[str] | None = None) -> tuple[str, list[str]]:
     """Each product's verified price (and what it is for when asked how they differ), then which is
     cheaper or dearer — a conclusion drawn from the figures just stated: with `paid` (one of each, priced
-    under their promotions), from what is paid now, each discounted price stated beside its list price."""
+    under their promotions), from what is paid now, each discounted price stated beside its list price.
+    Asked which one suits a need (哪个能放湿衣服; `fits` not None), the one the search found for it (in
+    `fits`) comes first, said to match by its description, and no conclusion about price is drawn."""
     differ = not compares_prices(asked)
+    fit = next((p for p in products if p.product_id in (fits or ())), None)
+    if fit is not None:
+        products = [fit, *(p for p in products if p is not fit)]
     words = next((w for pattern, w in ATTRIBUTE_WORDS if pattern.search(asked.text)), None)
 
     def about(p: Product) -> str:
@@ -261,6 +267,9 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
     lines = [(f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}")
              + _now_text(_paid_now(paid, p.product_id)) + about(p) for p in products]
     text = "；".join(lines) + "。"
+    if fits is not None:
+        return (f"按商品介绍，{fit.product_name}更符合您说的需求。" if fit else "") + text, \
+            _with_paid([p.evidence_id for p in products], products, paid)
     priced = [p for p in products if p.price is not None]
     if len(priced) < len(products) and not differ:
         unpriced = "、".join(p.product_name for p in products if p.price is None)

@@ -601,6 +601,29 @@ _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
 GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝"})
 
 
+# What is left of a comparison's clause once its names are out and that is not the need: joining words,
+# particles, "more", and asking the price.
+_NOT_THE_NEED = re.compile(r"[和跟与及或]|还是|比较|比起|相比|对比|比|更|最|呢|吗|啊|呀|吧|的话|请问|哪个好|有什么|有啥|什么"
+                           r"|多少钱|价格|价钱|售价|几块|怎么卖|\s")
+
+
+def need_in_comparison(asked: Intent) -> str:
+    """The need a comparison asks about (双肩包和干湿分离包哪个能放湿衣服 → 能放湿衣服): its clause with the
+    comparing word, less the catalog words named before that word and the words around them; "" when
+    nothing is left but a word or two (哪个好)."""
+    compare = _ASK_PATTERNS[Ask.COMPARE]
+    for clause in re.split(r"[，,。？?！!；;]", asked.text):
+        found = compare.search(clause)
+        if not found:
+            continue
+        before = clause[:found.start()]   # the names come before 哪个; after it, 保护膝盖 holds 护膝 as letters only
+        for name in sorted(asked.named, key=len, reverse=True):
+            before = before.replace(name, " ")
+        rest = _NOT_THE_NEED.sub("", before + " " + clause[found.end():])
+        return rest if sum(map(is_han, rest)) >= 3 else ""
+    return ""
+
+
 def covers(subject: str, product_name: str) -> bool:
     """Whether a product is the thing asked about: '足球门' is not 足球; '跑不鞋' (a typo) is 跑步鞋;
     '壶铃几公斤' is 壶铃 with a question the reader did not know."""

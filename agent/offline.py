@@ -14,7 +14,7 @@ from typing import Any
 
 from agent import answers, promotion_answers
 from agent.context import TurnContext
-from agent.intent import GENERIC, LIST_REQUEST, PRODUCT_ASKS, Ask, Intent, covers
+from agent.intent import GENERIC, LIST_REQUEST, PRODUCT_ASKS, Ask, Intent, covers, need_in_comparison
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
@@ -38,6 +38,19 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 
 
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
+
+
+def _searched(messages: Sequence[Message]) -> list[str]:
+    """The queries of the searches asked for so far, in order (the model's own calls in the messages)."""
+    queries = []
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if call["function"]["name"] == "search_products":
+                try:
+                    queries.append(str(json.loads(call["function"]["arguments"]).get("query") or ""))
+                except (ValueError, AttributeError):
+                    queries.append("")
+    return queries
 
 
 def _within(product: Product, asked: Intent, paid: Decimal | None = None) -> bool:
@@ -80,7 +93,7 @@ class OfflineModel:
         findings = answers.Findings.gather(result for _, result in context.results)
         if not self._has_product_part(asked, focus):
             return self._final(asked, findings, None)
-        step = self._product_step(asked, focus, findings, called)
+        step = self._product_step(asked, focus, findings, called, _searched(messages))
         if isinstance(step, ModelReply):
             return step
         return self._final(asked, findings, step)
@@ -138,9 +151,10 @@ class OfflineModel:
             return False
         return not asked.names_nothing or bool(focus) or asked.reference is not None
 
-    def _product_step(self, asked: Intent, focus: list[str], findings: answers.Findings,
-                      called: list[str]) -> ModelReply | tuple[str, list[str], str]:
-        """The next call for the product part, or its finished answer (text, citations, status)."""
+    def _product_step(self, asked: Intent, focus: list[str], findings: answers.Findings, called: list[str],
+                      searched: Sequence[str] = ()) -> ModelReply | tuple[str, list[str], str]:
+        """The next call for the product part, or its finished answer (text, citations, status); `searched`:
+        the queries of this turn's searches, in order."""
         several = self._several(asked, findings)
         comparing = bool(several) and Ask.COMPARE in asked.asks and not _DIFFERENCE.search(asked.text)
         budget = self._named_within_budget(asked) and "get_product_details" in called
@@ -178,7 +192,13 @@ class OfflineModel:
                 if answers.compares_prices(asked) and "calculate_final_price" not in called \
                         and self._discounted(several, findings):   # a promotion may change which is cheaper
                     return self._price_each(several, asked)
-                return (*answers.compare_answer(products, asked, findings.basket), AnswerStatus.GROUNDED)
+                need = "" if answers.compares_prices(asked) else need_in_comparison(asked)
+                if need and need not in searched:   # 哪个能放湿衣服: which one the search finds for it
+                    return self._call("search_products", {"query": need, "top_k": 5})
+                answered = need and searched[-1:] == [need] and len(findings.searches) == len(searched)
+                # the search's best product for the need is one of them: that one (else no verdict, each one's use)
+                fits = [p for p in findings.searches[-1][:1] if p in several] if answered else None
+                return (*answers.compare_answer(products, asked, findings.basket, fits=fits), AnswerStatus.GROUNDED)
             calc = findings.calculation
             if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE and calc.product_id in several:
                 return (*answers.unpriced_basket_answer([findings.products[p] for p in several], calc),

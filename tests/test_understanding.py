@@ -450,3 +450,23 @@ async def test_a_listing_that_states_a_discounted_price_keeps_every_product_it_s
     assert said[1].startswith(shown[2])
     said = await converse(agent, ["你们有哪些跑鞋", "最贵的那个呢"])
     assert said[1].startswith("越野跑鞋")
+
+
+async def test_which_one_suits_a_need_is_answered_by_what_the_products_are_for(agent):
+    """哪个能… / 哪款更适合…: not "which is cheaper" — the one the search finds for the need, when it is the
+    search's best product for it, first and said to match; "it" then points at that one. When the search's
+    best product for the need is neither, no verdict: each one's use, for the customer to judge."""
+    said = await converse(agent, ["足球和篮球，哪个适合在木地板上打", "就要它了，怎么卖"])
+    assert said[0].startswith("按商品介绍，篮球更符合") and "更便宜" not in said[0]
+    assert said[1].startswith("篮球") and "200元" in said[1]
+    said = (await agent.answer("运动护膝跟护踝哪个是护膝盖的", user_id="u")).answer
+    assert said.startswith("按商品介绍，运动护膝更符合")
+    said = (await agent.answer("泳帽和泳镜哪个可以防止进水到眼睛里", user_id="u")).answer
+    assert "防雾泳镜更符合" in said
+    said = (await agent.answer("跳绳跟弹力带比哪个更适合减肥燃脂", user_id="u")).answer
+    assert "更符合" not in said and "更便宜" not in said and "减脂有氧" in said
+    assert intent.need_in_comparison(read("足球和篮球哪个好", await _vocabulary(agent))) == ""
+
+
+async def _vocabulary(agent):
+    return await agent.vocabulary()
