@@ -417,11 +417,13 @@ def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:
             [p.evidence_id for p in products])
 
 
-def not_sold_answer(subject: str) -> str:
+def not_sold_answer(subject: str, *others: str) -> str:
     """Nothing verified fits: say so, naming the thing asked about (the reader's goods phrase) when there
-    is one; a described need that nothing fits is not called "not sold"."""
+    is one, and the other goods listed with it; a described need that nothing fits is not called "not sold"."""
     if subject and not find_mentions(subject):
-        return (f"抱歉，本店没有销售“{subject}”，不能为您提供它的价格或库存信息。"
+        named = "和".join(f"“{g}”" for g in (subject, *others) if not find_mentions(g))
+        it = "它们" if others else "它"
+        return (f"抱歉，本店没有销售{named}，不能为您提供{it}的价格或库存信息。"
                 "您可以告诉我具体的用途，我帮您看看店里有没有合适的商品。")
     return ("抱歉，本店目前没有找到符合您描述的商品，不能为您提供价格或库存信息。"
             "您可以换个说法，或告诉我商品名称再问我。")

@@ -24,6 +24,7 @@ from agent.mentions import (
     asks_for_goods,
     extended_names,
     goods_phrases,
+    joined_goods,
     qualifiers,
     reference,
 )
@@ -643,6 +644,22 @@ def _in_order(short: str, long: str) -> bool:
     return len(short) >= 2 and all(ch in rest for ch in short)
 
 
+def _joined(text: str, goods: tuple[str, ...]) -> tuple[str, ...]:
+    """The goods a message lists with joining words (冰爪和冰镐, 高尔夫球、球杆或球包): the longest such run,
+    when it holds two or more; () otherwise."""
+    best: list[str] = []
+    run: list[str] = []
+    end = -1
+    for g in goods:
+        at = text.find(g, max(end, 0))
+        if at < 0:
+            continue
+        run = [*run, g] if run and 0 < at - end <= 1 and text[end:at] in "和跟与及或、,，" else [g]
+        end = at + len(g)
+        best = max(best, run, key=len)
+    return tuple(best) if len(best) >= 2 else ()
+
+
 def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = False,
          labels: Iterable[str] | None = None) -> Intent:
     """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
@@ -671,6 +688,11 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
+    if not products and not parts:   # 有冰爪和冰镐吗: each of the goods joined is asked about
+        goods = tuple(piece for g in goods for piece in joined_goods(g))
+        parts = _joined(folded, goods)
+        goods = (*parts, *(g for g in goods if g not in parts))   # the goods listed are what is asked about,
+        category = None if parts else category                      # not a category the story names (去露营)
     near = extended_names(folded, spans, set(vocabulary.names)) if products else ""
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""

@@ -142,6 +142,22 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
     return spans
 
 
+_JOINING = "和跟与及或"
+
+
+def joined_goods(phrase: str) -> list[str]:
+    """The goods a phrase joins (冰爪和冰镐 → 冰爪, 冰镐; jieba may tag 和冰镐 a name): split at a joining
+    character with two characters or more on each side, unless the dictionary holds a word across it
+    (和服, 跟腱, 与会); [phrase] when it joins nothing."""
+    pieces, start = [], 0
+    for at, char in enumerate(phrase):
+        if char in _JOINING and at - start >= 2 and len(phrase) - at > 2 \
+                and not senses(phrase[at - 1:at + 1]) and not senses(phrase[at:at + 2]):
+            pieces.append(phrase[start:at])
+            start = at + 1
+    return [*pieces, phrase[start:]] if pieces else [phrase]
+
+
 def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     """Noun phrases of `text` (folded) outside the catalog spans `covered` that may name goods, in order:
     runs of nouns, with a modifier verb kept when a noun follows it (拳击手套); the whole thing asked for

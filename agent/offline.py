@@ -223,7 +223,9 @@ class OfflineModel:
             return self._call("get_product_details", {"product_ids": focus})
         if asked.names_nothing:   # retrieval found nothing either: ask which product, never "not sold"
             return answers.CLARIFY, [], AnswerStatus.INSUFFICIENT
-        return answers.not_sold_answer("" if asked.tells_need else asked.subject), [], AnswerStatus.INSUFFICIENT
+        listed = asked.parts[1:] if asked.parts and asked.parts[0] == asked.subject else ()   # 冰爪和冰镐
+        return answers.not_sold_answer("" if asked.tells_need else asked.subject, *listed), [], \
+            AnswerStatus.INSUFFICIENT
 
     @staticmethod
     def _discounted(ids: list[str], findings: answers.Findings) -> bool:

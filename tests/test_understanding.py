@@ -470,3 +470,20 @@ async def test_which_one_suits_a_need_is_answered_by_what_the_products_are_for(a
 
 async def _vocabulary(agent):
     return await agent.vocabulary()
+
+
+def test_goods_joined_by_a_joining_word_are_each_a_thing():
+    from agent.mentions import joined_goods
+    assert joined_goods("头灯和睡袋") == ["头灯", "睡袋"] and joined_goods("鱼竿或鱼线与浮漂") == ["鱼竿", "鱼线", "浮漂"]
+    assert joined_goods("和服套装") == ["和服套装"] and joined_goods("跟腱护具") == ["跟腱护具"]   # words across it
+
+
+async def test_several_things_not_sold_asked_together_are_each_named(agent, vocabulary):
+    """冰爪和冰镐 / 头灯、睡袋: each of the goods listed is searched for, and when none is sold the answer
+    names them all — not a word of the story around them (去爬雪山), nor a product that shares a letter."""
+    asked = read("周末打算去露营，要买头灯和睡袋，店里有没有", vocabulary)
+    assert asked.parts == ("头灯", "睡袋") and asked.subject == "头灯"
+    said = (await agent.answer("周末打算去露营，要买头灯和睡袋，店里有没有", user_id="u")).answer
+    assert "没有销售“头灯”和“睡袋”" in said and "它们" in said
+    said = (await agent.answer("有没有鱼竿、鱼线", user_id="u")).answer
+    assert "没有销售“鱼竿”和“鱼线”" in said
