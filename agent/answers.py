@@ -355,16 +355,32 @@ def _clauses(product: Product) -> list[str]:
     return [c.strip() for f in fields if f for c in re.split("[，,。；;]", f) if c.strip()]
 
 
+# Characters of a question that ask rather than say what about (能装热水吗: 装, 热, 水 say it).
+_ASKING_CHARS = frozenset("吗呢吧啊呀的了是不没有能可以会要用么什怎样多少几哪个这那请问你们我它还都也就很太")
+
+
+def _sharing(question: str, product: Product) -> list[str]:
+    """A question no attribute word names (能装热水吗): the record's clauses sharing most of its characters
+    that are neither asking words nor the product's name (冷热都能装); none when nothing is shared."""
+    wanted = {c for c in question if is_han(c)} - _ASKING_CHARS - set(product.product_name)
+    if not wanted:
+        return []
+    shared = [(len(wanted & set(c)), c) for c in _clauses(product)]
+    best = max((n for n, _ in shared), default=0)
+    return [c for n, c in shared if n == best] if best else []
+
+
 def spec_answer(product: Product, question: str = "", with_price: bool = True) -> tuple[str, list[str]]:
     """The attribute asked about, quoted from whichever field of the record states it (description,
     specifications or usage), then the record's specifications and use, then (if asked) the price."""
-    lead = ""
-    for asked, words in ATTRIBUTE_WORDS:
-        if asked.search(question):
-            found = [c for c in _clauses(product) if any(w in c for w in words)]
-            if found:
-                lead = f"{_label(product)}：{'，'.join(dict.fromkeys(found))}。"
-                break
+    found: list[str] = []
+    for part in re.split("[，,。？?！!；;]", question):   # each question of the message, each its attribute
+        known = [words for asked, words in ATTRIBUTE_WORDS if asked.search(part)]
+        if known:
+            found += [c for c in _clauses(product) if any(w in c for w in known[0])]
+        elif part.strip():
+            found += _sharing(part, product)
+    lead = f"{_label(product)}：{'，'.join(dict.fromkeys(found))}。" if found else ""
     record = []
     if product.specifications:
         record.append(f"规格：{product.specifications}")

@@ -487,3 +487,12 @@ async def test_several_things_not_sold_asked_together_are_each_named(agent, voca
     assert "没有销售“头灯”和“睡袋”" in said and "它们" in said
     said = (await agent.answer("有没有鱼竿、鱼线", user_id="u")).answer
     assert "没有销售“鱼竿”和“鱼线”" in said
+
+
+async def test_each_attribute_question_of_a_message_is_answered_from_the_record(agent):
+    """Two property questions in one message get a clause each; a property no attribute word names
+    (透不透气, 挡不挡雨) is answered by the record's clause that shares its words."""
+    said = (await agent.answer("跑步鞋透不透气？缓震怎么样", user_id="u")).answer
+    assert said.startswith("跑步鞋（阿迪达斯）：") and "舒适透气" in said.split("。")[0] and "缓震中底" in said.split("。")[0]
+    said = (await agent.answer("帐篷挡不挡雨，重不重", user_id="u")).answer
+    assert "防雨防风" in said.split("。")[0] and "2.3公斤" in said.split("。")[0]
