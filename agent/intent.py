@@ -31,7 +31,7 @@ from agent.mentions import (
 from guardrails.figures import MEASURE, MONEY, NUM, QUANTITY, find_mentions, parse_number
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
-from retrieval.glosses import gloss, latin_words
+from retrieval.glosses import gloss, latin_words, names_a_thing
 from retrieval.text import fold, is_han, pinyin_of
 
 jieba.setLogLevel(logging.WARNING)
@@ -583,6 +583,28 @@ def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
     return ()
 
 
+def _english_near_miss(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
+    """(the phrase, its qualifier's Chinese sense) for an English kind of goods qualified by a noun that none
+    of the catalog's names or English names uses (boxing gloves: 拳击; golf balls: 高尔夫, 球 being the kind):
+    another thing, as 拳击手套 is; ("", "") otherwise."""
+    words = latin_words(text)
+    english = {w for name in vocabulary.names if name.isascii() for w in name.split()}
+    for before, word in reversed(list(itertools.pairwise(words))):   # the head noun is the last kind named
+        kinds = [sense[:-1] if len(sense) > 1 and sense.endswith("子") else sense for sense in gloss(word)[:3]]
+        kind = next((k for k in kinds if len(k) <= 3 and k[-1] in vocabulary.kind_characters), None)
+        if kind is None:
+            continue
+        if before in english or not names_a_thing(before) or not gloss(before):
+            break
+        sense = gloss(before)[0]
+        own = [ch for ch in sense if is_han(ch) and ch not in kind]
+        # most of the sense's characters are the catalog's strangers (高尔夫球: 高尔夫; not 奔跑 for running)
+        if 2 * sum(ch not in vocabulary.name_characters for ch in own) > len(own):
+            return f"{before} {word}", sense
+        break
+    return "", ""
+
+
 def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | None:
     """A category word: as 足球用品/户外装备, or alone (服饰, 露营) in a request for a listing."""
     if vocabulary.category_pattern is None:
@@ -718,14 +740,17 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if len(products) == 1 and per:
         overall = per[products[0]]
     subject = near or (goods[0] if goods else "")
+    qualifier = "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters)
+    if not products and not qualifier and not any(map(is_han, folded)):
+        english, sense = _english_near_miss(folded, vocabulary)   # boxing gloves: not the fitness gloves
+        subject, qualifier = (english, sense) if english else (subject, qualifier)
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters),
-                  paired, overall_paired)
+                  qualifier, paired, overall_paired)
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at

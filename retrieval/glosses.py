@@ -123,6 +123,17 @@ def gloss(word: str) -> tuple[str, ...]:
     return ()
 
 
+_PARTS_OF_SPEECH = re.compile(r"(?<![a-z])(n|v|vt|vi|adj|adv|prep|pron|num|conj|art|abbr|aux|int)\.")
+
+
+def names_a_thing(word: str) -> bool:
+    """Whether the dictionary reads an English word as a noun (or a verb) only — boxing, golf — never as an
+    adjective or adverb (cheap, red, good): a word that can name a kind of thing, not describe one."""
+    text = _dictionary().get(word.lower(), "")
+    tags = set(_PARTS_OF_SPEECH.findall(text))
+    return "n" in tags and not tags & {"adj", "adv", "prep", "pron", "num", "conj", "art", "aux", "int"}
+
+
 def latin_words(folded: str) -> list[str]:
     """The Latin words of a folded text, each once, stopwords left out."""
     return [w for w in dict.fromkeys(_LATIN_WORD.findall(folded)) if w not in STOPWORDS]

@@ -154,7 +154,7 @@ async def test_the_frozen_understanding_split_does_not_regress(conn, search):
     assert len(dialogues) >= 150 and {d.split for d in dialogues} == {"test"}
     outcomes = await run_dialogues(Agent(conn, search), dialogues)
     failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
-    assert sum(o.passed for o in outcomes) >= 0.985 * len(outcomes), failed
+    assert sum(o.passed for o in outcomes) >= 0.99 * len(outcomes), failed
     families: dict[str, list[bool]] = {}
     for o in outcomes:
         families.setdefault(o.dialogue.family, []).append(o.passed)

@@ -496,3 +496,14 @@ async def test_each_attribute_question_of_a_message_is_answered_from_the_record(
     assert said.startswith("跑步鞋（阿迪达斯）：") and "舒适透气" in said.split("。")[0] and "缓震中底" in said.split("。")[0]
     said = (await agent.answer("帐篷挡不挡雨，重不重", user_id="u")).answer
     assert "防雨防风" in said.split("。")[0] and "2.3公斤" in said.split("。")[0]
+
+
+async def test_an_english_kind_qualified_by_a_noun_the_catalog_never_uses_is_another_thing(agent, vocabulary):
+    """golf shoes, ski gloves: a kind of goods the shop sells, qualified by a noun whose Chinese sense is
+    mostly characters no product name uses — another thing, said to be not sold before the related
+    product; an adjective (cheap, red) or a word of the catalog's English names (running) is not one."""
+    assert read("any golf shoes?", vocabulary).foreign_qualifier == "高尔夫球"
+    said = (await agent.answer("do you sell ski gloves", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“ski gloves”") and "健身手套" in said
+    for text in ("do you have cheap gloves", "any red gloves?", "do you have running shoes"):
+        assert not read(text, vocabulary).foreign_qualifier, text
