@@ -104,6 +104,7 @@ class Agent:
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._qualify(text, asked, vocabulary)
+        asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
             if asked.reference is not None and not asked.products else None
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
@@ -205,6 +206,28 @@ class Agent:
             if best != own and close[best] - close.get(own, 0.0) >= QUALIFIED_MARGIN:
                 asked = intent.replace_product(asked, own, best)
         return asked
+
+    async def _sized(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
+        """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states
+        that size (or none of that unit); else the product whose name ends with the word written and whose
+        record states it (4号足球 → 青少年训练足球); else a near miss — the shop has no such size."""
+        sized = intent.size_asked(asked)
+        if sized is None:
+            return asked
+        phrase, unit, value = sized
+        own = asked.products[0]
+        options = [own, *sorted(vocabulary.ending_with(asked.named[0]))]
+        found = await fetch_products(self.conn, options)
+
+        def stated(pid: str) -> list[tuple]:
+            product = found[pid]
+            return intent.sizes(f"{product.product_name} {product.specifications or ''}").get(unit, [])
+        if own not in found or not stated(own) or any(lo <= value <= hi for lo, hi in stated(own)):
+            return asked
+        other = next((p for p in options[1:] if p in found and any(lo <= value <= hi for lo, hi in stated(p))), None)
+        if other is not None:
+            return intent.replace_product(asked, own, other)
+        return dataclasses.replace(asked, near_miss=phrase)
 
     async def _resolve(self, asked: intent.Intent, shown: list[str], last_quantity: int | None) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""

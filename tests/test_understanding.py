@@ -507,3 +507,17 @@ async def test_an_english_kind_qualified_by_a_noun_the_catalog_never_uses_is_ano
     assert said.startswith("抱歉，本店没有销售“ski gloves”") and "健身手套" in said
     for text in ("do you have cheap gloves", "any red gloves?", "do you have running shoes"):
         assert not read(text, vocabulary).foreign_qualifier, text
+
+
+async def test_a_size_written_before_a_name_picks_that_size_or_says_there_is_none(agent, vocabulary):
+    """三人帐篷, 4号足球, 47码跑步鞋: a size asks for that size of the thing. The product named when its
+    record states it; the product whose name ends with the word and whose record states it; else "not sold"
+    with the product of another size as the related one. A count (两个足球) is not a size."""
+    assert intent.sizes("尺码7-10号，2人用") == {"号": [(7, 10)], "人": [(2, 2)]}
+    said = (await agent.answer("请问有三人的帐篷吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“三人的帐篷”") and "双人露营帐篷" in said
+    assert "青少年训练足球" in (await agent.answer("4号足球怎么卖", user_id="u")).answer
+    said = (await agent.answer("47码的跑步鞋有吗", user_id="u")).answer
+    assert "没有销售“47码的跑步鞋”" in said
+    assert "没有销售" not in (await agent.answer("42码跑步鞋多少钱", user_id="u")).answer
+    assert intent.size_asked(read("买两个足球", vocabulary)) is None
