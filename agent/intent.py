@@ -933,17 +933,43 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
 
 def refers_back(text: str) -> bool:
     """The message leans on the conversation: elliptical, a pointer (第二个, 便宜的那个, the cheaper one),
-    or a bare order for a quantity (就它了，买两个)."""
+    a bare order for a quantity (就它了，买两个), or nothing but a question (多少钱啊, 还有库存不)."""
     folded = fold(text).strip()
     compact = re.sub(r"[\s，,。.!！]+", "", folded)
     return elliptical(text) or reference(folded) is not None or bool(_QUANTITY_ONLY.match(compact)) \
-        or bool(_QUANTITY_ONLY.match(_english_numbers(compact)))
+        or bool(_QUANTITY_ONLY.match(_english_numbers(compact))) or _only_asking(compact)
+
+
+# What is left of a message once its asking words are out and that says nothing of what about.
+_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有还是要请问亲你们家店里货~～…？?]")
+
+
+def _only_asking(compact: str) -> bool:
+    """多少钱啊, 还有库存不, 有优惠吗: a message of asking words alone, about no thing it names."""
+    rest = compact
+    for _, pattern in _ASKS:
+        rest = pattern.sub("", rest)
+    return bool(compact) and not _ASKING_REST.sub("", rest)
+
+
+def names_only(text: str, vocabulary: Vocabulary) -> bool:
+    """A message that is only the names it holds, with particles (羽毛球网架, 就壶铃, 要护腿板吧): the reply
+    to "which product?" asks nothing of its own."""
+    folded = fold(text).strip()
+    if vocabulary.pattern is None:
+        return False
+    rest = vocabulary.pattern.sub("", folded)
+    return rest != folded and not _NAME_FILLER.sub("", rest)
+
+
+_NAME_FILLER = re.compile(r"我说的是|我问的是|我要|就是|就|要|是|那个|这个|吧|啦|呀|哦|嗯|[\s，,。？?！!~～]")
 
 
 def answering_which(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
-    """The reply to "which product?" (哦 我说的是泳镜): it asks what the message before the question asked,
-    and anything it asks itself."""
-    return labels | (previous & _CARRIED)
+    """The reply to "which product?" (哦 我说的是泳镜): it asks what the message before the question asked
+    (after 能便宜点吗: its price and promotions), and anything it asks itself."""
+    bargain = frozenset({"price", "promotion"}) if "bargain" in previous else frozenset()
+    return labels | (previous & _CARRIED) | bargain
 
 
 def carry_over(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:

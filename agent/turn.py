@@ -170,8 +170,12 @@ class Agent:
         the product in focus asks what the previous message asked, plus anything it asks itself."""
         labels = self.router.labels(text, await self._router_vector(text)).labels
         last = memory.turns[-1] if memory.turns else None
-        if last is not None and answers.CLARIFY in last.assistant and not intent.refers_back(text):
-            return intent.answering_which(labels, self.router.labels(last.user).labels)
+        asked_which = last is not None and (answers.CLARIFY in last.assistant or answers.NO_BARGAIN_WHICH in last.assistant)
+        if asked_which and not intent.refers_back(text):
+            previous = self.router.labels(last.user).labels
+            if intent.names_only(text, vocabulary) and intent.answering_which(frozenset(), previous):
+                labels = frozenset()   # 羽毛球网架: only the product; what it asks is what was asked before
+            return intent.answering_which(labels, previous)
         bare = intent.bare_follow_up(text, vocabulary)
         if bare or intent.refers_back(text):
             previous = frozenset()

@@ -146,20 +146,25 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
         assert sum(results) >= 0.9 * len(results), (family, failed)
 
 
-async def test_the_frozen_understanding_split_does_not_regress(conn, search):
-    """The held-out dialogues (written before the work, never tuned on): floors just under the scores measured
-    (0.943 overall when issue 19 closed, 0.968 on 2026-12-02; every family ≥ 0.80), so that a change that
-    breaks understanding fails here; raise them as the reader improves."""
-    dialogues = load_dialogues(EVALSETS / "dialogues-understanding-test.jsonl")
-    assert len(dialogues) >= 150 and {d.split for d in dialogues} == {"test"}
+@pytest.mark.parametrize(("name", "floor", "family_floor"), [
+    ("dialogues-understanding-test.jsonl", 0.99, 0.8),
+    ("dialogues-understanding-test2.jsonl", 0.93, 0.6),
+])
+async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
+    """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
+    the scores measured (test: 0.943 when issue 19 closed, 0.968 then 1.000 on 2026-12-02; test2, written on
+    2026-12-02: 0.896 at that day's start, 0.944 at its end), so that a change that breaks understanding fails
+    here; raise them as the reader improves."""
+    dialogues = load_dialogues(EVALSETS / name)
+    assert len(dialogues) >= 140 and {d.split for d in dialogues} == {"test"}
     outcomes = await run_dialogues(Agent(conn, search), dialogues)
     failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
-    assert sum(o.passed for o in outcomes) >= 0.99 * len(outcomes), failed
+    assert sum(o.passed for o in outcomes) >= floor * len(outcomes), failed
     families: dict[str, list[bool]] = {}
     for o in outcomes:
         families.setdefault(o.dialogue.family, []).append(o.passed)
     for family, results in families.items():
-        assert sum(results) >= 0.8 * len(results), (family, failed)
+        assert sum(results) >= family_floor * len(results), (family, failed)
 
 
 def test_every_shipped_dialogue_set_loads_with_its_split():

@@ -521,3 +521,17 @@ async def test_a_size_written_before_a_name_picks_that_size_or_says_there_is_non
     assert "没有销售“47码的跑步鞋”" in said
     assert "没有销售" not in (await agent.answer("42码跑步鞋多少钱", user_id="u")).answer
     assert intent.size_asked(read("买两个足球", vocabulary)) is None
+
+
+async def test_a_question_about_nothing_named_asks_which_and_the_bare_name_that_follows_gets_that_question(agent):
+    """多少钱呀 / 货还有不 with nothing discussed: which product? — never a product the search happened to
+    rank for the asking words. The reply that is only a name asks what was asked before it (the stock, the
+    price), not what a router reads in its few characters; after a bargain, its price and promotions."""
+    said = await converse(agent, ["货还有不", "泡沫轴"])
+    assert said[0] == (await agent.answer("多少钱呀", user_id="u")).answer and "哪款" in said[0]
+    assert "库存" in said[1] and "泡沫轴" in said[1]
+    said = await converse(agent, ["这个多少钱", "我说的是瑜伽砖"])
+    assert "39元" in said[1]
+    said = await converse(agent, ["老板能少点不", "篮球鞋"])
+    assert "599元" in said[1]   # 满500减100
+    assert intent.refers_back("有没有优惠啊") and not intent.refers_back("跑步鞋有没有优惠")
