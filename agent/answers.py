@@ -399,11 +399,15 @@ def brand_answer(product: Product) -> tuple[str, list[str]]:
     return f"{product.product_name}是{product.brand or '店铺自有'}品牌的{price}。", [product.evidence_id]
 
 
+def not_sold_line(subject: str) -> str:
+    return f"抱歉，本店没有销售“{subject}”。"
+
+
 def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:
     """A near miss: say first that the thing itself is not sold, then name related products (no prices:
     the customer did not ask about them)."""
     names = "、".join(_label(p) for p in products)
-    return (f"抱歉，本店没有销售“{subject}”。相关的商品有：{names}，需要的话可以问我它们的详情。",
+    return (f"{not_sold_line(subject)}相关的商品有：{names}，需要的话可以问我它们的详情。",
             [p.evidence_id for p in products])
 
 

@@ -696,7 +696,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
-    asks = _asks(by_rules, labels)
+    asks = _asks(by_rules, labels, bool(products), folded)
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
                          or low is not None)
     if not labels and _GREETING.match(folded):
@@ -718,6 +718,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     near = extended_names(folded, spans, set(vocabulary.names)) if products else ""
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""
+    elif near and len(products) >= 2:   # 有乒乓球台吗？乒乓球拍多少钱: 乒乓球 is only inside the table
+        inside = [(m.start(), m.end()) for m in re.finditer(re.escape(near), folded)]
+        apart = tuple(dict.fromkeys(pid for s, e, pid in spans if not any(a <= s and e <= b for a, b in inside)))
+        products = apart or products
     pointer = reference(folded) if not products else None
     if category and any(category_word in g and not _only_known_words(g, vocabulary)
                         for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
@@ -873,9 +877,14 @@ def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, 
 _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, Ask.INJECTION, Ask.OFF_TOPIC})
 
 
-def _asks(by_rules: set[Ask], labels: frozenset[str]) -> set[Ask]:
+# A product's price asked in so many words (not 运费多少, 多少天).
+_PRICE_ASKED_PLAINLY = re.compile(r"多少钱|价格是|价钱|售价|怎么卖|几块钱|卖多少")
+
+
+def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text: str = "") -> set[Ask]:
     """The router's labels decide what is asked; the word rules add the details it does not label
-    (a brand question is an attribute question; a change demand is bargaining about the database)."""
+    (a brand question is an attribute question; a change demand is bargaining about the database; with a
+    product named, its price asked in so many words)."""
     if not labels:
         return by_rules
     asks = {LABEL_ASKS[label] for label in labels if label in LABEL_ASKS}
@@ -883,6 +892,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str]) -> set[Ask]:
         asks.add(Ask.POLICY)
     if asks & PRODUCT_ASKS:
         asks |= by_rules & PRODUCT_ASKS
+    elif named and _PRICE_ASKED_PLAINLY.search(text):
+        asks.add(Ask.PRICE)   # 网球拍多少钱？保修多久: a long message the router read for its policy question only
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)
     return asks

@@ -112,7 +112,7 @@ class OfflineModel:
             cites += product[1]
             grounded = product[2] == AnswerStatus.GROUNDED
             missing = not grounded
-        if findings.document_sets and asked.asks & {Ask.POLICY, Ask.HUMAN}:
+        if findings.document_sets and (asked.asks & {Ask.POLICY, Ask.HUMAN} or self._about_goods_received(asked)):
             text, doc_cites = answers.policy_answer(findings, whole_sets=bool(asked.labels))
             texts.append(text)
             cites += doc_cites
@@ -253,7 +253,14 @@ class OfflineModel:
         order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
         main = findings.products[order[0]]
         if asked.near_miss:
-            return (*answers.related_answer(asked.near_miss, [main]), AnswerStatus.GROUNDED)
+            rest = asked.text.replace(asked.near_miss, " ")
+            if not any(name in rest for name in asked.named):
+                return (*answers.related_answer(asked.near_miss, [main]), AnswerStatus.GROUNDED)
+            # 篮球架有吗？篮球多少钱: the thing is not sold, and the product named apart is asked about too
+            itself = self._about_one(dataclasses.replace(asked, near_miss=""), findings, called)
+            if isinstance(itself, ModelReply):
+                return itself
+            return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
         if subject and not asked.products and not asked.describes_need \
                 and (not covers(subject, main.product_name) or asked.foreign_qualifier):   # 拳击手套 is not 健身手套
@@ -332,6 +339,11 @@ class OfflineModel:
                     return f"{base}{text}", cites + more, AnswerStatus.GROUNDED
         return None
 
+    @staticmethod
+    def _about_goods_received(asked: Intent) -> bool:
+        """A complaint about goods (收到的篮球是漏气的): the returns policy says what can be done."""
+        return Ask.COMPLAINT in asked.asks and Ask.POLICY not in asked.asks and bool(asked.products or asked.goods)
+
     def _first_step(self, asked: Intent, focus: list[str], question: str) -> ModelReply:
         """Every part's first call at once: the policy, the orders and the product part run together."""
         if Ask.MODIFY in asked.asks:
@@ -349,6 +361,8 @@ class OfflineModel:
             calls += [("search_knowledge", {"query": asked.text[:200], "topic": topic}) for topic in topics]
         elif Ask.POLICY in asked.asks:
             calls.append(("search_knowledge", {"query": asked.text[:200]}))
+        elif self._about_goods_received(asked):   # 收到的篮球漏气: what the shop does about a faulty item
+            calls.append(("search_knowledge", {"query": asked.text[:200], "topic": "returns"}))
         if self._has_product_part(asked, focus):
             calls += self._product_first(asked, focus, question)
         if calls:

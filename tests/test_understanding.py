@@ -535,3 +535,22 @@ async def test_a_question_about_nothing_named_asks_which_and_the_bare_name_that_
     said = await converse(agent, ["老板能少点不", "篮球鞋"])
     assert "599元" in said[1]   # 满500减100
     assert intent.refers_back("有没有优惠啊") and not intent.refers_back("跑步鞋有没有优惠")
+
+
+async def test_a_long_message_asking_a_price_and_a_policy_gets_both(agent):
+    said = (await agent.answer("孩子下个月比赛要用，之前那个球踢坏了。你们这个排球卖多少钱？坏了能保修多久？",
+                               user_id="u")).answer
+    assert "229元" in said and "质保" in said
+
+
+async def test_a_near_miss_beside_a_question_about_the_product_itself_answers_both(agent):
+    said = (await agent.answer("有没有乒乓球台？乒乓球拍多少钱", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“乒乓球台”。") and "乒乓球拍" in said and "元" in said
+    said = (await agent.answer("有乒乓球台吗", user_id="u")).answer   # alone: the related product, no price
+    assert "相关的商品有" in said
+
+
+async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
+    said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
+    assert said.startswith("非常抱歉") and "质量问题" in said
+    assert "质量问题" not in (await agent.answer("你们客服态度太差了", user_id="u")).answer
