@@ -762,6 +762,27 @@ _POINTED_KIND = re.compile(r"[这那]\s*[个款双支件只张根盒把套条副
                            r"(?=吗|呢|么|怎|多少|几|是|有|能|可以|适合|防|重|大|小|长|还|的|[？?，,。！!\s]|$)")
 
 
+# 各来一个, 两样都要: one (or the count written) of each product the conversation just went through.
+_EACH = re.compile(r"各[来要买拿]|各[一两二三四五六七八九十\d]|[两俩二三]样都|[两俩二三]个都|都各|一样[来要买拿]?一")
+
+
+def each_of_earlier(text: str, vocabulary: Vocabulary, earlier: list[str], focus: list[str]) -> tuple[str, ...]:
+    """The products 各来一个 means: the two or three the last answer was about (a comparison), else the one
+    each of the latest answers (`earlier`, oldest first) was about — the first product each names — when
+    they are two or three different ones; () otherwise."""
+    if not _EACH.search(fold(text)) or vocabulary.pattern is None:
+        return ()
+    if 2 <= len(focus) <= 3:
+        return tuple(focus)
+    shown: list[str] = []
+    for answer in reversed(earlier[-3:]):
+        first = next((vocabulary.product_of(m.group(0)) for m in vocabulary.pattern.finditer(fold(answer))), None)
+        if first is None or first in shown:
+            break
+        shown.append(first)
+    return tuple(reversed(shown)) if len(shown) >= 2 else ()
+
+
 def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:
     """The product a pointer with a kind of goods means (刚才那双鞋防水吗 after a watch was shown): the
     product in focus when it is of that kind, else the latest product of that kind the conversation's

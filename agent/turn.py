@@ -109,6 +109,12 @@ class Agent:
             if asked.reference is not None and not asked.products else None
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
             asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
+        each = intent.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns],
+                                      memory.focus_product_ids) if not asked.products and memory.turns else ()
+        if each:   # 泳镜多少钱 / 泳帽呢 / 那各来一个: one of each (or the count written), priced together
+            asked = dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
+                                        quantities={p: asked.quantity or 1 for p in each},
+                                        asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
         asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity

@@ -554,3 +554,12 @@ async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
     assert "质量问题" not in (await agent.answer("你们客服态度太差了", user_id="u")).answer
+
+
+async def test_one_of_each_means_the_products_the_conversation_just_went_through(agent):
+    said = await converse(agent, ["瑜伽砖怎么卖", "泡沫轴呢", "那两样都要"])
+    assert "合计128元" in said[2]   # 39 + 89
+    said = await converse(agent, ["护膝和护腕哪个便宜", "各来两个吧"])
+    assert "合计" in said[1] and "买2" in said[1]
+    said = await converse(agent, ["跳绳多少钱", "各来一个"])   # one product discussed: nothing to take "each" of
+    assert "合计" not in said[1]
