@@ -14,7 +14,7 @@ from datetime import date
 
 import aiosqlite
 
-from agent import answers, intent
+from agent import answers, intent, sizes
 from agent.analytics.analyst import Analyst
 from agent.analytics.signals import own_flags, previous_flags
 from agent.clock import today_shanghai
@@ -109,12 +109,7 @@ class Agent:
             if asked.reference is not None and not asked.products else None
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
             asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
-        each = intent.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns],
-                                      memory.focus_product_ids) if not asked.products and memory.turns else ()
-        if each:   # 泳镜多少钱 / 泳帽呢 / 那各来一个: one of each (or the count written), priced together
-            asked = dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
-                                        quantities={p: asked.quantity or 1 for p in each},
-                                        asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
+        asked = self._each(text, asked, memory, vocabulary)
         asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity
@@ -217,11 +212,26 @@ class Agent:
                 asked = intent.replace_product(asked, own, best)
         return asked
 
+    @staticmethod
+    def _each(text: str, asked: intent.Intent, memory: ChatMemory, vocabulary: intent.Vocabulary) -> intent.Intent:
+        """泳镜多少钱 / 泳帽呢 / 那各来一个: one of each product just discussed (or the count written), priced
+        together as a basket."""
+        if asked.products or not memory.turns:
+            return asked
+        each = intent.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns], memory.focus_product_ids)
+        if not each:
+            return asked
+        return dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
+                                   quantities={p: asked.quantity or 1 for p in each},
+                                   asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
+
     async def _sized(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states
         that size (or none of that unit); else the product whose name ends with the word written and whose
         record states it (4号足球 → 青少年训练足球); else a near miss — the shop has no such size."""
-        sized = intent.size_asked(asked)
+        if len(asked.products) != 1 or len(asked.named) != 1:
+            return asked
+        sized = sizes.size_before(asked.text, asked.named[0])
         if sized is None:
             return asked
         phrase, unit, value = sized
@@ -231,7 +241,7 @@ class Agent:
 
         def stated(pid: str) -> list[tuple]:
             product = found[pid]
-            return intent.sizes(f"{product.product_name} {product.specifications or ''}").get(unit, [])
+            return sizes.sizes(f"{product.product_name} {product.specifications or ''}").get(unit, [])
         if own not in found or not stated(own) or any(lo <= value <= hi for lo, hi in stated(own)):
             return asked
         other = next((p for p in options[1:] if p in found and any(lo <= value <= hi for lo, hi in stated(p))), None)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from agent import intent
+from agent import intent, sizes
 from agent.intent import Vocabulary, carry_over, elliptical, read, refers_back
 from agent.memory import InProcessMemory, Turn
 from agent.mentions import Reference, goods_phrases, reference
@@ -513,14 +513,14 @@ async def test_a_size_written_before_a_name_picks_that_size_or_says_there_is_non
     """三人帐篷, 4号足球, 47码跑步鞋: a size asks for that size of the thing. The product named when its
     record states it; the product whose name ends with the word and whose record states it; else "not sold"
     with the product of another size as the related one. A count (两个足球) is not a size."""
-    assert intent.sizes("尺码7-10号，2人用") == {"号": [(7, 10)], "人": [(2, 2)]}
+    assert sizes.sizes("尺码7-10号，2人用") == {"号": [(7, 10)], "人": [(2, 2)]}
     said = (await agent.answer("请问有三人的帐篷吗", user_id="u")).answer
     assert said.startswith("抱歉，本店没有销售“三人的帐篷”") and "双人露营帐篷" in said
     assert "青少年训练足球" in (await agent.answer("4号足球怎么卖", user_id="u")).answer
     said = (await agent.answer("47码的跑步鞋有吗", user_id="u")).answer
     assert "没有销售“47码的跑步鞋”" in said
     assert "没有销售" not in (await agent.answer("42码跑步鞋多少钱", user_id="u")).answer
-    assert intent.size_asked(read("买两个足球", vocabulary)) is None
+    assert sizes.size_before("买两个足球", "足球") is None and sizes.size_before("4号足球", "足球")[1:] == ("号", 4)
 
 
 async def test_a_question_about_nothing_named_asks_which_and_the_bare_name_that_follows_gets_that_question(agent):

@@ -1,0 +1,50 @@
+"""Sizes written as a number and a unit — 四人, 双人, 4号, 12公斤, 25升, 31寸, a range 100-130厘米, 尺码36-46 —
+in a product record (what it comes in) and in a message (the size a customer asks for: 四人帐篷, 4号足球)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from guardrails.figures import NUM, parse_number
+from retrieval.text import fold
+
+# A unit as written → the unit compared (千克 and kg are 公斤).
+_SIZE_UNITS = {"人": "人", "号": "号", "公斤": "公斤", "千克": "公斤", "kg": "公斤", "斤": "斤", "升": "升", "l": "升",
+               "毫升": "毫升", "ml": "毫升", "码": "码", "寸": "寸", "英寸": "寸", "厘米": "厘米", "cm": "厘米", "磅": "磅"}
+_SIZE = re.compile(rf"(?P<low>{NUM}|双|单)(?:\s*[-~至到]\s*(?P<high>{NUM}))?\s*"
+                   f"(?P<unit>{'|'.join(sorted(_SIZE_UNITS, key=len, reverse=True))})(?![a-z])")
+_SHOE_SIZES = re.compile(rf"尺码\s*[:：]?\s*(?P<low>{NUM})(?:\s*[-~至到]\s*(?P<high>{NUM}))?(?![\d.])(?!\s*[-~至到号])")
+
+
+def _size_value(raw: str) -> Decimal | None:
+    return {"双": Decimal(2), "单": Decimal(1)}.get(raw) or parse_number(raw)
+
+
+def sizes(text: str) -> dict[str, list[tuple[Decimal, Decimal]]]:
+    """The sizes a text states, by unit: 2人用 → {人: [(2, 2)]}, 尺码7-10号 → {号: [(7, 10)]}."""
+    out: dict[str, list[tuple[Decimal, Decimal]]] = {}
+    folded = fold(text)
+    for m in _SIZE.finditer(folded):
+        low = _size_value(m.group("low"))
+        high = parse_number(m.group("high")) if m.group("high") else low
+        if low is not None and high is not None:
+            out.setdefault(_SIZE_UNITS[m.group("unit")], []).append((low, high))
+    for m in _SHOE_SIZES.finditer(folded):   # 尺码36-46: the unit before the numbers
+        low, high = parse_number(m.group("low")), parse_number(m.group("high") or m.group("low"))
+        if low is not None and high is not None:
+            out.setdefault("码", []).append((low, high))
+    return out
+
+
+def size_before(text: str, name: str) -> tuple[str, str, Decimal] | None:
+    """(the phrase, the unit, the value) of a size written right before a name in a message (folded): 有四人帐篷吗
+    → 四人帐篷, 人, 4; 4号足球 → 4号足球, 号, 4 — the customer asks for that size of the thing, not for any."""
+    at = text.find(name)
+    found = [m for m in _SIZE.finditer(text[:at]) if m.end() >= at - 1] if at > 0 else []
+    if not found or found[-1].group("high"):
+        return None
+    value = _size_value(found[-1].group("low"))
+    if value is None:
+        return None
+    return text[found[-1].start():at + len(name)], _SIZE_UNITS[found[-1].group("unit")], value
