@@ -37,6 +37,9 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
                     DiscountType.FIXED_REDUCTION: re.compile("减")}
 
 
+# The average a unit comes to (平均一支多少钱, 每个合多少, 折合一双, 摊下来一个).
+_PER_UNIT = re.compile(r"平均|折合|摊下来|合多少|合几|算下来一|算下来每|average|per (?:one|unit|piece|item)")
+
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
 
@@ -297,7 +300,8 @@ class OfflineModel:
                       and asked.describes_need)
         claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
         return (*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
-                                        claimed_other_figure=claimed), AnswerStatus.GROUNDED)
+                                        claimed_other_figure=claimed, per_unit=bool(_PER_UNIT.search(question))),
+                AnswerStatus.GROUNDED)
 
     def _promotion_plan(self, asked: Intent, main: Product, findings: answers.Findings,
                         called: list[str]) -> ModelReply | tuple[str, list[str], str] | None:

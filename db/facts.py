@@ -130,6 +130,15 @@ class Quote:
         return self.quantity + self.free_quantity
 
     @property
+    def paid_per_unit(self) -> Decimal | None:
+        """What one unit received costs on average (the total over the units received), when that is a whole
+        number of fen; None for a single unit or an average that would have to be rounded."""
+        if self.total_units < 2:
+            return None
+        average = (self.final_total / self.total_units).quantize(Decimal("0.01"))
+        return average if average * self.total_units == self.final_total else None
+
+    @property
     def discount_amount(self) -> Decimal:
         return self.subtotal - self.final_total
 

@@ -87,6 +87,8 @@ class PriceQuote(_OfProduct, Protocol):
     @property
     def total_units(self) -> int: ...
     @property
+    def paid_per_unit(self) -> Decimal | None: ...
+    @property
     def applied_promotion(self) -> PromotionRule | None: ...
     @property
     def benefits(self) -> Sequence[PromotionRule]: ...
@@ -324,6 +326,7 @@ def quote_figures(quote: PriceQuote) -> list[Figure]:
     if quote.discount_amount:
         out += _figure(Role.SAVING, quote.discount_amount, eid, pid, conditions=cond, **per_quote)
     out += _figure(Role.PAID_UNITS, qty, eid, pid, **per_quote)
+    out += _figure(Role.PER_UNIT, quote.paid_per_unit, eid, pid, conditions=cond, **per_quote)
     if quote.free_quantity:
         out += _figure(Role.FREE_UNITS, quote.free_quantity, eid, pid, **per_quote)
         out += _figure(Role.TOTAL_UNITS, quote.total_units, eid, pid, **per_quote)

@@ -51,6 +51,7 @@ class Role(StrEnum):
     SMALLEST = "smallest order"
     UNITS_SOLD = "units sold"
     SHARE = "share of the whole"
+    PER_UNIT = "paid per unit"             # 平均每支240元: a calculation's total over the units received
 
 
 KIND_OF = {
@@ -61,7 +62,7 @@ KIND_OF = {
     Role.ORDER_COUNT: Kind.QUANTITY, Role.AVERAGE: Kind.MONEY, Role.LARGEST: Kind.MONEY, Role.SMALLEST: Kind.MONEY,
     Role.UNITS_SOLD: Kind.QUANTITY, Role.SHARE: Kind.DISCOUNT,
     Role.WANTED_UNITS: Kind.QUANTITY, Role.SHORTFALL: Kind.MONEY, Role.UNITS_SHORT: Kind.QUANTITY,
-    Role.DIFFERENCE: Kind.MONEY, Role.DEARER_BY: Kind.MONEY, Role.CHEAPER_BY: Kind.MONEY,
+    Role.DIFFERENCE: Kind.MONEY, Role.DEARER_BY: Kind.MONEY, Role.CHEAPER_BY: Kind.MONEY, Role.PER_UNIT: Kind.MONEY,
 }
 
 # The measure words of the shop's goods, the one table (个 not before 月; 包 not in 包邮).
@@ -80,6 +81,7 @@ MONEY_BEFORE: tuple[tuple[Role, re.Pattern[str]], ...] = (
     (Role.TOTAL, re.compile("一共|合计|总价|总共|共计|总计|共|实付款?|到手价?|折后价?|优惠后|打折后|活动价|优惠价|"
                             "现价|只要|只需|仅需|需付|应付|支付|付款|后")),
     (Role.REDUCTION, re.compile("立减|直降|减|优惠了?|便宜了?|节省|省了?|少付|抵扣|抵")),
+    (Role.PER_UNIT, re.compile(f"平均(?:下来)?(?:每|一)?{MEASURE}?|折合(?:每|一)?{MEASURE}?|摊下来(?:每|一)?{MEASURE}?")),
     (Role.PRICE, re.compile(f"售价|价格|单价|原价|折前价?|优惠前|标价|定价|零售价|价钱|每{MEASURE}|一{MEASURE}|"
                             f"单{MEASURE}")),
 )

@@ -563,3 +563,9 @@ async def test_one_of_each_means_the_products_the_conversation_just_went_through
     assert "合计" in said[1] and "买2" in said[1]
     said = await converse(agent, ["跳绳多少钱", "各来一个"])   # one product discussed: nothing to take "each" of
     assert "合计" not in said[1]
+
+
+async def test_the_average_a_unit_comes_to_is_stated_when_asked(agent):
+    said = (await agent.answer("篮球鞋拿两双，平均下来一双多少钱", user_id="u")).answer
+    assert "实付1298元" in said and "平均每双649元" in said   # 1398 - 100
+    assert "平均" not in (await agent.answer("篮球鞋拿两双多少钱", user_id="u")).answer

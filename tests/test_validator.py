@@ -90,7 +90,9 @@ async def test_wrong_prices_in_every_form_are_blocked(conn, scenario, name, pric
     assert len(lies) >= 60
     for label, answer in lies:
         verdict = validate("多少钱？", answer, citations, ledger)
-        assert not verdict.ok and v.UNVERIFIED_AMOUNT in verdict.codes, (label, answer)
+        # a figure no evidence holds, or one it holds in another role (240元 is what each of two rackets
+        # comes to under 两支及以上8折, not the racket's price)
+        assert not verdict.ok and ({v.UNVERIFIED_AMOUNT, v.WRONG_ROLE} & set(verdict.codes)), (label, answer)
 
 
 @pytest.mark.parametrize("wrong", [D("0.8"), D("0.5"), D("0.85"), D("0.95")])
@@ -105,6 +107,19 @@ async def test_half_price_when_there_is_none_is_blocked(conn):
     ledger = await ledger_for(conn, ["003"])
     verdict = validate("有优惠吗", "羽毛球拍现在半价！", ["product:003", "promotion:P003"], ledger)
     assert verdict.codes == [v.UNVERIFIED_DISCOUNT]
+
+
+async def test_the_average_a_unit_comes_to_is_the_calculations_total_over_its_units(conn):
+    """平均每支240元: the total over the units received, from a calculation cited; the unit price, another
+    amount or an average with no calculation behind it is blocked."""
+    ledger = await ledger_for(conn, ["003"], [("003", 2), ("003", 1)])
+    cites = ["product:003", "promotion:P003", "calc:003:2:regular"]
+    assert validate("平均一支多少", "买2支共480元，平均每支240元。", cites, ledger).ok
+    assert validate("平均一支多少", "两支折合一支240元。", cites, ledger).ok
+    for lie in ("买2支共480元，平均每支300元。", "买2支共480元，平均每支250元。"):
+        assert not validate("平均一支多少", lie, cites, ledger).ok, lie
+    one = ["product:003", "promotion:P003", "calc:003:1:regular"]   # one racket: no average to state
+    assert not validate("平均一支多少", "平均每支240元。", one, ledger).ok
 
 
 async def test_gift_counted_as_a_price_cut_is_blocked(conn):
