@@ -33,7 +33,8 @@ from agent.tools import (
 from agent.trace import FALLBACK, Signs, TurnResult, TurnTrace
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products
-from db.pricing import SINGLE_UNITS, measure_word
+from db.facts import Quote
+from db.pricing import SINGLE_UNITS, calculate_final_price, measure_word
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import QUANTITY, find_mentions
 from guardrails.ledger import EvidenceKind, EvidenceLedger
@@ -271,10 +272,14 @@ class Agent:
         elif pointer.kind == "last":
             pick = shown[-1]
         elif pointer.kind in ("cheapest", "dearest"):
-            priced = [p for p in (await fetch_products(self.conn, shown)).values() if p.price is not None]
-            if priced:
-                chosen = (min if pointer.kind == "cheapest" else max)(priced, key=lambda p: p.price)
-                pick = chosen.product_id
+            # by what one costs now, as a comparison says which is cheaper (a promotion may turn the order)
+            paid = {}
+            for pid in shown:
+                quote = await calculate_final_price(self.conn, pid, 1, asked.first_purchase)
+                if isinstance(quote, Quote):
+                    paid[pid] = quote.final_total
+            if paid:
+                pick = (min if pointer.kind == "cheapest" else max)(paid, key=paid.__getitem__)
         if pick is None:
             return asked
         quantities = {pick: asked.quantity} if asked.quantity else {}

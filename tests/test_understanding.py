@@ -437,6 +437,8 @@ async def test_which_is_cheaper_and_a_budget_read_the_price_paid_now(agent):
     assert "实付400元" in said and "跑步鞋更便宜" in said
     said = (await agent.answer("羽毛球拍和网球拍哪个便宜", user_id="u")).answer   # 8折 from two: not for one
     assert "实付" not in said and "羽毛球拍更便宜" in said
+    said = await converse(agent, ["篮球鞋和足球鞋比哪双便宜", "贵的那双呢"])   # the dearer one now: 699 > 599
+    assert said[1].startswith("足球鞋")
     said = (await agent.answer("预算一百三以内，想要个足球", user_id="u")).answer
     assert "实付108元" in said
     said = (await agent.answer("耐克的东西都有啥", user_id="u")).answer
