@@ -303,8 +303,10 @@ class Intent:
 
     @property
     def describes_need(self) -> bool:
-        """A need told (我准备跑马拉松…, 爬山下坡膝盖疼) rather than a product named or goods asked for."""
-        return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text))
+        """A need told (我准备跑马拉松…, 爬山下坡膝盖疼) rather than a product named or goods asked for — nor a
+        long question about nothing (新客第一单买的话多少钱)."""
+        return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text)) \
+            and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text))
 
     @property
     def tells_need(self) -> bool:
@@ -706,7 +708,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
     goods = tuple(g for g in goods_phrases(folded, [(s, e) for s, e, _ in spans])
-                  if not _only_known_words(g, vocabulary)) if not products else ()
+                  if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)) if not products else ()
     if not products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
@@ -736,6 +738,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)
+    if Ask.SPENDING in asks and FIRST_PURCHASE.search(folded) and "policy:first-purchase" in labels:
+        asks.discard(Ask.SPENDING)   # 我是第一次在你们家买，首单多少: a first purchase has no spending to sum
     first_offer = has_focus and labels and {lb for lb in labels if lb.startswith("policy:")} == {"policy:first-purchase"}
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None
                  and low is None and not (asks - ({Ask.POLICY} if first_offer else set())) & _NOT_ABOUT_FOCUS)
@@ -879,6 +883,19 @@ _QUALITIES = ("运动", "专业", "新款", "正品", "好用", "高端", "入�
 _MODIFIERS = (*_QUALITIES, "男士", "女士", "儿童", "成人")
 
 
+# What is left of 新客第一单买的话 / 头一次来你家买 once its first-purchase words are out: the buying, nothing bought.
+_AROUND_FIRST_PURCHASE = re.compile(r"[新老客户用的话买价单下来我你家在们这里]|\s")
+
+
+def _first_purchase_only(phrase: str, text: str) -> bool:
+    """A phrase that is a first purchase told (新客第一单买的话), or cut out of one (首/单能 of 首单能便宜多少), not
+    goods: never a thing to search for."""
+    at = text.find(phrase)
+    if at >= 0 and any(m.start() < at + len(phrase) and at < m.end() for m in FIRST_PURCHASE.finditer(text)):
+        return True
+    return bool(FIRST_PURCHASE.search(phrase)) and not _AROUND_FIRST_PURCHASE.sub("", FIRST_PURCHASE.sub("", phrase))
+
+
 def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
     """A phrase of nothing but the catalog's brands and category words (耐克, 户外装备, 运动服饰) names no
     new goods; 瑜伽球 (a category word and a thing) does."""
@@ -931,11 +948,15 @@ _ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的
 
 
 def _only_asking(compact: str) -> bool:
-    """多少钱啊, 还有库存不, 有优惠吗: a message of asking words alone, about no thing it names."""
-    rest = compact
+    """多少钱啊, 还有库存不, 有优惠吗, 新客第一单多少钱: a message of asking words (and who is asking) alone,
+    about no thing it names."""
+    rest = FIRST_PURCHASE.sub("", compact)   # 新客第一单买的话多少钱: who is buying, not what
     for _, pattern in _ASKS:
         rest = pattern.sub("", rest)
-    return bool(compact) and not _ASKING_REST.sub("", rest)
+    rest = _ASKING_REST.sub("", rest)
+    if FIRST_PURCHASE.search(compact):
+        rest = _AROUND_FIRST_PURCHASE.sub("", rest)
+    return bool(compact) and not rest
 
 
 def names_only(text: str, vocabulary: Vocabulary) -> bool:

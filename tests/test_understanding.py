@@ -571,3 +571,14 @@ async def test_the_average_a_unit_comes_to_is_stated_when_asked(agent):
     said = (await agent.answer("篮球鞋拿两双，平均下来一双多少钱", user_id="u")).answer
     assert "实付1298元" in said and "平均每双649元" in said   # 1398 - 100
     assert "平均" not in (await agent.answer("篮球鞋拿两双多少钱", user_id="u")).answer
+
+
+async def test_a_first_purchase_told_is_who_buys_not_what_nor_spending(agent):
+    """新客第一单买的话多少钱 after a product: that product's first-purchase price — the words of a first purchase
+    are not goods to search for, and a first purchase has no spending of its own to sum; with nothing
+    discussed, which product?"""
+    said = await converse(agent, ["跑步鞋怎么卖", "我是新用户头一次下单，多少钱"])
+    assert "实付400元" in said[1]
+    said = await converse(agent, ["跑步鞋怎么卖", "我第一次在你家买，首单能便宜多少"])
+    assert "跑步鞋" in said[1] and "已付款订单" not in said[1]
+    assert "哪款" in (await agent.answer("新用户第一单买的话多少钱", user_id="u")).answer
