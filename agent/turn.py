@@ -32,9 +32,9 @@ from agent.tools import (
 )
 from agent.trace import FALLBACK, Signs, TurnResult, TurnTrace
 from db.aggregates import OrderAnalytics
-from db.catalog import catalog_aliases, catalog_words, fetch_products
+from db.catalog import catalog_aliases, catalog_words, fetch_products, fetch_promotions
 from db.facts import Quote
-from db.pricing import SINGLE_UNITS, calculate_final_price, measure_word
+from db.pricing import SINGLE_UNITS, measure_word, quote_from
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import QUANTITY, find_mentions
 from guardrails.ledger import EvidenceKind, EvidenceLedger
@@ -273,11 +273,10 @@ class Agent:
             pick = shown[-1]
         elif pointer.kind in ("cheapest", "dearest"):
             # by what one costs now, as a comparison says which is cheaper (a promotion may turn the order)
-            paid = {}
-            for pid in shown:
-                quote = await calculate_final_price(self.conn, pid, 1, asked.first_purchase)
-                if isinstance(quote, Quote):
-                    paid[pid] = quote.final_total
+            found = await fetch_products(self.conn, shown)   # the rows read once, every quote built from them
+            promotions = await fetch_promotions(self.conn, list(found))
+            quotes = [quote_from(found, promotions, pid, 1, asked.first_purchase) for pid in found]
+            paid = {q.product_id: q.final_total for q in quotes if isinstance(q, Quote)}
             if paid:
                 pick = (min if pointer.kind == "cheapest" else max)(paid, key=paid.__getitem__)
         if pick is None:
