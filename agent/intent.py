@@ -576,13 +576,20 @@ def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
         if kind and not re.search(f"{NUM}\\s*$", text[:start]):
             return (kind,)
     for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
-        if word in vocabulary.names:
-            continue
-        for sense in gloss(word)[:3]:
-            head = sense[:-1] if len(sense) > 1 and sense.endswith("子") else sense
-            if len(head) <= 3 and head[-1] in vocabulary.kind_characters:
-                return (head[-1],)
+        kind = _english_kind(word, vocabulary) if word not in vocabulary.names else None
+        if kind:
+            return (kind[-1],)
     return ()
+
+
+def _english_kind(word: str, vocabulary: Vocabulary) -> str | None:
+    """The Chinese word of a kind of goods an English word names (gloves → 手套, balls → 球): one of its first
+    dictionary senses, 子 aside, that ends with a character ending several products' names; None if none."""
+    for sense in gloss(word)[:3]:
+        head = sense[:-1] if len(sense) > 1 and sense.endswith("子") else sense
+        if len(head) <= 3 and head[-1] in vocabulary.kind_characters:
+            return head
+    return None
 
 
 def _english_near_miss(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
@@ -592,8 +599,7 @@ def _english_near_miss(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
     words = latin_words(text)
     english = {w for name in vocabulary.names if name.isascii() for w in name.split()}
     for before, word in reversed(list(itertools.pairwise(words))):   # the head noun is the last kind named
-        kinds = [sense[:-1] if len(sense) > 1 and sense.endswith("子") else sense for sense in gloss(word)[:3]]
-        kind = next((k for k in kinds if len(k) <= 3 and k[-1] in vocabulary.kind_characters), None)
+        kind = _english_kind(word, vocabulary)
         if kind is None:
             continue
         if before in english or not names_a_thing(before) or not gloss(before):
