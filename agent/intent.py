@@ -936,8 +936,7 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
     if vocabulary.pattern is None \
             or not (re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded) or elliptical(text)):
         return False   # (by its ends, not only `elliptical`: 那GPS心率运动手表呢 is past that pattern's length)
-    rest = vocabulary.pattern.sub("", folded)
-    return rest != folded and not _PARTICLES.sub("", rest)
+    return _names_and(_PARTICLES, folded, vocabulary)
 
 
 def refers_back(text: str) -> bool:
@@ -953,6 +952,7 @@ def refers_back(text: str) -> bool:
 _ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有还是要请问亲你们家店里货~～…？?]")
 
 
+@lru_cache(maxsize=1024)   # read by refers_back and by describes_need, a property read at every step of a turn
 def _only_asking(compact: str) -> bool:
     """多少钱啊, 还有库存不, 有优惠吗, 新客第一单多少钱: a message of asking words (and who is asking) alone,
     about no thing it names."""
@@ -968,11 +968,13 @@ def _only_asking(compact: str) -> bool:
 def names_only(text: str, vocabulary: Vocabulary) -> bool:
     """A message that is only the names it holds, with particles (羽毛球网架, 就壶铃, 要护腿板吧): the reply
     to "which product?" asks nothing of its own."""
-    folded = fold(text).strip()
-    if vocabulary.pattern is None:
-        return False
-    rest = vocabulary.pattern.sub("", folded)
-    return rest != folded and not _NAME_FILLER.sub("", rest)
+    return vocabulary.pattern is not None and _names_and(_NAME_FILLER, fold(text).strip(), vocabulary)
+
+
+def _names_and(filler: re.Pattern[str], folded: str, vocabulary: Vocabulary) -> bool:
+    """The message holds a name, and nothing else but `filler` (particles, 就/要/是…)."""
+    rest = vocabulary.pattern.sub("", folded) if vocabulary.pattern is not None else folded
+    return rest != folded and not filler.sub("", rest)
 
 
 _NAME_FILLER = re.compile(r"我说的是|我问的是|我要|就是|就|要|是|那个|这个|吧|啦|呀|哦|嗯|[\s，,。？?！!~～]")
