@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from agent.intent import Intent, base_name
@@ -309,6 +309,23 @@ def _with_paid(cites: list[str], products: list[Product], paid: Basket | None) -
     """The citations plus the calculations of the discounted prices stated."""
     lines = [_paid_now(paid, p.product_id) for p in products]
     return cites + [line.evidence_id for line in lines if line is not None]
+
+
+def each_answer(products: list[Product], findings: Findings, question: str,
+                spec: bool) -> tuple[str, list[str]]:
+    """Several products each asked about (滑板和泳镜各还剩多少, 手表有货吗？篮球鞋有啥活动): each one's own
+    facts — the attribute asked (`spec`), else its price, stock and promotions — and no total nobody asked for."""
+    texts, cites = [], []
+    for product in products:
+        if spec:
+            text, found = spec_answer(product, question, with_price=False)
+        else:
+            text, found = product_answer(replace(findings, candidates=[product.product_id],
+                                                             calculation=None),
+                                         wants_price=False, wants_alternatives=False)
+        texts.append(text)
+        cites += found
+    return "\n".join(texts), list(dict.fromkeys(cites))
 
 
 def unpriced_basket_answer(products: list[Product], refusal: QuoteRefusal) -> tuple[str, list[str]]:

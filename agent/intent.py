@@ -306,7 +306,16 @@ class Intent:
         """A need told (我准备跑马拉松…, 爬山下坡膝盖疼) rather than a product named or goods asked for — nor a
         long question about nothing (新客第一单买的话多少钱)."""
         return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text)) \
-            and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text))
+            and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text)) and not self.asked_outright
+
+    @property
+    def asked_outright(self) -> bool:
+        """The thing asked for in a clause of its own (滑雪板有吗，想冬天去崇礼): the rest is why, not a need."""
+        if not self.subject:
+            return False
+        clause = next((c for c in re.split(r"[\s，,。.!！？?；;～~]+", self.text) if self.subject in c), "")
+        rest = clause.replace(self.subject, "", 1)
+        return bool(clause) and (not rest or _only_asking(rest))
 
     @property
     def tells_need(self) -> bool:
@@ -482,14 +491,16 @@ _PRICE_ASKED = re.compile(r"\s*(?:多少|一共|总共|合计|怎么卖|什么�
 
 
 def _pieces(text: str, mention, spans: list[tuple[int, int, str]]) -> bool:
-    """块 as a measure word (瑜伽砖两块多少钱, 球拍来两块), not money: a few 块 after a buying verb, or next to a
-    product's name with its price asked, and no money word after it (两块钱, 200块以内, 五十块能卖吗)."""
+    """块 as a measure word (瑜伽砖两块多少钱, 球拍来两块, 两块瑜伽砖加一张垫子), not money: a few 块 after a buying
+    verb, right before a product's name, or right after one with its price asked, and no money word after it
+    (两块钱, 200块以内, 五十块能卖吗)."""
     if mention.kind != MONEY or not text[mention.start:mention.end].endswith("块") or _NOT_PIECES.match(text, mention.end):
         return False
     if mention.value is None or mention.value > 20:
         return False   # 五十块: a price offered, not fifty pieces
-    return bool(_ORDERED.search(text, 0, mention.start)) or bool(_PRICE_ASKED.match(text, mention.end)) \
-        and any(e == mention.start or s == mention.end for s, e, _ in spans)
+    if _ORDERED.search(text, 0, mention.start) or any(s == mention.end for s, _, _ in spans):   # 两块瑜伽砖
+        return True
+    return bool(_PRICE_ASKED.match(text, mention.end)) and any(e == mention.start for _, e, _ in spans)
 
 
 def _counts_ordered(text: str, mentions: list) -> list:

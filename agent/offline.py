@@ -206,6 +206,9 @@ class OfflineModel:
             if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE and calc.product_id in several:
                 return (*answers.unpriced_basket_answer([findings.products[p] for p in several], calc),
                         AnswerStatus.GROUNDED)
+            if self._each_asked(asked):
+                return (*answers.each_answer([findings.products[p] for p in several], findings, asked.text,
+                                             spec=Ask.SPEC in asked.asks), AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
         if listing:
@@ -229,6 +232,14 @@ class OfflineModel:
         listed = asked.parts[1:] if asked.parts and asked.parts[0] == asked.subject else ()   # 冰爪和冰镐
         return answers.not_sold_answer("" if asked.tells_need else asked.subject, *listed), [], \
             AnswerStatus.INSUFFICIENT
+
+    @staticmethod
+    def _each_asked(asked: Intent) -> bool:
+        """Several products each asked about — their stock, promotions or an attribute — with no price, total
+        or quantity asked (the router's reading decides: 各还剩多少 asks stock, though 多少 may ask a price)."""
+        priced = {"price", "basket"} & asked.labels if asked.labels else asked.asks & {Ask.PRICE, Ask.BASKET}
+        return not priced and not asked.quantities and not asked.first_purchase \
+            and bool(asked.asks & {Ask.STOCK, Ask.PROMOTION, Ask.SPEC})
 
     @staticmethod
     def _discounted(ids: list[str], findings: answers.Findings) -> bool:
@@ -298,7 +309,10 @@ class OfflineModel:
         question = asked.text
         wants_more = (not wants_price and Ask.STOCK not in asked.asks and len(findings.products) > 1
                       and asked.describes_need)
-        claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) for m in find_mentions(question))
+        counts = {asked.quantity, *asked.quantities.values()}
+        # a figure of the customer's own, not a count of 块 read as pieces (三块瑜伽砖多少钱)
+        claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT)
+                      and not (m.text.rstrip().endswith("块") and m.value in counts) for m in find_mentions(question))
         return (*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
                                         claimed_other_figure=claimed, per_unit=bool(_PER_UNIT.search(question))),
                 AnswerStatus.GROUNDED)

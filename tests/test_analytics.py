@@ -14,6 +14,7 @@ import pytest
 from agent.analytics.analyst import SHOP_DATA_REFUSAL, Analyst, read_question
 from agent.analytics.charts import ChartError, ChartKind, draw_chart
 from agent.analytics.periods import resolve
+from agent.answers import yuan
 from agent.turn import Agent
 from db.aggregates import (
     PAID,
@@ -194,7 +195,7 @@ async def test_a_customer_gets_their_own_spending_and_not_the_shops(conn, demo_d
     mine = await agent.answer("我这个月在店里花了多少钱", user_id="console")
     paid = sum((expected(demo_db, Metric.TOTAL, D(2026, 11, 1), DEMO_DAY, user_id="console", status=s)
                 for s in PAID), Decimal(0))
-    assert mine.status == "grounded" and f"{paid}元" in mine.answer and "2026-11-01 至 2026-11-29" in mine.answer
+    assert mine.status == "grounded" and yuan(paid) in mine.answer and "2026-11-01 至 2026-11-29" in mine.answer
     assert all(c.startswith("agg:") for c in mine.citations)
     stranger = await agent.answer("我这个月在店里花了多少钱", user_id="nobody-here")
     assert "没有已付款的订单" in stranger.answer

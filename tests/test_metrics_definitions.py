@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent.analytics.analyst import Analyst, read_question
+from agent.answers import yuan
 from db.aggregates import Dimension, OrderAnalytics, metric_query, query_orders
 from db.metrics import MetricKey
 from guardrails.ledger import EvidenceLedger
@@ -170,7 +171,7 @@ async def test_a_customers_spending_is_the_operators_sales_definition(conn, demo
     analyst = Analyst(OrderAnalytics(conn), lambda: DEMO_DAY)
     mine = await analyst.for_customer("我这个月花了多少钱", "console")
     paid = sql_figure(demo_db, "sum", PAID, D(2026, 11, 1), DEMO_DAY, user_id="console")
-    assert f"实付合计{paid}元" in mine.answer and mine.status == "grounded"
+    assert f"实付合计{yuan(paid)}" in mine.answer and mine.status == "grounded"
     operator = await query_orders(conn, metric_query(MetricKey.SALES, start=D(2026, 11, 1), end=DEMO_DAY,
                                                      user_id="console"))
     assert operator.whole == paid

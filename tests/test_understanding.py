@@ -582,3 +582,35 @@ async def test_a_first_purchase_told_is_who_buys_not_what_nor_spending(agent):
     said = await converse(agent, ["跑步鞋怎么卖", "我第一次在你家买，首单能便宜多少"])
     assert "跑步鞋" in said[1] and "已付款订单" not in said[1]
     assert "哪款" in (await agent.answer("新用户第一单买的话多少钱", user_id="u")).answer
+
+
+async def test_several_products_each_asked_about_get_each_ones_facts_and_no_total(agent):
+    """护膝和登山杖还有货吗 asks two stocks, not what both cost together; an attribute asked of one product beside
+    another named for context is answered from the records, not as a basket."""
+    said = (await agent.answer("护膝和登山杖现在都还有货不", user_id="u")).answer
+    assert "合计" not in said and said.count("库存") == 2
+    said = (await agent.answer("哑铃有优惠吗？壶铃呢，有啥活动", user_id="u")).answer
+    assert "合计" not in said and "满500减100" in said
+    said = (await agent.answer("瑜伽垫想配个瑜伽砖，砖是什么材质的", user_id="u")).answer
+    assert "合计" not in said and "EVA" in said
+    said = (await agent.answer("护膝和登山杖一共多少钱", user_id="u")).answer   # a total asked: still the basket
+    assert "合计" in said
+
+
+async def test_kuai_right_before_a_product_counts_pieces(agent):
+    said = (await agent.answer("要四块瑜伽砖和一张瑜伽垫，总共多少", user_id="u")).answer
+    assert "合计306元" in said   # 4 × 39 + 150
+    said = (await agent.answer("五块瑜伽砖多少钱", user_id="u")).answer
+    assert "共195元" in said and "以店铺系统核实的数据为准" not in said   # 块 counted, no figure of the customer's own
+
+
+async def test_a_thing_asked_for_in_its_own_clause_is_not_a_need_told(agent):
+    said = (await agent.answer("拳击手套有没有？最近想去练练拳", user_id="u")).answer
+    assert "没有销售" in said
+    said = (await agent.answer("冲浪板有吗，下个月去海南玩", user_id="u")).answer
+    assert "没有销售" in said
+
+
+async def test_own_spending_is_said_in_whole_yuan(agent):
+    said = (await agent.answer("我到现在一共在你家花了多少", user_id="console")).answer
+    assert re.search(r"实付合计\d+元", said) and ".00元" not in said

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from agent.analytics.charts import ChartKind, draw_chart
 from agent.analytics.operator_tools import OPERATOR_TOOLS, ChartDrawn, MakeChart, QueryOrders, operator_prompt
 from agent.analytics.periods import Period, resolve
+from agent.answers import yuan
 from agent.loop import GiveUp, ToolLoop, Toolset
 from agent.models import ChatModel, ModelError
 from agent.tools import SubmitAnswer, ToolError
@@ -366,7 +367,7 @@ class Analyst:
         if count.orders == 0:
             answer = f"您{when}在本店没有已付款的订单。"
         else:
-            answer = (f"您{when}在本店共有{count.whole}笔已付款订单，实付合计{total.whole}元"
+            answer = (f"您{when}在本店共有{count.whole}笔已付款订单，实付合计{yuan(total.whole)}"
                       "（不含待付款、已取消和已退款的订单）。")
         self._release(answer, [count.evidence_id, total.evidence_id], ledger, report)
         report.trace.status, report.trace.citations = report.status, report.citations
