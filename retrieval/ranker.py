@@ -62,6 +62,20 @@ class Ranker:
             scores = scores + bridge @ self.bridge_weights
         return scores
 
+    def gate_view(self, features: np.ndarray, english: np.ndarray | None,
+                  bridge: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int, float]:
+        """(scores, gate_scores, best, runner_up): the ranking scores, and what the gate reads — the same
+        scores without the bridge's part, at the product the ranking put first, against the best other one.
+        A partial link (自行车打气筒 → bike helmet) may reorder products but cannot lift a near miss past the
+        gate; only the gate's own bridge weights (an exact link) can."""
+        scores = self.score(features, english, bridge)
+        gate_scores = scores if bridge is None or not self.bridge_weights.any() else self.score(features, english)
+        order = np.argsort(-scores, kind="stable")
+        best = int(order[0])
+        others = np.delete(gate_scores, best)
+        runner_up = float(others.max()) if len(others) else float(gate_scores[best])
+        return scores, gate_scores, best, runner_up
+
     def gate_logit(self, features: np.ndarray, bridge: np.ndarray | None = None) -> float:
         """The gate's log-odds; `bridge`: the bridge's columns at the best product, when the query has them."""
         logit = float(features @ self.gate_weights + self.gate_bias)

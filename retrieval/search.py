@@ -477,12 +477,9 @@ class ProductSearch:
         """(scores, confident?): the learned ranker's score per product, and the learned gate's verdict on
         the best one — something the shop does not sell should not be confident."""
         ranker = self.ranker(s)
-        scores = ranker.score(s.features(), s.english, s.bridge)
-        order = _top_indices(scores, 2)
-        best = int(order[0])
-        runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[best])
+        scores, gate_scores, best, runner_up = ranker.gate_view(s.features(), s.english, s.bridge)
         bridge = s.bridge[best] if s.bridge is not None else None
-        return scores, ranker.gate(s.gate_features(scores, best, runner_up), bridge) >= ranker.gate_threshold
+        return scores, ranker.gate(s.gate_features(gate_scores, best, runner_up), bridge) >= ranker.gate_threshold
 
     async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
         """The best candidates for `query`; `within` widens the band below the best one that is kept

@@ -210,11 +210,9 @@ def fit_bridge(ranker: Ranker, examples: Sequence[Example], gate: bool = True,
     positive = float(np.mean([ex.relevant.any() for ex in examples]))
     offsets, rows, labels = [], [], []
     for ex in read:
-        scores = ranker.score(ex.features, ex.signals.english, ex.signals.bridge)
-        order = np.argsort(-scores, kind="stable")[:2]
-        runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
-        offsets.append(ranker.gate_logit(ex.signals.gate_features(scores, int(order[0]), runner_up)))
-        rows.append(ex.signals.bridge[int(order[0])])
+        _, gate_scores, best, runner_up = ranker.gate_view(ex.features, ex.signals.english, ex.signals.bridge)
+        offsets.append(ranker.gate_logit(ex.signals.gate_features(gate_scores, best, runner_up)))
+        rows.append(ex.signals.bridge[best])
         labels.append(float(ex.relevant.any()))
     use = np.array([f in gate_columns for f in BRIDGE_FEATURES])
     x, y, offset = np.array(rows, np.float64) * use, np.array(labels), np.array(offsets)
@@ -233,11 +231,10 @@ def served(ranker: Ranker, ex: Example, top_k: int = 5) -> list[int]:
     """The products a search returns for one training example under `ranker`: ProductSearch._rank's rule
     (the gate, the hypernym family when it refuses, the keep band), so a fold scores what a customer sees."""
     bridge = ex.signals.bridge
-    scores = ranker.score(ex.features, ex.signals.english, bridge)
+    scores, gate_scores, best, runner_up = ranker.gate_view(ex.features, ex.signals.english, bridge)
     order = np.argsort(-scores, kind="stable")
-    runner_up = float(scores[order[1]]) if len(order) > 1 else float(scores[order[0]])
-    at_best = bridge[int(order[0])] if bridge is not None else None
-    if ranker.gate(ex.signals.gate_features(scores, int(order[0]), runner_up), at_best) < ranker.gate_threshold:
+    at_best = bridge[best] if bridge is not None else None
+    if ranker.gate(ex.signals.gate_features(gate_scores, best, runner_up), at_best) < ranker.gate_threshold:
         family = ex.signals.family
         if family is None or not family.any():
             return []

@@ -119,3 +119,27 @@ def test_fit_bridge_fixes_the_queries_it_reads_and_leaves_the_others_alone():
         elif ex.relevant.any():
             after = fitted.score(ex.features, None, ex.signals.bridge)
             assert int(np.argmax(ranker.score(ex.features))) == 1 and int(np.argmax(after)) == 0
+
+
+async def test_the_gate_reads_scores_without_the_bridge_so_a_partial_link_cannot_pass_a_near_miss():
+    """The bridge's ranker weights may put a product first; the gate then reads that product's score as
+    the ranker alone gives it (against the best other product), so only the gate's own bridge weights
+    can lift a query past it."""
+    search = ProductSearch(BAGS)
+    foreign = await search.signals("背囊")
+    ranker = search.ranker(foreign)
+    lifted = replace(ranker, bridge_weights=np.full(len(BRIDGE_FEATURES), 50.0, np.float32))
+    scores, gate_scores, best, runner_up = lifted.gate_view(foreign.features(), foreign.english, foreign.bridge)
+    plain = ranker.score(foreign.features(), foreign.english)
+    assert np.array_equal(gate_scores, plain) and not np.array_equal(scores, plain)
+    assert best == int(np.argmax(scores))
+    assert runner_up == float(np.delete(plain, best).max())
+    # without bridge weights the view is the plain ranking (best and runner-up as before)
+    bare = replace(ranker, bridge_weights=np.zeros(len(BRIDGE_FEATURES), np.float32))
+    scores, gate_scores, best, runner_up = bare.gate_view(foreign.features(), foreign.english, foreign.bridge)
+    order = np.argsort(-plain, kind="stable")
+    assert np.array_equal(scores, gate_scores) and best == int(order[0]) and runner_up == float(plain[order[1]])
+    # what the search serves is gated on that view
+    gate = lifted.gate(foreign.gate_features(gate_scores, best, runner_up), foreign.bridge[best])
+    assert gate == ranker.gate(foreign.gate_features(plain, best, float(np.delete(plain, best).max())),
+                               foreign.bridge[best])
