@@ -506,9 +506,12 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
     return "\n".join(texts), cites
 
 
-def orders_answer(findings: Findings) -> tuple[str, list[str]]:
+def orders_answer(findings: Findings, products: Sequence[str] = ()) -> tuple[str, list[str]]:
+    """The customer's orders; with `products` named (买足球那一单), the orders holding them when there are any."""
+    orders = list(findings.orders or [])
+    holding = [o for o in orders if any(i.product_id in products for i in o.items)]
     lines, cites = [], []
-    for order in findings.orders or []:
+    for order in holding or orders:
         items = "、".join(f"{i.product_name}{i.quantity}{measure_word(i.product_name)}" for i in order.items)
         lines.append(f"订单{order.order_id}（{order.created_at[:10]}下单）：{items}，金额{yuan(order.total)}，"
                      f"状态：{order.status}。")

@@ -757,6 +757,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)
     if Ask.SPENDING in asks and FIRST_PURCHASE.search(folded) and "policy:first-purchase" in labels:
         asks.discard(Ask.SPENDING)   # 我是第一次在你们家买，首单多少: a first purchase has no spending to sum
+    if Ask.SPENDING in asks:
+        # what the operators' figures did not take (上次买足球那一单花了多少: one order, not a sum over a period)
+        # is read from the customer's own orders
+        asks.add(Ask.ORDER)
     first_offer = has_focus and labels and {lb for lb in labels if lb.startswith("policy:")} == {"policy:first-purchase"}
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None
                  and low is None and not (asks - ({Ask.POLICY} if first_offer else set())) & _NOT_ABOUT_FOCUS)

@@ -125,7 +125,7 @@ class OfflineModel:
             missing = True
         if findings.orders is not None and Ask.ORDER in asked.asks:
             if findings.orders:
-                text, order_cites = answers.orders_answer(findings)
+                text, order_cites = answers.orders_answer(findings, asked.products)
                 texts.append(text)
                 cites += order_cites
                 grounded = True

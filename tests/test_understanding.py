@@ -614,3 +614,14 @@ async def test_a_thing_asked_for_in_its_own_clause_is_not_a_need_told(agent):
 async def test_own_spending_is_said_in_whole_yuan(agent):
     said = (await agent.answer("我到现在一共在你家花了多少", user_id="console")).answer
     assert re.search(r"实付合计\d+元", said) and ".00元" not in said
+
+
+async def test_an_order_named_by_what_it_bought_is_that_order(agent):
+    """上次买X那单花了多少 asks about one order, not a sum over a period: the customer's orders that hold X."""
+    said = (await agent.answer("上回买瑜伽垫那单花了多少", user_id="console")).answer
+    assert "A1002" in said and "A1001" not in said and "150元" in said
+    said = (await agent.answer("买足球的那单现在什么状态", user_id="console")).answer
+    assert "A1001" in said and "A1002" not in said
+    said = (await agent.answer("之前买泳镜那单到哪了", user_id="console")).answer   # none holds it: every order
+    assert "A1001" in said and "A1002" in said
+
