@@ -78,7 +78,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                              r"|\bwhich (?:one|is)\b|\bcompared?\b|\bdifference\b|\bversus\b|\bvs\b")),
     (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
-                          r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|"
+                          r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|装(?:多少|几|得下)|"
                           r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
                           r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|什么人)|"
                           r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
@@ -342,6 +342,9 @@ class Intent:
             return bool(Ask.LIST in self.asks and self.goods and not self.products and Ask.COMPARE not in self.asks
                         and _ASK_PATTERNS[Ask.LIST].search(self.text))
         budget = self.max_price is not None or self.min_price is not None
+        if len(self.products) == 1 and Ask.SPEC in self.asks and not budget \
+                and _ASK_PATTERNS[Ask.SPEC].search(self.text):
+            return False   # 想买个帐篷去露营，weight多少: an attribute of the product named, not the category's list
         return bool(filtered) and (len(self.products) <= 1 or budget) and Ask.COMPARE not in self.asks \
             and (Ask.LIST in self.asks or not self.products or self.max_price is not None)
 

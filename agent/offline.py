@@ -23,6 +23,9 @@ from guardrails.figures import DISCOUNT, MONEY, find_mentions
 from guardrails.validator import AnswerStatus
 
 # A question about reaching a promotion's threshold (买几个能包邮, 还差多少能减, 凑单).
+# 有没有轻一点的 / 有防水的吗 / 有能计数的吗: does the shop have one with this property (a product wanted, not a fact)
+_HAS_ONE_THAT = re.compile(r"有(?:没有)?[^，,。？?！!有]{1,10}的[^，,。？?！!的]{0,8}?(?:吗|么|嘛|不|没|没有)?\s*[？?]?\s*$"
+                           r"|有没有[^，,。？?！!]{1,10}的")
 _THRESHOLD = re.compile(r"几[个件双支盒套张瓶罐筒只]?(?:才|就)?(?:能|可以|够)|还差|差多少|差几|凑单|凑够|才能|才可以|够不够|"
                         r"(?:几|多少)[个件双支盒套张瓶罐筒只]?[^，,。？?]{0,3}(?:包邮|免运费|满减|打折)|"
                         r"多少(?:钱|元)?(?:才|就)?(?:能|可以)(?:包邮|减|打折)|满多少|门槛")
@@ -287,7 +290,9 @@ class OfflineModel:
             if kind and alike(main):
                 return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)
             return (*answers.related_answer(subject, [main]), AnswerStatus.GROUNDED)
-        wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase)
+        # 有能计数的吗: whether the shop has one that does — the product, its price and stock, not only the fact
+        wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase
+                           or _HAS_ONE_THAT.search(asked.text))
         attribute: tuple[str, list[str]] | None = None
         if Ask.SPEC in asked.asks:
             attribute = answers.spec_answer(main, asked.text, with_price=False)

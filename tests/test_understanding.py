@@ -625,3 +625,19 @@ async def test_an_order_named_by_what_it_bought_is_that_order(agent):
     said = (await agent.answer("之前买泳镜那单到哪了", user_id="console")).answer   # none holds it: every order
     assert "A1001" in said and "A1002" in said
 
+
+
+async def test_an_attribute_of_the_product_named_is_answered_beside_its_price(agent):
+    """多少钱，能装多少 asks the capacity too; an attribute of the product named is not a list of its
+    category (想去爬山，登山杖多重: the pole's weight, not the outdoor goods); 能装手机的腰包 describes, asks nothing."""
+    said = (await agent.answer("运动水壶多少钱，能装多少水", user_id="u")).answer
+    assert "750毫升" in said and "49元" in said
+    said = (await agent.answer("周末准备去爬山，登山杖多重", user_id="u")).answer
+    assert "徒步登山鞋" not in said and "登山杖" in said   # its record states no weight: what it does state
+
+
+async def test_asked_whether_the_shop_has_one_that_does_gets_the_product_and_its_price(agent):
+    said = (await agent.answer("有能自动计数的跳绳吗", user_id="u")).answer
+    assert "39元" in said
+    said = (await agent.answer("跳绳能自动计数吗", user_id="u")).answer   # a fact of the product asked: the fact
+    assert "计数" in said
