@@ -23,6 +23,7 @@ from agent.mentions import (
     Reference,
     asks_for_goods,
     extended_names,
+    framed_objects,
     goods_phrases,
     joined_goods,
     qualifiers,
@@ -744,6 +745,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         inside = [(m.start(), m.end()) for m in re.finditer(re.escape(near), folded)]
         apart = tuple(dict.fromkeys(pid for s, e, pid in spans if not any(a <= s and e <= b for a, b in inside)))
         products = apart or products
+    if products and not near:   # 有冰球吗？没有的话足球多少钱: a thing asked for apart from the product named
+        near = _asked_apart(folded, spans, vocabulary)
     pointer = reference(folded) if not products else None
     if category and any(category_word in g and not _only_known_words(g, vocabulary)
                         for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
@@ -783,6 +786,24 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired)
+
+
+_CLAUSE = re.compile(r"[^，,。？?！!；;]+")
+_HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
+
+
+def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> str:
+    """Goods asked for (有X吗, 卖X吗) in a clause of their own that names no product, beside a product named
+    elsewhere: a thing the catalog's words do not cover, to be answered "not sold" before the product."""
+    for clause in _CLAUSE.finditer(text):
+        if any(clause.start() <= s < clause.end() for s, _, _ in spans) or not _HAVING.search(clause.group()):
+            continue   # names a product, or asks no having (我们小区有块空地, 实际要付多少钱: the product's price)
+        for s, e in framed_objects(clause.group(), []):
+            thing = clause.group()[s:e]
+            if thing in goods_phrases(clause.group(), []) and not _only_known_words(thing, vocabulary) \
+                    and not _first_purchase_only(thing, clause.group()) and not clause.group()[e:].startswith("的"):
+                return thing   # (有能计数的吗: a property of the product, not a thing)
+    return ""
 
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at

@@ -641,3 +641,14 @@ async def test_asked_whether_the_shop_has_one_that_does_gets_the_product_and_its
     assert "39元" in said
     said = (await agent.answer("跳绳能自动计数吗", user_id="u")).answer   # a fact of the product asked: the fact
     assert "计数" in said
+
+
+async def test_a_thing_asked_for_apart_from_a_product_named_is_said_not_sold_first(agent):
+    """卖不卖X，Y多少钱: X asked for in its own clause, not covered by the catalog — not sold, then Y; a thing
+    only told about (我儿子打冰球的) is not asked for."""
+    said = (await agent.answer("你们卖不卖冲浪板，滑板多少钱", user_id="u")).answer
+    assert "没有销售“冲浪板”" in said and "349元" in said
+    said = (await agent.answer("我女儿学花样滑冰的，护膝多少钱", user_id="u")).answer
+    assert "没有销售" not in said and "79元" in said
+    said = (await agent.answer("有优惠吗？护膝多少钱", user_id="u")).answer
+    assert "没有销售" not in said
