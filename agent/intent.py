@@ -719,7 +719,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
-    asks = _asks(by_rules, labels, bool(products), folded)
+    asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
                          or low is not None)
     if not labels and _GREETING.match(folded):
@@ -729,7 +729,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
     goods = tuple(g for g in goods_phrases(folded, [(s, e) for s, e, _ in spans])
-                  if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)) if not products else ()
+                  if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
+                  and not _asked_of_goods(g)) if not products else ()
     if not products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
@@ -768,8 +769,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         # is read from the customer's own orders
         asks.add(Ask.ORDER)
     first_offer = has_focus and labels and {lb for lb in labels if lb.startswith("policy:")} == {"policy:first-purchase"}
+    # a policy beside an attribute asked of the focus (what sizes? after the helmet) keeps the focus too
+    about_focus = first_offer or (Ask.SPEC in asks and "policy:sizing" in labels)
     follow_up = (has_focus and not products and not goods and not brand and not category and high is None
-                 and low is None and not (asks - ({Ask.POLICY} if first_offer else set())) & _NOT_ABOUT_FOCUS)
+                 and low is None and not (asks - ({Ask.POLICY} if about_focus else set())) & _NOT_ABOUT_FOCUS)
     if follow_up and first_offer and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)
     if len(products) == 1 and per:
@@ -905,10 +908,11 @@ _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, A
 _PRICE_ASKED_PLAINLY = re.compile(r"多少钱|价格是|价钱|售价|怎么卖|几块钱|卖多少")
 
 
-def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text: str = "") -> set[Ask]:
+def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text: str = "",
+          focus: bool = False) -> set[Ask]:
     """The router's labels decide what is asked; the word rules add the details it does not label
     (a brand question is an attribute question; a change demand is bargaining about the database; with a
-    product named, its price asked in so many words)."""
+    product named, its price asked in so many words; named or in focus, an attribute)."""
     if not labels:
         return by_rules
     asks = {LABEL_ASKS[label] for label in labels if label in LABEL_ASKS}
@@ -918,6 +922,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks |= by_rules & PRODUCT_ASKS
     elif named and _PRICE_ASKED_PLAINLY.search(text):
         asks.add(Ask.PRICE)   # 网球拍多少钱？保修多久: a long message the router read for its policy question only
+    elif (named or focus) and Ask.SPEC in by_rules and Ask.POLICY in asks:
+        asks.add(Ask.SPEC)    # (a helmet in focus) what sizes?: the product's own sizes, besides the size guide
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)
     return asks
@@ -930,6 +936,12 @@ _MODIFIERS = (*_QUALITIES, "男士", "女士", "儿童", "成人")
 
 # What is left of 新客第一单买的话 / 头一次来你家买 once its first-purchase words are out: the buying, nothing bought.
 _AROUND_FIRST_PURCHASE = re.compile(r"[新老客户用的话买价单下来我你家在们这里]|\s")
+
+
+def _asked_of_goods(phrase: str) -> bool:
+    """A phrase that is what is asked of goods, not goods: a policy's word (退货运费 cut as 退/货运费) or an
+    attribute alone (what sizes?)."""
+    return bool(_ASK_PATTERNS[Ask.POLICY].search(phrase) or _ASK_PATTERNS[Ask.SPEC].fullmatch(phrase))
 
 
 def _first_purchase_only(phrase: str, text: str) -> bool:

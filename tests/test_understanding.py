@@ -652,3 +652,12 @@ async def test_a_thing_asked_for_apart_from_a_product_named_is_said_not_sold_fir
     assert "没有销售" not in said and "79元" in said
     said = (await agent.answer("有优惠吗？护膝多少钱", user_id="u")).answer
     assert "没有销售" not in said
+
+
+async def test_an_attribute_asked_of_the_focus_beside_a_policy_is_the_products_own(agent):
+    """(a shirt shown) 有哪些码 / which sizes does it come in: the product's own sizes besides the size guide —
+    an attribute word is what is asked of goods, not goods; nor is a policy's word (退货运费 is no thing sold)."""
+    said = await converse(agent, ["运动短裤多少钱", "which sizes does it come in"])
+    assert "S-XXXL" in said[1]
+    said = await converse(agent, ["篮球多少钱", "退货运费多少钱"])
+    assert "没有销售" not in said[1] and "顾客承担" in said[1]
