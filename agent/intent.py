@@ -297,6 +297,7 @@ class Intent:
     foreign_qualifier: str = ""
     in_pairs: frozenset[str] = frozenset()      # products whose own count is in pairs (护膝来一对, 两双)
     quantity_in_pairs: bool = False             # the overall count is (行，就登山杖吧，买一对)
+    asked_for: str = ""                         # goods a having or selling question asks for (…有蛋白粉卖吗)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -311,9 +312,12 @@ class Intent:
 
     @property
     def asked_outright(self) -> bool:
-        """The thing asked for in a clause of its own (滑雪板有吗，想冬天去崇礼): the rest is why, not a need."""
+        """The thing asked for in a clause of its own (滑雪板有吗，想冬天去崇礼; …想问问你们店里有蛋白粉卖吗): the rest
+        is why, not a need."""
         if not self.subject:
             return False
+        if self.asked_for == self.subject:
+            return True
         clause = next((c for c in re.split(r"[\s，,。.!！？?；;～~]+", self.text) if self.subject in c), "")
         rest = clause.replace(self.subject, "", 1)
         return bool(clause) and (not rest or _only_asking(rest))
@@ -777,7 +781,11 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.add(Ask.PROMOTION)
     if len(products) == 1 and per:
         overall = per[products[0]]
-    subject = near or (goods[0] if goods else "")
+    # 练了两个月…想问问你们店里有蛋白粉卖吗: the goods the question asks for, not the first noun of the story
+    asked_for = _asked_apart(folded, spans, vocabulary) if not products and len(goods) > 1 else ""
+    subject = near or asked_for or (goods[0] if goods else "")
+    if "的" in subject and subject.rsplit("的", 1)[1]:   # 缓冲好一点的鞋: shoes described, not a thing called so
+        subject = subject.rsplit("的", 1)[1]
     qualifier = "".join(ch for ch in subject[:-1] if is_han(ch) and ch not in vocabulary.name_characters)
     if not products and not qualifier and not any(map(is_han, folded)):
         english, sense = _english_near_miss(folded, vocabulary)   # boxing gloves: not the fitness gloves
@@ -788,7 +796,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  qualifier, paired, overall_paired)
+                  qualifier, paired, overall_paired, asked_for)
 
 
 _CLAUSE = re.compile(r"[^，,。？?！!；;]+")
@@ -796,16 +804,19 @@ _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|�
 
 
 def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> str:
-    """Goods asked for (有X吗, 卖X吗) in a clause of their own that names no product, beside a product named
-    elsewhere: a thing the catalog's words do not cover, to be answered "not sold" before the product."""
+    """Goods asked for (有X吗, 卖X吗, 有没有X卖) in a clause that names no product: a thing the catalog's words do
+    not cover — beside a product named elsewhere, said "not sold" before it; after a story, what is asked."""
     for clause in _CLAUSE.finditer(text):
-        if any(clause.start() <= s < clause.end() for s, _, _ in spans) or not _HAVING.search(clause.group()):
+        words = clause.group()
+        if any(clause.start() <= s < clause.end() for s, _, _ in spans) or not _HAVING.search(words):
             continue   # names a product, or asks no having (我们小区有块空地, 实际要付多少钱: the product's price)
-        for s, e in framed_objects(clause.group(), []):
-            thing = clause.group()[s:e]
-            if thing in goods_phrases(clause.group(), []) and not _only_known_words(thing, vocabulary) \
-                    and not _first_purchase_only(thing, clause.group()) and not clause.group()[e:].startswith("的"):
-                return thing   # (有能计数的吗: a property of the product, not a thing)
+        for s, e in framed_objects(words, []):
+            thing = words[s:e]
+            if thing not in goods_phrases(words, []) or "的" in thing or words[e:].startswith("的"):
+                continue   # (有能计数的吗, 有减震好点的鞋吗: a property, or goods described, not a thing named)
+            thing = thing.removesuffix("卖") if len(thing) > 2 else thing   # 有没有野餐垫卖: 野餐垫
+            if not _only_known_words(thing, vocabulary) and not _first_purchase_only(thing, words):
+                return thing
     return ""
 
 

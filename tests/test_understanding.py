@@ -661,3 +661,12 @@ async def test_an_attribute_asked_of_the_focus_beside_a_policy_is_the_products_o
     assert "S-XXXL" in said[1]
     said = await converse(agent, ["篮球多少钱", "退货运费多少钱"])
     assert "没有销售" not in said[1] and "顾客承担" in said[1]
+
+
+async def test_in_a_long_story_the_goods_asked_for_are_the_subject_not_its_first_noun(agent):
+    """A story, then 想问问你们有没有X: X is what is asked for (not sold: said so), not the gym or the coach the
+    story began with; goods described (有没有缓冲好一点的鞋) stay a need."""
+    said = (await agent.answer("周末常跟同事去公园野餐，草地上坐着不舒服，想问下你们店里有没有野餐垫卖", user_id="u")).answer
+    assert "没有销售“野餐垫”" in said
+    said = (await agent.answer("膝盖不太好又想坚持慢跑，你们有没有缓冲好一点的鞋", user_id="u")).answer
+    assert "没有销售" not in said and "跑步鞋" in said
