@@ -391,6 +391,17 @@ def _sharing(question: str, product: Product) -> list[str]:
     return [c for n, c in shared if n == best] if best else []
 
 
+_HOW_MANY_OF = re.compile(r"几\s*([\u4e00-\u9fff])")
+
+
+def counts_a_unit_of(product: Product, question: str) -> bool:
+    """几速的 / 几节的 / 几层: a number the record states in that unit (77速, 三节) is asked — an attribute,
+    whatever the router read; not a count bought (几个, 几双: the product's own measure word)."""
+    record = "".join(_clauses(product))
+    units = {m.group(1) for m in _HOW_MANY_OF.finditer(question)} - {measure_word(product.product_name), "个"}
+    return any(re.search(f"[\\d一二两三四五六七八九十]{re.escape(u)}", record) for u in units)
+
+
 def spec_answer(product: Product, question: str = "", with_price: bool = True) -> tuple[str, list[str]]:
     """The attribute asked about, quoted from whichever field of the record states it (description,
     specifications or usage), then the record's specifications and use, then (if asked) the price."""

@@ -294,7 +294,7 @@ class OfflineModel:
         wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase
                            or _HAS_ONE_THAT.search(asked.text))
         attribute: tuple[str, list[str]] | None = None
-        if Ask.SPEC in asked.asks:
+        if Ask.SPEC in asked.asks or answers.counts_a_unit_of(main, asked.text):
             attribute = answers.spec_answer(main, asked.text, with_price=False)
             if not wants_price and not _THRESHOLD.search(asked.text):
                 return (*attribute, AnswerStatus.GROUNDED)

@@ -670,3 +670,12 @@ async def test_in_a_long_story_the_goods_asked_for_are_the_subject_not_its_first
     assert "没有销售“野餐垫”" in said
     said = (await agent.answer("膝盖不太好又想坚持慢跑，你们有没有缓冲好一点的鞋", user_id="u")).answer
     assert "没有销售" not in said and "跑步鞋" in said
+
+
+async def test_how_many_of_a_unit_the_record_states_is_an_attribute(agent):
+    """几节的 / 几速: a number the record states in that unit, whatever the router read; 几个 / 几双 count what is
+    bought (the product's measure word), not an attribute."""
+    said = (await agent.answer("羽毛球多少钱一筒，几速的", user_id="u")).answer
+    assert "77速" in said and "98元" in said
+    said = (await agent.answer("足球买几个能便宜", user_id="u")).answer
+    assert "5号球" not in said
