@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.answers import yuan
 from handlers import texts
 from tests.fakes.openai_server import tool_call
 from tests.fakes.redis_support import connect
@@ -264,7 +265,7 @@ async def test_operators_ask_and_a_customer_gets_only_their_own_figures(world):
     paid = [Decimal(t) for (t,) in shop.execute(
         "SELECT total FROM orders WHERE user_id = '10001' AND created_at >= '2026-11-01' "
         "AND status IN ('待发货', '运输中', '已签收')")]
-    assert f"{len(paid)}笔" in mine and f"{sum(paid, Decimal(0))}元" in mine
+    assert f"{len(paid)}笔" in mine and f"实付合计{yuan(sum(paid, Decimal(0)))}" in mine   # whole yuan, as every answer
     await fake.say(10001, "店里上个月卖了多少单")
     refused = (await fake.wait_replies(10001, 2))[1]
     assert "不能对外提供" in refused and not any(ch.isdigit() for ch in refused)
