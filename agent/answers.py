@@ -320,9 +320,8 @@ def each_answer(products: list[Product], findings: Findings, question: str,
         if spec:
             text, found = spec_answer(product, question, with_price=False)
         else:
-            text, found = product_answer(replace(findings, candidates=[product.product_id],
-                                                             calculation=None),
-                                         wants_price=False, wants_alternatives=False)
+            alone = replace(findings, candidates=[product.product_id], calculation=None)
+            text, found = product_answer(alone, wants_price=False, wants_alternatives=False)
         texts.append(text)
         cites += found
     return "\n".join(texts), list(dict.fromkeys(cites))

@@ -70,8 +70,7 @@ class Ranker:
         gate; only the gate's own bridge weights (an exact link) can."""
         scores = self.score(features, english, bridge)
         gate_scores = scores if bridge is None or not self.bridge_weights.any() else self.score(features, english)
-        order = np.argsort(-scores, kind="stable")
-        best = int(order[0])
+        best = int(np.argmax(scores))   # the first of equal best, as a stable sort puts it
         others = np.delete(gate_scores, best)
         runner_up = float(others.max()) if len(others) else float(gate_scores[best])
         return scores, gate_scores, best, runner_up
