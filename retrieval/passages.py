@@ -160,7 +160,7 @@ class PassageSearch:
         for rank, i in enumerate(np.argsort(-lexical)):
             if lexical[i] > 0:
                 fused[i] += 1 / (RRF_K + rank + 1)
-        q = None
+        q, tie = None, lexical
         if self.vectors is not None:
             try:
                 q = await self._queries.vector(query)
@@ -171,5 +171,10 @@ class PassageSearch:
             for rank, i in enumerate(np.argsort(-cosine)):
                 fused[i] += 1 / (RRF_K + rank + 1)
             eligible |= cosine >= MIN_COSINE
-        order = [int(i) for i in np.argsort(-fused) if eligible[i]]
+            # the words' share of the best BM25 and the meaning's z-score over the chunks, added
+            tie = lexical / max(float(lexical.max()), 1e-6) + (cosine - cosine.mean()) / (float(cosine.std()) or 1.0)
+        # equal fused ranks (the words put one chunk first, the meaning the other): by how far each is ahead —
+        # a paraphrase (抬头写错了 for 填错的) shares words with the overview nearly as much as with its own chunk,
+        # while 七天无理由退货的话寄回去的运费 shares many more with the freight chunk than the meaning tells apart
+        order = [int(i) for i in np.lexsort((-tie, -fused)) if eligible[i]]
         return [(self.passages[i].passage_id, float(fused[i])) for i in order[:top_k]]

@@ -679,3 +679,12 @@ async def test_how_many_of_a_unit_the_record_states_is_an_attribute(agent):
     assert "77速" in said and "98元" in said
     said = (await agent.answer("足球买几个能便宜", user_id="u")).answer
     assert "5号球" not in said
+
+
+async def test_a_policy_paraphrase_gets_its_own_chunk_when_words_and_meaning_disagree(agent):
+    """Two chunks tied in the fused ranks (the words put the overview first, the meaning its sub-chunk):
+    whichever is further ahead by its own measure comes first — 开错了能重新开吗 is the re-issue chunk, and
+    退回运费谁付 shares far more words with the freight table than the meaning tells the chunks apart."""
+    passages = await agent.passages()
+    assert (await passages.search("发票开错了能重新开吗", 2))[0][0] == "invoice#2"
+    assert (await passages.search("无理由退的话退回运费谁付", 2))[0][0] == "returns#3"
