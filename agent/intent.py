@@ -615,7 +615,7 @@ def _english_near_miss(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
     """(the phrase, its qualifier's Chinese sense) for an English kind of goods qualified by a noun that none
     of the catalog's names or English names uses (boxing gloves: 拳击; golf balls: 高尔夫, 球 being the kind):
     another thing, as 拳击手套 is; ("", "") otherwise."""
-    words = latin_words(text)
+    words = latin_words(text, each_once=False)
     english = {w for name in vocabulary.names if name.isascii() for w in name.split()}
     for before, word in reversed(list(itertools.pairwise(words))):   # the head noun is the last kind named
         kind = _english_kind(word, vocabulary)

@@ -134,9 +134,11 @@ def names_a_thing(word: str) -> bool:
     return "n" in tags and not tags & {"adj", "adv", "prep", "pron", "num", "conj", "art", "aux", "int"}
 
 
-def latin_words(folded: str) -> list[str]:
-    """The Latin words of a folded text, each once, stopwords left out."""
-    return [w for w in dict.fromkeys(_LATIN_WORD.findall(folded)) if w not in STOPWORDS]
+def latin_words(folded: str, each_once: bool = True) -> list[str]:
+    """The Latin words of a folded text, stopwords left out; each once, or (`each_once` False) in order as
+    written (golf clubs or golf balls: the second golf qualifies the balls)."""
+    words = _LATIN_WORD.findall(folded)
+    return [w for w in (dict.fromkeys(words) if each_once else words) if w not in STOPWORDS]
 
 
 def _unknown(words: Sequence[str], vocabulary: set[str] | frozenset[str]) -> list[str]:

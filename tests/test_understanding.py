@@ -688,3 +688,10 @@ async def test_a_policy_paraphrase_gets_its_own_chunk_when_words_and_meaning_dis
     passages = await agent.passages()
     assert (await passages.search("发票开错了能重新开吗", 2))[0][0] == "invoice#2"
     assert (await passages.search("无理由退的话退回运费谁付", 2))[0][0] == "returns#3"
+
+
+async def test_an_english_qualifier_written_twice_still_qualifies_the_last_kind(agent):
+    """hockey sticks or hockey balls: the second "hockey" qualifies the balls (the Latin words in order as written,
+    not each once) — a near miss, said not sold."""
+    said = (await agent.answer("do you have hockey sticks or hockey balls", user_id="u")).answer
+    assert "没有销售" in said
