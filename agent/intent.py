@@ -18,6 +18,7 @@ from functools import cached_property, lru_cache
 import jieba
 import jieba.posseg
 
+from agent.counts import budget, english_numbers, quantities
 from agent.mentions import (
     MEASURE_WORDS,
     Reference,
@@ -29,7 +30,7 @@ from agent.mentions import (
     qualifiers,
     reference,
 )
-from guardrails.figures import MEASURE, MONEY, NUM, QUANTITY, find_mentions, parse_number
+from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
@@ -95,20 +96,6 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
-_RANGE = re.compile(f"(?P<lo>{NUM})\\s*(?:元|块钱|块)?\\s*(?:到|至|~|～|-)\\s*(?P<hi>{NUM})\\s*(?:元|块钱|块)?\\s*(?:之间|以内|的|左右)")
-_BUDGET = (   # the first that matches decides
-    (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:左右|上下|附近|差不多)"), "around"),
-    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:出头|多点|多一点)"), "above"),
-    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
-    (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
-    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*以上"), "min"),
-    # 100元起, 200起: a price from; not 一起 (together)
-    (re.compile("(?P<n>\\d+(?:\\.\\d+)?)\\s*(?:元|块钱|块)?\\s*起"), "min"),
-    (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)\\s*起"), "min"),
-    (re.compile(r"(?:under|below|less than|within|at most|max|no more than|cheaper than)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)"), "max"),
-    (re.compile(r"(?:around|about|roughly)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)\s*(?:yuan|rmb|元|块)"), "around"),
-    (re.compile(r"(?:over|above|more than|at least)\s*(?:rmb|¥|￥)?\s*(?P<n>\d+)"), "min"),
-)
 _SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格低|便宜的排前")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
           ("stock_desc", re.compile(r"库存最多|货最多")))
@@ -358,9 +345,6 @@ class Intent:
         return len(self.products) >= 2 or len(self.parts) >= 2
 
 
-def _whole(value: Decimal | None) -> int | None:
-    return int(value) if value is not None and value == int(value) and 1 <= value <= 9999 else None
-
 
 def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
     """Catalog names in the text; a name typed with a homophone (耐魔篮球, 羽毛球排) is that name, and a
@@ -446,139 +430,6 @@ def _misspelt_pair(text: str, start: int, names: tuple[str, ...]) -> bool:
 def _word_edges(text: str) -> frozenset[int]:
     """Where the message's jieba words start (cut once for every pair of it that sounds like a name)."""
     return frozenset(itertools.accumulate((len(w) for w in jieba.lcut(text)), initial=0))
-
-
-_EN_NUMBERS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-               "eight": "8", "nine": "9", "ten": "10", "a couple of": "2"}
-_EN_NUMBER = re.compile(r"(?<![a-z])(" + "|".join(sorted(_EN_NUMBERS, key=len, reverse=True)) + r")(?![a-z])")
-_EN_PRONOUN_ONE = re.compile(r"(?<![a-z])(?:the|this|that|which|each|every|another|a|an|[a-z]+er|[a-z]+est)"
-                             r"(?:\s+[a-z]+)?\s+$")
-# English's measure words: "4 tubes of shuttlecocks", "a pair of knee pads" count the goods after "of"
-# (what is counted is the thing named, as 两盒乒乓球 counts 乒乓球); a kind or a property is not a container
-_EN_NOT_CONTAINERS = "kinds|types|sorts|colou?rs|sizes|models|brands|styles|versions|lots|most|some|any|all|none|each"
-_EN_PARTITIVE = re.compile(r"(?<![a-z\d.])(\d{1,3}|a)个?\s+(?!(?:" + _EN_NOT_CONTAINERS + r")\s)"
-                           r"(?:[a-z]+s|pair|box|can|tube|pack|set|bottle|bag|piece|dozen)\s+of\s+")
-# a count written in digits before an English word counts that word ("2 footballs") unless the word is
-# what the number measures: money, a size or weight, people or seasons a product is made for
-_EN_UNITS = ("yuan|rmb|cny|kuai|bucks?|dollars?|usd|元|块|persons?|people|man|men|seasons?|kg|g|grams?|l|"
-             "litres?|liters?|ml|cm|mm|m|km|inch(?:es)?|lbs?|oz|mins?|minutes?|hours?|days?|weeks?|months?|years?|"
-             "yo|x|percent|%|off|discount|km/h|w|mah|号|码|size|eu|us|uk|cn|plus|or|and|to|-")
-_EN_COUNT = re.compile(r"(?<![a-z\d.])(\d{1,3})\s+(?=[a-z])(?!(?:" + _EN_UNITS + r")(?![a-z]))")
-_EN_NOT_A_COUNT = re.compile(r"(?:size|sizes|eu|us|uk|no\.?|number|#|码|号)\s*$")   # size 42 shoes: a size
-
-
-def _english_numbers(text: str) -> str:
-    """'two of them' → '2个 of them', '4 tubes of shuttlecocks' → '4个 shuttlecocks', '2 footballs' →
-    '2个 footballs': English counts as the numerals and measure word the quantity reader knows (same
-    length is not kept; positions are only compared within this text)."""
-    def count(m: re.Match[str]) -> str:
-        if m.group(1) == "one" and _EN_PRONOUN_ONE.search(m.string, 0, m.start()):
-            return m.group(0)   # the cheaper one, which one, a blue one: a pronoun, not a count
-        return _EN_NUMBERS[m.group(1)] + "个"
-    text = _EN_NUMBER.sub(count, text)
-    text = _EN_PARTITIVE.sub(lambda m: ("1" if m.group(1) == "a" else m.group(1)) + "个 ", text)
-    return _EN_COUNT.sub(lambda m: m.group(0) if _EN_NOT_A_COUNT.search(m.string, 0, m.start())
-                         else m.group(1) + "个 ", text)
-
-
-# a promotion's rule quoted by the customer (不是买三送一吗，我要8盒): its numbers are the rule's, not the count the
-# customer gives beside it (alone, 买三送一的话多少钱, the rule's count is what they mean to buy)
-_PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{MEASURE}?|满\\s*{NUM}\\s*{MEASURE}?\\s*(?:元|块)?\\s*"
-                             f"(?:减|送|包邮|打|享)|{NUM}\\s*{MEASURE}?\\s*(?:及|或)以上")
-
-# a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
-_ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
-_PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
-# the count totalled: 两副一共, 两双跑步鞋一共 — nothing between but the goods (再加一根跳绳一共 totals two things)
-_TOTALLED = re.compile(r"\s*(?:(?![一二两三四五六七八九十几\d]|再|加|和|跟|还)[\u4e00-\u9fff]){0,6}?(?:一共|总共|合计|加起来|总计|共计)")
-_ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
-
-
-_NOT_PIECES = re.compile(r"钱|元|以内|以下|以上|之内|左右|上下|多(?!少)|出头|的|一|毛|[\d一二两三四五六七八九十]")
-_PRICE_ASKED = re.compile(r"\s*(?:多少|一共|总共|合计|怎么卖|什么价|[，,。？?！!]|$)")
-
-
-def _pieces(text: str, mention, spans: list[tuple[int, int, str]]) -> bool:
-    """块 as a measure word (瑜伽砖两块多少钱, 球拍来两块, 两块瑜伽砖加一张垫子), not money: a few 块 after a buying
-    verb, right before a product's name, or right after one with its price asked, and no money word after it
-    (两块钱, 200块以内, 五十块能卖吗)."""
-    if mention.kind != MONEY or not text[mention.start:mention.end].endswith("块") or _NOT_PIECES.match(text, mention.end):
-        return False
-    if mention.value is None or mention.value > 20:
-        return False   # 五十块: a price offered, not fifty pieces
-    if _ORDERED.search(text, 0, mention.start) or any(s == mention.end for s, _, _ in spans):   # 两块瑜伽砖
-        return True
-    return bool(_PRICE_ASKED.match(text, mention.end)) and any(e == mention.start for _, e, _ in spans)
-
-
-def _counts_ordered(text: str, mentions: list) -> list:
-    """The counts that say how many are bought: not a quoted promotion's numbers, nor a unit asked about
-    (一盒几个, 平均一支) — unless the message has no other count."""
-    rules = [(m.start(), m.end()) for m in _PROMOTION_RULE.finditer(text)]
-    return [m for m in mentions if not any(s <= m.start < e for s, e in rules) and not _PER_UNIT.search(text, 0, m.start)
-            and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
-
-
-def _quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None, frozenset[str], bool]:
-    """Units asked per product (两个足球, 水壶2个, 各一个) and overall, then which of those counts were in pairs
-    (一对): the products', and whether the overall one was. The text has English counts as numerals already.
-    A message keeps one order: when its first product has its count after it (T恤三件 短裤两条), every count
-    follows its product."""
-    found = find_mentions(text)
-    mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and _whole(m.value)
-                and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
-    mentions = _counts_ordered(text, mentions)
-    each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
-    per: dict[str, int] = {}
-    paired: set[str] = set()
-    befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球
-    afters = [[m for m in mentions if 0 <= m.start - end <= 1] for _, end, _ in spans]     # 水壶2个
-    counts_follow = bool(spans) and bool(afters[0]) and not befores[0]
-    for k, (_, _, pid) in enumerate(spans):
-        if each:
-            per[pid] = _whole(parse_number(each.group("n"))) or 1
-            if _counted_in_pairs(each.group(0)):
-                paired.add(pid)
-            continue
-        chosen = (afters[k] or befores[k]) if counts_follow else (befores[k] or afters[k])
-        if chosen:
-            per[pid] = _whole(chosen[0].value) or 1
-            if _counted_in_pairs(chosen[0].text):
-                paired.add(pid)
-    overall = _whole(mentions[0].value) if mentions else None
-    overall_paired = bool(mentions) and _counted_in_pairs(mentions[0].text)
-    totalled = [m for m in mentions if _TOTALLED.match(text, m.end)]
-    if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
-        overall = _whole(totalled[0].value)
-        per = {pid: overall for pid in per} if overall else per
-    if overall is None:
-        m = re.search(f"买\\s*(?P<n>{NUM})", text)
-        overall = _whole(parse_number(m.group("n"))) if m else None
-    return per, overall, frozenset(paired), overall_paired
-
-
-def _counted_in_pairs(count: str) -> bool:
-    return count.rstrip().endswith(("对", "双"))
-
-
-def _budget(text: str) -> tuple[Decimal | None, Decimal | None]:
-    if (m := _RANGE.search(text)) and (lo := parse_number(m.group("lo"))) is not None \
-            and (hi := parse_number(m.group("hi"))) is not None and lo < hi:
-        return hi, lo   # 600到780之间
-    low = high = None
-    for pattern, kind in _BUDGET:
-        m = pattern.search(text)
-        if not m or (value := parse_number(m.group("n"))) is None:
-            continue
-        if kind == "around":   # 两百左右: within a fifth either way
-            return (value * Decimal("1.2")).quantize(Decimal(1)), (value * Decimal("0.8")).quantize(Decimal(1))
-        if kind == "above":    # 一百出头: from it to a third more
-            return (value * Decimal("1.35")).quantize(Decimal(1)), value
-        if kind == "max" and high is None:
-            high = value
-        elif kind == "min" and low is None:
-            low = value
-    return high, low
 
 
 _GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧"})
@@ -714,12 +565,12 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
     learned from examples) read the message to ask; without them the asks come from word rules alone."""
     vocabulary = vocabulary or Vocabulary({})
-    folded = _english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个")
+    folded = english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个")
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
     spans, products = _playing(folded, spans, products)
-    per, overall, paired, overall_paired = _quantities(folded, spans)
-    high, low = _budget(folded)
+    per, overall, paired, overall_paired = quantities(folded, spans)
+    high, low = budget(folded)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
     labels = frozenset(labels or ())
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
@@ -1007,7 +858,7 @@ def refers_back(text: str) -> bool:
     folded = fold(text).strip()
     compact = re.sub(r"[\s，,。.!！]+", "", folded)
     return elliptical(text) or reference(folded) is not None or bool(_QUANTITY_ONLY.match(compact)) \
-        or bool(_QUANTITY_ONLY.match(_english_numbers(compact))) or _only_asking(compact)
+        or bool(_QUANTITY_ONLY.match(english_numbers(compact))) or _only_asking(compact)
 
 
 # What is left of a message once its asking words are out and that says nothing of what about.
