@@ -103,10 +103,14 @@ class Passage:
         return f"{self.title}\n{self.text}"
 
 
+_LONG_NUMBER = re.compile(r"(?<![\d.])\d{3,}(?![\d.])")   # a figure that tells rows apart, not 7 (天) or 30
+
+
 def _words(text: str) -> list[str]:
     """jieba words, and the two-character pieces of Chinese runs ("能开发票" reads 开发+票 to jieba; 发票 is
     still found as a piece)."""
     words = [w for w in plain_words(text) if w not in _STOP and not w.isdigit()]
+    words += _LONG_NUMBER.findall(text)   # 255 (mm) finds the size table's row, in any language around it
     for run in _HAN.findall(text):
         words += [run[i:i + 2] for i in range(len(run) - 1) if run[i:i + 2] not in _STOP]
     return words

@@ -695,3 +695,10 @@ async def test_an_english_qualifier_written_twice_still_qualifies_the_last_kind(
     not each once) — a near miss, said not sold."""
     said = (await agent.answer("do you have hockey sticks or hockey balls", user_id="u")).answer
     assert "没有销售" in said
+
+
+async def test_a_foot_length_in_any_language_finds_the_size_table(agent):
+    """A figure of three digits or more tells a table's rows apart (a foot length): it is a word of the policy
+    search, so an English question reaches the size table as a Chinese one does."""
+    said = (await agent.answer("my feet are about 245 mm, which size do you suggest", user_id="u")).answer
+    assert "245：中国码 39" in said
