@@ -33,7 +33,7 @@ from db.facts import (
     Status,
     ThresholdPlan,
 )
-from db.pricing import measure_word
+from db.pricing import measure_word, yuan
 from guardrails.figures import find_mentions
 from retrieval.bridge import senses, tokens
 from retrieval.text import fold, is_han
@@ -54,11 +54,6 @@ NO_BARGAIN_WHICH = "抱歉，商品价格以店铺系统为准，客服无法议
 GREETING_PREFIX = "您好！"
 # A product whose record has no price: said as a fact of the record (the validator checks it), never left out.
 NO_PRICE = "价格暂未提供"
-
-
-def yuan(amount: Decimal) -> str:
-    """120.00 → '120元', 28.5 → '28.50元': exact, from the database's Decimal."""
-    return f"{int(amount)}元" if amount == amount.to_integral_value() else f"{amount:.2f}元"
 
 
 @dataclass

@@ -43,6 +43,11 @@ def money(value: Decimal) -> Decimal:
     return value.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
+def yuan(amount: Decimal) -> str:
+    """120.00 → '120元', 28.5 → '28.50元': exact, from the database's Decimal (how every answer says money)."""
+    return f"{int(amount)}元" if amount == amount.to_integral_value() else f"{amount:.2f}元"
+
+
 _PACK = re.compile(r"每(盒|罐|筒|包|袋|箱|桶|套)\s*\d")
 
 

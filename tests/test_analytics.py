@@ -14,7 +14,6 @@ import pytest
 from agent.analytics.analyst import SHOP_DATA_REFUSAL, Analyst, read_question
 from agent.analytics.charts import ChartError, ChartKind, draw_chart
 from agent.analytics.periods import resolve
-from agent.answers import yuan
 from agent.turn import Agent
 from db.aggregates import (
     PAID,
@@ -26,6 +25,7 @@ from db.aggregates import (
     _fetch,
     query_orders,
 )
+from db.pricing import yuan
 from guardrails.ledger import EvidenceLedger
 from guardrails.reports import check_report
 from tests.fakes.demo import DEMO_DAY

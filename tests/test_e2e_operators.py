@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.answers import yuan
+from db.pricing import yuan
 from handlers import texts
 from tests.fakes.openai_server import tool_call
 from tests.fakes.redis_support import connect

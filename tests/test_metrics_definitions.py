@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from agent.analytics.analyst import Analyst, read_question
-from agent.answers import yuan
 from db.aggregates import Dimension, OrderAnalytics, metric_query, query_orders
 from db.metrics import MetricKey
+from db.pricing import yuan
 from guardrails.ledger import EvidenceLedger
 from guardrails.reports import check_report
 from tests.fakes.demo import DEMO_DAY

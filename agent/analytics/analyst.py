@@ -18,13 +18,13 @@ from pydantic import BaseModel
 from agent.analytics.charts import ChartKind, draw_chart
 from agent.analytics.operator_tools import OPERATOR_TOOLS, ChartDrawn, MakeChart, QueryOrders, operator_prompt
 from agent.analytics.periods import Period, resolve
-from agent.answers import yuan
 from agent.loop import GiveUp, ToolLoop, Toolset
 from agent.models import ChatModel, ModelError
 from agent.tools import SubmitAnswer, ToolError
 from agent.trace import ToolTrace, TurnResult, TurnTrace, VerdictTrace
 from db.aggregates import Aggregate, AggregateError, Dimension, OrderAnalytics, OrderQuery, metric_query
 from db.metrics import DEFINITIONS, PAID, Metric, MetricKey, statuses_phrase
+from db.pricing import yuan
 from db.schema import REGIONS
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.reports import check_report
