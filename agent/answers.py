@@ -34,7 +34,7 @@ from db.facts import (
     ThresholdPlan,
 )
 from db.pricing import measure_word, yuan
-from guardrails.figures import find_mentions
+from guardrails.figures import NUM, find_mentions
 from retrieval.bridge import senses, tokens
 from retrieval.text import fold, is_han
 
@@ -393,7 +393,7 @@ def counts_a_unit_of(product: Product, question: str) -> bool:
     whatever the router read; not a count bought (几个, 几双: the product's own measure word)."""
     record = "".join(_clauses(product))
     units = {m.group(1) for m in _HOW_MANY_OF.finditer(question)} - {measure_word(product.product_name), "个"}
-    return any(re.search(f"[\\d一二两三四五六七八九十]{re.escape(u)}", record) for u in units)
+    return any(re.search(f"{NUM}{re.escape(u)}", record) for u in units)
 
 
 def spec_answer(product: Product, question: str = "", with_price: bool = True) -> tuple[str, list[str]]:

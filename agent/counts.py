@@ -25,7 +25,7 @@ _BUDGET = (   # the first that matches decides
 )
 
 
-def whole(value: Decimal | None) -> int | None:
+def _whole(value: Decimal | None) -> int | None:
     return int(value) if value is not None and value == int(value) and 1 <= value <= 9999 else None
 
 
@@ -106,7 +106,7 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     A message keeps one order: when its first product has its count after it (T恤三件 短裤两条), every count
     follows its product."""
     found = find_mentions(text)
-    mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and whole(m.value)
+    mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
     mentions = _counts_ordered(text, mentions)
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
@@ -117,24 +117,24 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     counts_follow = bool(spans) and bool(afters[0]) and not befores[0]
     for k, (_, _, pid) in enumerate(spans):
         if each:
-            per[pid] = whole(parse_number(each.group("n"))) or 1
+            per[pid] = _whole(parse_number(each.group("n"))) or 1
             if _counted_in_pairs(each.group(0)):
                 paired.add(pid)
             continue
         chosen = (afters[k] or befores[k]) if counts_follow else (befores[k] or afters[k])
         if chosen:
-            per[pid] = whole(chosen[0].value) or 1
+            per[pid] = _whole(chosen[0].value) or 1
             if _counted_in_pairs(chosen[0].text):
                 paired.add(pid)
-    overall = whole(mentions[0].value) if mentions else None
+    overall = _whole(mentions[0].value) if mentions else None
     overall_paired = bool(mentions) and _counted_in_pairs(mentions[0].text)
     totalled = [m for m in mentions if _TOTALLED.match(text, m.end)]
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
-        overall = whole(totalled[0].value)
+        overall = _whole(totalled[0].value)
         per = {pid: overall for pid in per} if overall else per
     if overall is None:
         m = re.search(f"买\\s*(?P<n>{NUM})", text)
-        overall = whole(parse_number(m.group("n"))) if m else None
+        overall = _whole(parse_number(m.group("n"))) if m else None
     return per, overall, frozenset(paired), overall_paired
 
 

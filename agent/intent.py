@@ -100,6 +100,7 @@ _SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格�
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
           ("stock_desc", re.compile(r"库存最多|货最多")))
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
+_CLAUSE = re.compile(r"[^\s，,。.!！？?；;～~]+")   # a clause of a message: between its punctuation and spaces
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
 # What a customer calls a category, beyond its own name.
 CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
@@ -305,7 +306,7 @@ class Intent:
             return False
         if self.asked_for == self.subject:
             return True
-        clause = next((c for c in re.split(r"[\s，,。.!！？?；;～~]+", self.text) if self.subject in c), "")
+        clause = next((c.group() for c in _CLAUSE.finditer(self.text) if self.subject in c.group()), "")
         rest = clause.replace(self.subject, "", 1)
         return bool(clause) and (not rest or _only_asking(rest))
 
@@ -650,7 +651,6 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   qualifier, paired, overall_paired, asked_for)
 
 
-_CLAUSE = re.compile(r"[^，,。？?！!；;]+")
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
 
 
@@ -661,9 +661,10 @@ def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocab
         words = clause.group()
         if any(clause.start() <= s < clause.end() for s, _, _ in spans) or not _HAVING.search(words):
             continue   # names a product, or asks no having (我们小区有块空地, 实际要付多少钱: the product's price)
+        phrases = goods_phrases(words, [])
         for s, e in framed_objects(words, []):
             thing = words[s:e]
-            if thing not in goods_phrases(words, []) or "的" in thing or words[e:].startswith("的"):
+            if thing not in phrases or "的" in thing or words[e:].startswith("的"):
                 continue   # (有能计数的吗, 有减震好点的鞋吗: a property, or goods described, not a thing named)
             thing = thing.removesuffix("卖") if len(thing) > 2 else thing   # 有没有野餐垫卖: 野餐垫
             if not _only_known_words(thing, vocabulary) and not _first_purchase_only(thing, words):
