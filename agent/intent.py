@@ -286,6 +286,7 @@ class Intent:
     in_pairs: frozenset[str] = frozenset()      # products whose own count is in pairs (护膝来一对, 两双)
     quantity_in_pairs: bool = False             # the overall count is (行，就登山杖吧，买一对)
     asked_for: str = ""                         # goods a having or selling question asks for (…有蛋白粉卖吗)
+    wanted: str = ""                            # goods a buying clause asks for, as described (…想买个能分开装的包)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -648,10 +649,21 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  qualifier, paired, overall_paired, asked_for)
+                  qualifier, paired, overall_paired, asked_for, _wanted(folded) if not products else "")
 
 
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
+# a buying clause and its object (想买个能分开装的包, 打算入一双轻点的跑鞋): the goods wanted, described or named
+_WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:买|找|入手|入|换)(?:[一两\d]?[{MEASURE_WORDS}])?"
+                     r"(?P<object>[\u4e00-\u9fff]{1,12})$")
+
+
+def _wanted(text: str) -> str:
+    """The object of the last clause that says what the customer wants to buy, '' when none does: after a story
+    (最近开始游泳加健身…想买个能分开装的包) it, not the story's nouns, is the goods to search for."""
+    found = [m.group("object") for clause in _CLAUSE.finditer(text) if (m := _WANTED.search(clause.group()))]
+    # …打算买个能撑一下的东西: a thing described by its use alone, which the story says better
+    return found[-1] if found and found[-1].rsplit("的", 1)[-1] not in GENERIC else ""
 
 
 def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> str:

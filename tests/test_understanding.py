@@ -702,3 +702,11 @@ async def test_a_foot_length_in_any_language_finds_the_size_table(agent):
     search, so an English question reaches the size table as a Chinese one does."""
     said = (await agent.answer("my feet are about 245 mm, which size do you suggest", user_id="u")).answer
     assert "245：中国码 39" in said
+
+
+async def test_after_a_story_the_goods_a_buying_clause_wants_are_searched_not_the_storys_nouns(agent):
+    """…打算买个能隔开湿衣服的包，三百以内: the bag that keeps wet clothes apart is listed, not every swimming item
+    the story's nouns (学游泳, 泳衣) find; a buying clause that wants only "something" leaves the story to say it."""
+    said = (await agent.answer("周末带孩子去学游泳，湿泳衣老把书弄湿，打算买个能隔开湿衣服的包，三百以内",
+                               user_id="u")).answer
+    assert "干湿分离健身包" in said and "泳镜" not in said and "泳裤" not in said
