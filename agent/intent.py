@@ -644,12 +644,19 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         english, sense = _english_near_miss(folded, vocabulary)   # boxing gloves: not the fitness gloves
         subject, qualifier = (english, sense) if english else (subject, qualifier)
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
+    wanted = _wanted(folded) if not products else ""
+    activity = (category, *CATEGORY_WORDS.get(category, ())) if category else ()
+    if any(word in wanted for word in activity):
+        if _says_more(wanted, activity):
+            category = None   # 跑步喝水用的: goods for drinking on a run, of any category
+        else:
+            wanted = ""       # 有什么徒步用的东西: the category's goods
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  qualifier, paired, overall_paired, asked_for, _wanted(folded) if not products else "")
+                  qualifier, paired, overall_paired, asked_for, wanted)
 
 
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
@@ -658,10 +665,25 @@ _WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:买|找|入手|入|�
                      r"(?P<object>[\u4e00-\u9fff]{1,12})$")
 
 
+# goods told by their use (跑步喝水用的, 游泳时装湿衣服用的): the use is the thing wanted
+_USED_FOR = re.compile(r"(?P<object>[\u4e00-\u9fff]{2,12}用的)")
+
+
+def _says_more(wanted: str, activity: tuple[str, ...]) -> bool:
+    """Whether goods wanted for a use say more than the activity a category names (跑步喝水用的, not 徒步用的)."""
+    rest = re.sub("|".join(map(re.escape, activity)), "", wanted)
+    return len(_ASKING_WORDS.sub("", rest)) >= 2
+
+
+_ASKING_WORDS = re.compile(r"有什么|有没有|有啥|什么|用的$|时候|时|的")
+
+
 def _wanted(text: str) -> str:
-    """The object of the last clause that says what the customer wants to buy, '' when none does: after a story
-    (最近开始游泳加健身…想买个能分开装的包) it, not the story's nouns, is the goods to search for."""
-    found = [m.group("object") for clause in _CLAUSE.finditer(text) if (m := _WANTED.search(clause.group()))]
+    """The object of the last clause that says what the customer wants to buy, or what for (…用的), '' when
+    none does: after a story (最近开始游泳加健身…想买个能分开装的包) it, not the story's nouns, is the goods to
+    search for, and an activity inside it (跑步喝水用的) is what the goods are for, not a category to list."""
+    found = [m.group("object") for clause in _CLAUSE.finditer(text)
+             if (m := _WANTED.search(clause.group()) or _USED_FOR.search(clause.group()))]
     # …打算买个能撑一下的东西: a thing described by its use alone, which the story says better
     return found[-1] if found and found[-1].rsplit("的", 1)[-1] not in GENERIC else ""
 

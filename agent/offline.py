@@ -413,7 +413,7 @@ class OfflineModel:
         """What a listing searches for: the goods named, unless a category or brand says it all."""
         if asked.category or (asked.brand and not asked.products):
             return ""
-        if asked.describes_need and asked.wanted and not any(g in asked.wanted for g in asked.goods):
+        if asked.describes_need and asked.wanted and asked.wanted.rsplit("的", 1)[-1] not in asked.goods:
             return asked.wanted   # a story, then 想买个能分开装的包: what it wants, not the story's nouns
         return " ".join(g for g in (*asked.named, *asked.goods) if g not in GENERIC)
 

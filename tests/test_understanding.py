@@ -710,3 +710,12 @@ async def test_after_a_story_the_goods_a_buying_clause_wants_are_searched_not_th
     said = (await agent.answer("周末带孩子去学游泳，湿泳衣老把书弄湿，打算买个能隔开湿衣服的包，三百以内",
                                user_id="u")).answer
     assert "干湿分离健身包" in said and "泳镜" not in said and "泳裤" not in said
+
+
+async def test_goods_told_by_their_use_are_searched_by_it_not_listed_by_the_activity(agent):
+    """游泳完装湿衣服用的，三百以内: the thing for wet clothes first, not the swimming category's list; 爬山时路上喝水用的:
+    the bottle, not whatever costs under fifty."""
+    said = (await agent.answer("游泳完装湿衣服用的，三百以内有吗", user_id="u")).answer
+    assert "干湿分离健身包" in said.splitlines()[1]
+    said = (await agent.answer("爬山时路上喝水用的，五十以内", user_id="u")).answer
+    assert "运动水壶" in said and "乒乓球" not in said
