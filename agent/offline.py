@@ -149,7 +149,10 @@ class OfflineModel:
         if asked.asks & {Ask.INJECTION, Ask.MODIFY}:
             return False
         if asked.asks & PRODUCT_ASKS or asked.near_miss:
-            return True
+            # 我买的东西还有没到的吗: the customer's own orders; a product ask beside them with no goods named and
+            # none in focus has nothing to look up
+            return not (Ask.ORDER in asked.asks and not (asked.products or asked.goods or asked.near_miss
+                                                          or asked.filtered or focus or asked.reference))
         if Ask.BARGAIN in asked.asks:
             return bool(asked.products or focus)
         if asked.asks & {Ask.POLICY, Ask.ORDER, Ask.HUMAN, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC,

@@ -719,3 +719,10 @@ async def test_goods_told_by_their_use_are_searched_by_it_not_listed_by_the_acti
     assert "干湿分离健身包" in said.splitlines()[1]
     said = (await agent.answer("爬山时路上喝水用的，五十以内", user_id="u")).answer
     assert "运动水壶" in said and "乒乓球" not in said
+
+
+async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_looks_up_no_product(agent):
+    """前几天下单的东西到了没，还有货吗: the customer's own orders; a stock word with nothing named and nothing in
+    focus is no product to look up (no goods the search guesses from the sentence)."""
+    said = (await agent.answer("前几天下单的东西到了没，还有货吗", user_id="console")).answer
+    assert "A1002" in said and "售价" not in said
