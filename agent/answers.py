@@ -65,6 +65,7 @@ class Findings:
     calculation: Quote | QuoteRefusal | None = None
     basket: Basket | None = None
     searches: list[list[str]] = field(default_factory=list)   # candidate ids of each search, in order
+    outside_filters: int = 0   # products the last search's words found that its filters left out
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
     searched_knowledge: bool = False   # the policy search ran (whether or not it found a passage)
@@ -81,8 +82,9 @@ class Findings:
 
     def add(self, result: object) -> None:
         match result:
-            case SearchResult(candidates=candidates, prepared_evidence=prepared):
+            case SearchResult(candidates=candidates, prepared_evidence=prepared, outside_filters=outside):
                 self.candidates = [c.product_id for c in candidates]
+                self.outside_filters = outside
                 self.searches.append(self.candidates)
                 if prepared:
                     for part in (prepared.product_details, prepared.promotions, prepared.calculation):

@@ -504,6 +504,13 @@ _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
 GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝"})
 
 
+def unspecific(phrase: str) -> bool:
+    """Whether a goods phrase names no kind of goods: its head (after its last 的) is a generic word or ends with
+    one (东西, 健身小东西, 健身用的小东西) — what it is for may be said, what it is is not."""
+    head = phrase.rsplit("的", 1)[-1]
+    return head in GENERIC or any(head.endswith(word) for word in GENERIC if len(word) >= 2)
+
+
 # What is left of a comparison's clause once its names are out and that is not the need: joining words,
 # particles, "more", and asking the price.
 _NOT_THE_NEED = re.compile(r"[和跟与及或]|还是|比较|比起|相比|对比|比|更|最|呢|吗|啊|呀|吧|的话|请问|哪个好|有什么|有啥|什么"
@@ -606,7 +613,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if products and not near:   # 有冰球吗？没有的话足球多少钱: a thing asked for apart from the product named
         near = _asked_apart(folded, spans, vocabulary)
     pointer = reference(folded) if not products else None
-    if category and any(category_word in g and not _only_known_words(g, vocabulary)
+    if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
                         for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽
     if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category):
@@ -685,7 +692,7 @@ def _wanted(text: str) -> str:
     found = [m.group("object") for clause in _CLAUSE.finditer(text)
              if (m := _WANTED.search(clause.group()) or _USED_FOR.search(clause.group()))]
     # …打算买个能撑一下的东西: a thing described by its use alone, which the story says better
-    return found[-1] if found and found[-1].rsplit("的", 1)[-1] not in GENERIC else ""
+    return found[-1] if found and not unspecific(found[-1]) else ""
 
 
 def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> str:

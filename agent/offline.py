@@ -14,7 +14,7 @@ from typing import Any
 
 from agent import answers, promotion_answers
 from agent.context import TurnContext
-from agent.intent import GENERIC, LIST_REQUEST, PRODUCT_ASKS, Ask, Intent, covers, need_in_comparison
+from agent.intent import LIST_REQUEST, PRODUCT_ASKS, Ask, Intent, covers, need_in_comparison, unspecific
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
@@ -220,10 +220,13 @@ class OfflineModel:
         if listing:
             words = self._listing_words(asked)
             if not findings.products and called.count("search_products") == 1 and words \
-                    and not (len(words) == 1 and asked.goods == (words,)):
-                # the words found nothing within the budget: list what the filters alone allow (not for a kind
-                # of goods written in one character, 300以内的鞋: the catalog's names said there is none)
-                return self._call("search_products", self._listing_filters(asked, ""))
+                    and not (len(words) == 1 and asked.goods == (words,)) and not findings.outside_filters:
+                # the words found nothing at all: list what the filters alone allow (not when they found goods the
+                # budget leaves out, 200以内的跑鞋, nor for a kind of goods written in one character, 300以内的鞋:
+                # the catalog said there is none within it); a need told in a sentence is searched by the sentence
+                # first (膝盖吃力…想买个能撑一下的东西: its words found nothing, its meaning may)
+                sentence = asked.text if asked.describes_need and asked.text != words else ""
+                return self._call("search_products", self._listing_filters(asked, sentence))
             listed = [p for p in findings.candidates if p in findings.products]
             if "calculate_final_price" not in called and self._discounted(listed, findings):
                 return self._price_each(listed, asked)   # a listing says what each costs now
@@ -418,7 +421,7 @@ class OfflineModel:
             return ""
         if asked.describes_need and asked.wanted and asked.wanted.rsplit("的", 1)[-1] not in asked.goods:
             return asked.wanted   # a story, then 想买个能分开装的包: what it wants, not the story's nouns
-        return " ".join(g for g in (*asked.named, *asked.goods) if g not in GENERIC)
+        return " ".join(g for g in (*asked.named, *asked.goods) if not unspecific(g))
 
     @staticmethod
     def _listing_filters(asked: Intent, words: str) -> dict[str, Any]:

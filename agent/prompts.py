@@ -27,6 +27,7 @@ SYSTEM_PROMPT = """你是一家运动用品网店的中文客服助手。你只�
    - 商品的 price_status 为 not_provided 时说“价格暂未提供”，不给任何价格或总价。
 8. 按条件找商品（预算、品牌、类别、有货）时，给 search_products 传 max_price / min_price / brand / category /
    in_stock（由数据库筛选，结果只含符合条件的商品）；只按条件列清单（如“李宁的所有商品”）时 query 可以留空。
+   结果为空而 outside_filters 大于 0 时，说店里有这类商品但没有符合条件的，不要改列其他不相干的商品。
    比较几件商品时分别核实每件的价格；几件商品一起买时用 calculate_final_price 的 items 一次算出每件和合计，
    合计只能用它给出的数字，并在同一句里说出这几件商品。规格（尺码、尺寸、重量、材质）来自 get_product_details
    的 specifications。店里没有顾客问的东西时，先说明没有销售，再（可选）推荐相关商品。

@@ -314,6 +314,9 @@ class SearchResult:
     prepared_evidence: Prepared | None = None
     is_verified_fact: bool = False
     warning: str = WARNING
+    # products the words found that the filters (budget, brand, category, stock) left out: 0 with none found, so
+    # "no_match" says whether the shop has the goods at all or only not within the filters
+    outside_filters: int = 0
     lexical_only: InitVar[str] = ""   # why the search ranked by words alone (the embedder failed): in the status
 
     def __post_init__(self, lexical_only: str) -> None:
@@ -404,6 +407,7 @@ class ToolRunner:
         listed by SQL."""
         where = args.filter()
         candidates: tuple[Candidate, ...] = ()
+        outside = 0
         wide = bool(where) or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
         lexical_only = ""
         words = args.query.strip()
@@ -418,6 +422,7 @@ class ToolRunner:
             if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
                 by_id = {c.product_id: c for c in found}
                 kept = await find_products(self.conn, where, list(by_id), args.sort)
+                outside = len(by_id) - len(kept)
                 found = [by_id[p.product_id] for p in kept]
             candidates = tuple(found[:args.top_k])
         elif where:
@@ -425,7 +430,7 @@ class ToolRunner:
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
         ids = [c.product_id for c in candidates][:10 if wide else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None,
-                            lexical_only=lexical_only)
+                            outside_filters=outside, lexical_only=lexical_only)
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
         """Retrieval proposes policy chunks; their text is read from the catalog by id."""

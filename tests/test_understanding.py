@@ -726,3 +726,14 @@ async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_loo
     focus is no product to look up (no goods the search guesses from the sentence)."""
     said = (await agent.answer("前几天下单的东西到了没，还有货吗", user_id="console")).answer
     assert "A1002" in said and "售价" not in said
+
+
+async def test_goods_found_only_above_the_budget_are_not_replaced_by_whatever_fits_it(agent):
+    """一百五以内的跑步鞋有吗: the shop has running shoes, none within 150 — said so, not a list of balls and mats that
+    cost less; a need whose extracted words find nothing is searched by its sentence before any such list."""
+    said = (await agent.answer("一百五以内的跑步鞋有吗", user_id="u")).answer
+    assert "没有找到" in said and "足球" not in said and "瑜伽垫" not in said
+    said = (await agent.answer("平时骑车通勤，膝盖老是发酸，想买个护着点的，一百以内", user_id="u")).answer
+    assert "运动护膝" in said.splitlines()[1] or "运动护膝" in said.splitlines()[0]
+    said = (await agent.answer("六十以下的跑步小东西有什么", user_id="u")).answer   # 小东西 names no kind: the category's
+    assert "符合您预算的跑步商品" in said and "跑步腰包" in said                        # list within the budget
