@@ -504,10 +504,15 @@ _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
 GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝"})
 
 
+def goods_head(phrase: str) -> str:
+    """What a goods phrase names, after what describes it (能分开装的包 → 包; '' for 护着点的)."""
+    return phrase.rsplit("的", 1)[-1]
+
+
 def unspecific(phrase: str) -> bool:
-    """Whether a goods phrase names no kind of goods: its head (after its last 的) is a generic word or ends with
-    one (东西, 健身小东西, 健身用的小东西) — what it is for may be said, what it is is not."""
-    head = phrase.rsplit("的", 1)[-1]
+    """Whether a goods phrase names no kind of goods: its head is a generic word or ends with one (东西,
+    健身小东西, 健身用的小东西) — what it is for may be said, what it is is not."""
+    head = goods_head(phrase)
     return head in GENERIC or any(head.endswith(word) for word in GENERIC if len(word) >= 2)
 
 
@@ -676,13 +681,14 @@ _WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:买|找|入手|入|�
 _USED_FOR = re.compile(r"(?P<object>[\u4e00-\u9fff]{2,12}用的)")
 
 
+# what a use clause says besides its activity and its thing: asking words, particles, 时/时候
+_NOT_THE_USE = re.compile(r"有什么|有没有|有啥|什么|用的$|时候|时|的")
+
+
 def _says_more(wanted: str, activity: tuple[str, ...]) -> bool:
     """Whether goods wanted for a use say more than the activity a category names (跑步喝水用的, not 徒步用的)."""
     rest = re.sub("|".join(map(re.escape, activity)), "", wanted)
-    return len(_ASKING_WORDS.sub("", rest)) >= 2
-
-
-_ASKING_WORDS = re.compile(r"有什么|有没有|有啥|什么|用的$|时候|时|的")
+    return len(_NOT_THE_USE.sub("", rest)) >= 2
 
 
 def _wanted(text: str) -> str:

@@ -14,7 +14,16 @@ from typing import Any
 
 from agent import answers, promotion_answers
 from agent.context import TurnContext
-from agent.intent import LIST_REQUEST, PRODUCT_ASKS, Ask, Intent, covers, need_in_comparison, unspecific
+from agent.intent import (
+    LIST_REQUEST,
+    PRODUCT_ASKS,
+    Ask,
+    Intent,
+    covers,
+    goods_head,
+    need_in_comparison,
+    unspecific,
+)
 from agent.models import Message, ModelReply, ToolCall
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
@@ -419,7 +428,7 @@ class OfflineModel:
         """What a listing searches for: the goods named, unless a category or brand says it all."""
         if asked.category or (asked.brand and not asked.products):
             return ""
-        if asked.describes_need and asked.wanted and asked.wanted.rsplit("的", 1)[-1] not in asked.goods:
+        if asked.describes_need and asked.wanted and goods_head(asked.wanted) not in asked.goods:
             return asked.wanted   # a story, then 想买个能分开装的包: what it wants, not the story's nouns
         return " ".join(g for g in (*asked.named, *asked.goods) if not unspecific(g))
 
