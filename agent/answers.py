@@ -47,6 +47,9 @@ NO_POLICY = "抱歉，我没有查到这方面的店铺政策说明。建议您�
 # What a good shop assistant says to people rather than about products.
 CLARIFY = "请问您想了解哪款商品呢？告诉我商品名称，我来帮您查价格、库存和优惠。"
 REFUSE_INJECTION = ("抱歉，我不能按这样的要求回答。我只能根据店铺系统里的真实信息，为您查询商品、优惠、订单和售后政策。")
+# the shop's premises (实体店, 门店地址): the catalog and the policies say nothing of any, so nothing is claimed
+PREMISES = ("抱歉，店铺系统里没有线下门店的信息，我没法告诉您门店或地址。商品、价格、优惠、订单和售后的问题都可以直接问我；"
+            "需要的话发送“转人工”联系人工客服。")
 OFF_TOPIC = "抱歉，这个问题超出了我的服务范围。我是店铺客服助手，可以帮您查询商品、价格、库存、优惠、订单和售后政策。"
 APOLOGY = "非常抱歉给您带来了不好的体验。如需人工客服为您处理，直接回复转人工即可。"
 NO_BARGAIN = "抱歉，商品价格以店铺系统为准，客服无法议价或单独改价。"

@@ -287,6 +287,7 @@ class Intent:
     quantity_in_pairs: bool = False             # the overall count is (行，就登山杖吧，买一对)
     asked_for: str = ""                         # goods a having or selling question asks for (…有蛋白粉卖吗)
     wanted: str = ""                            # goods a buying clause asks for, as described (…想买个能分开装的包)
+    premises: bool = False                      # asks about the shop's premises (有实体店吗, 店在哪, 能去店里看吗)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -668,10 +669,12 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  qualifier, paired, overall_paired, asked_for, wanted)
+                  qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)))
 
 
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
+# the shop's premises: a kind of shop building, where the shop is, going there
+_PREMISES = re.compile(r"(?:实体|线下|门|分|旗舰|专卖|体验|直营)店|店(?:在|开在)哪|店.{0,2}地址|去(?:你们)?店里")
 # a buying clause and its object (想买个能分开装的包, 打算入一双轻点的跑鞋): the goods wanted, described or named
 _WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:买|找|入手|入|换)(?:[一两\d]?[{MEASURE_WORDS}])?"
                      r"(?P<object>[\u4e00-\u9fff]{1,12})$")

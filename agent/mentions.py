@@ -34,7 +34,7 @@ _PEOPLE = set("我 你 您 他 她 人 大人 小孩 孩子 儿子 女儿 宝宝
 _ASPECT = set("价 价格 价钱 售价 原价 到手价 单价 总价 报价 货 现货 库存 尺码 尺寸 号 码 码数 鞋码 颜色 材质 面料 重量 容量 "
               "长度 宽度 高度 厚度 规格 参数 型号 款式 质量 续航 多长 多大 多重 多宽 多高 多厚 多久 多少 几号 首次 第一次 "
               "首单 新客 优惠 活动 折扣 赠品 包邮 运费".split())
-_SHOP = set("店 店里 店铺 本店 贵店 你们家 网店 官方 平台 系统 指令 提示词 规则 设定 管理 后台 数据库 程序 代码 "
+_SHOP = set("店 店里 店铺 本店 贵店 你们家 网店 线上 线下 实体 门店 官方 平台 系统 指令 提示词 规则 设定 管理 后台 数据库 程序 代码 "
             "订单 单 单号 快递 物流 发票 抬头 税号 运费 邮费 地址 售后 质保 保修 退货 换货 退款 发货 收货 包邮 "
             "活动 优惠 折扣 价格 价钱 价 钱 块 元 预算 库存 货 现货 尺码 尺寸 码 号 码数 鞋码 颜色 材质 重量 规格 参数 "
             "款 款式 东西 商品 产品 宝贝 玩意 问题 情况 时间 时候 天 小时 分钟 下单 首单 新客 会员 账号 服务 质量 "
@@ -101,9 +101,19 @@ def reference(text: str) -> Reference | None:
     return None
 
 
+def _reduplicated(word: str) -> bool:
+    """试试, 看看, 问问: a verb doubled to say "try a little" (jieba may tag it a noun), never goods."""
+    return len(word) == 2 and word[0] == word[1]
+
+
+def _premises(word: str) -> bool:
+    """A word headed by 店 is the shop's own premises (实体店, 线下门店, 旗舰店), never goods it sells."""
+    return word.endswith("店")
+
+
 def _is_goods_word(word: str, flag: str) -> bool:
-    return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not word.isdigit()
-            and not re.fullmatch(r"[a-z]", word) and not _is_amount(word))
+    return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not _premises(word) and not _reduplicated(word)
+            and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not _is_amount(word))
 
 
 def _is_amount(word: str) -> bool:
@@ -163,7 +173,7 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     runs of nouns, with a modifier verb kept when a noun follows it (拳击手套); the whole thing asked for
     in a question about having, selling or a price, where the tags split it (瑜伽垫, 登山杖)."""
     framed = framed_objects(text, covered)
-    phrases = [text[s:e] for s, e in framed]
+    phrases = [text[s:e] for s, e in framed if not _premises(text[s:e])]
     for phrase in _tagged_phrases(text, covered):
         if not any(phrase in whole or whole in phrase for whole in phrases):
             phrases.append(phrase)

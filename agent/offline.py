@@ -388,6 +388,9 @@ class OfflineModel:
             return self._submit(answers.REFUSE_CHANGE, [])
         if Ask.INJECTION in asked.asks:
             return self._submit(answers.REFUSE_INJECTION, [])
+        if asked.premises and not (asked.products or asked.goods or asked.brand or asked.category) \
+                and not asked.asks & {Ask.ORDER, Ask.POLICY, Ask.HUMAN, Ask.COMPLAINT, Ask.SPENDING}:
+            return self._submit(answers.PREMISES, [], AnswerStatus.INSUFFICIENT)
         calls: list[tuple[str, dict[str, Any]]] = []
         if Ask.ORDER in asked.asks:
             order_id = _ORDER_ID.search(asked.text.upper())

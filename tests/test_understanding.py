@@ -737,3 +737,13 @@ async def test_goods_found_only_above_the_budget_are_not_replaced_by_whatever_fi
     assert "运动护膝" in said.splitlines()[1] or "运动护膝" in said.splitlines()[0]
     said = (await agent.answer("六十以下的跑步小东西有什么", user_id="u")).answer   # 小东西 names no kind: the category's
     assert "符合您预算的跑步商品" in said and "跑步腰包" in said                        # list within the budget
+
+
+async def test_the_shops_premises_are_not_goods_it_does_not_sell(agent):
+    """有线下门店吗 / 店在哪，能去店里看看吗: the shop's premises, which no record describes — said so, never "not sold",
+    nor a product recommended; goods asked for with the premises named (实体店有跑步鞋卖吗) are still answered."""
+    for question in ("你们有线下门店吗", "店开在哪，周末能去店里试试吗"):
+        said = (await agent.answer(question, user_id="u")).answer
+        assert "没有线下门店的信息" in said and "没有销售" not in said and "售价" not in said
+    said = (await agent.answer("实体店有跑步鞋卖吗", user_id="u")).answer
+    assert "跑步鞋" in said and "没有线下门店的信息" not in said
