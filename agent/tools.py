@@ -32,6 +32,7 @@ from db.facts import (
     ComparisonRefusal,
     OrderList,
     PolicyDocuments,
+    Product,
     ProductDetails,
     PromotionList,
     Quote,
@@ -43,7 +44,7 @@ from db.facts import (
 from db.ids import normalize_ids
 from db.knowledge import documents_by_id
 from db.orders import list_orders
-from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price, quote_from
+from db.pricing import MAX_QUANTITY, calculate_basket, calculate_final_price, paid_now, quote_from
 from db.promotion_plans import amount_difference, amount_of, plan_receive, plan_threshold, plan_threshold_from
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import AnswerStatus
@@ -71,7 +72,7 @@ class SearchProducts(_Args):
 
     query: str = Field("", max_length=200, description="the customer's need or product words, in Chinese")
     top_k: int = Field(5, ge=1, le=10, description="how many; above 5 asks for a list of the kind named")
-    max_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products at or below this price")
+    max_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products a unit of which costs at most this now (its price, or less under a promotion)")
     min_price: Decimal | None = Field(None, ge=0, le=100_000_000, description="only products at or above this price")
     brand: str | None = Field(None, max_length=40, description="exactly a brand of the catalog, e.g. 李宁")
     category: str | None = Field(None, max_length=20, description="a category, e.g. 户外, 游泳, 健身, 足球")
@@ -413,7 +414,7 @@ class ToolRunner:
         words = args.query.strip()
         of_kind = await products_of_kind(self.conn, words) if len(words) == 1 and is_han(words) else []
         if of_kind:   # 鞋, 包, 球: a kind of goods in one character; the catalog's names say which, SQL filters
-            listed = await find_products(self.conn, where, of_kind, args.sort, args.top_k)
+            listed = await find_products(self.conn, where, of_kind, args.sort, args.top_k, self._paid_now)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
         elif words:
             search = await self.search.find(args.query, 10 if where else args.top_k,
@@ -421,16 +422,20 @@ class ToolRunner:
             found, lexical_only = search.candidates, search.lexical_only
             if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
                 by_id = {c.product_id: c for c in found}
-                kept = await find_products(self.conn, where, list(by_id), args.sort)
+                kept = await find_products(self.conn, where, list(by_id), args.sort, paid_now=self._paid_now)
                 outside = len(by_id) - len(kept)
                 found = [by_id[p.product_id] for p in kept]
             candidates = tuple(found[:args.top_k])
         elif where:
-            listed = await find_products(self.conn, where, None, args.sort, args.top_k)
+            listed = await find_products(self.conn, where, None, args.sort, args.top_k, self._paid_now)
             candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
         ids = [c.product_id for c in candidates][:10 if wide else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None,
                             outside_filters=outside, lexical_only=lexical_only)
+
+    async def _paid_now(self, products: list[Product]) -> dict[str, Decimal]:
+        """What one unit of each costs under its promotions: a budget filter keeps what the customer pays within it."""
+        return await paid_now(self.conn, products)
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
         """Retrieval proposes policy chunks; their text is read from the catalog by id."""

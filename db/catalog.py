@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -114,12 +114,15 @@ class ProductFilter:
             clauses.append("stock_quantity > 0")
         return (" AND ".join(clauses) or "1"), args
 
-    def admits(self, product: Product) -> bool:
+    def admits(self, product: Product, paid: Decimal | None = None) -> bool:
+        """`paid`: what one unit costs now under its promotions, when lower than the price: a budget is met by what
+        the customer pays (a 120元 ball at 9折 is within 110), the lower bound by the price itself."""
         if self.max_price is None and self.min_price is None:
             return True
         if product.price is None:
             return False
-        return ((self.max_price is None or product.price <= self.max_price)
+        cost = min(product.price, paid) if paid is not None else product.price
+        return ((self.max_price is None or cost <= self.max_price)
                 and (self.min_price is None or product.price >= self.min_price))
 
 
@@ -133,9 +136,14 @@ def _ordered(products: list[Product], sort: str) -> list[Product]:
     return products
 
 
+PaidNow = Callable[[list[Product]], Awaitable[dict[str, Decimal]]]
+
+
 async def find_products(conn: aiosqlite.Connection, where: ProductFilter, ids: list[str] | None = None,
-                        sort: str = "relevance", limit: int = 10) -> list[Product]:
-    """Products meeting `where`: among `ids` (kept in their order for "relevance"), or the whole catalog."""
+                        sort: str = "relevance", limit: int = 10, paid_now: PaidNow | None = None) -> list[Product]:
+    """Products meeting `where`: among `ids` (kept in their order for "relevance"), or the whole catalog.
+    `paid_now` (db.pricing.paid_now): what one unit of each product priced above the budget costs under its
+    promotions, read for those alone."""
     sql, args = where.where()
     if ids is not None:
         if not ids:
@@ -144,7 +152,9 @@ async def find_products(conn: aiosqlite.Connection, where: ProductFilter, ids: l
         args = [*ids, *args]
     rows = [product_from_row(row) for row in
             await conn.execute_fetchall(f"SELECT * FROM products WHERE {sql} ORDER BY product_id", args)]
-    found = [p for p in rows if where.admits(p)]
+    over = [p for p in rows if where.max_price is not None and p.price is not None and p.price > where.max_price]
+    paid = await paid_now(over) if paid_now is not None and over else {}
+    found = [p for p in rows if where.admits(p, paid.get(p.product_id))]
     if ids is not None:
         rank = {pid: i for i, pid in enumerate(ids)}
         found.sort(key=lambda p: rank[p.product_id])

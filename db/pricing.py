@@ -174,6 +174,16 @@ async def calculate_final_price(conn: aiosqlite.Connection, product_id: object, 
     return quote_from(products, promotions, pid, quantity, is_first_purchase)
 
 
+async def paid_now(conn: aiosqlite.Connection, products: list[Product]) -> dict[str, Decimal]:
+    """product_id → what one unit costs now, for budget filters: its price under the promotions that ask nothing of
+    the order (9折 is the price now; 满500减100 or 两支及以上8折 is a deal on an order, as a first purchase is)."""
+    promotions = [p for p in await fetch_promotions(conn, [p.product_id for p in products])
+                  if not (p.minimum_quantity or p.minimum_spend or p.extra_condition)]
+    rows = {p.product_id: p for p in products}
+    quotes = (quote_from(rows, promotions, pid, 1) for pid in rows)
+    return {q.product_id: q.final_total for q in quotes if isinstance(q, Quote)}
+
+
 def quote_from(products: dict[str, Product], promotions: Sequence[Promotion], product_id: object, quantity: object,
                is_first_purchase: bool = False) -> Quote | QuoteRefusal:
     """The quote from product and promotion rows already read (those of other products are ignored)."""

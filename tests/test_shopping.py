@@ -16,7 +16,7 @@ from agent.tools import SearchProducts, ToolRunner, file_evidence, parse_argumen
 from agent.turn import Agent
 from db.catalog import ProductFilter, catalog_words, find_products, get_product_details
 from db.facts import Basket, QuoteRefusal
-from db.pricing import calculate_basket
+from db.pricing import calculate_basket, paid_now
 from guardrails import validator as v
 from guardrails.ledger import EvidenceLedger
 from guardrails.validator import validate
@@ -82,6 +82,23 @@ async def test_find_products_filters_by_sql_and_decimal(conn):
     li_ning = await find_products(conn, ProductFilter(brand="李宁"))
     assert {p.product_id for p in li_ning} == {"008", "024", "030", "047", "051"}
     assert await find_products(conn, ProductFilter(brand="李宁'; DROP TABLE products; --")) == []
+
+
+async def test_a_budget_filter_reads_the_price_now_under_promotions_that_ask_nothing_of_the_order(conn):
+    """足球 120元 at 9折 costs 108 now: within 110. 越野跑鞋 899元 with 满500减100 is a deal on an order, not its
+    price: above 800. Only the products priced above the budget are quoted."""
+    asked: list[list[str]] = []
+
+    async def quoted(products):
+        asked.append([p.product_id for p in products])
+        return await paid_now(conn, products)
+
+    balls = await find_products(conn, ProductFilter(max_price=D(110), category="足球"), paid_now=quoted)
+    assert "001" in {p.product_id for p in balls} and "007" not in {p.product_id for p in balls}
+    prices = {p.product_id: p.price for p in await find_products(conn, ProductFilter(), limit=100)}
+    assert asked and all(prices[pid] > 110 for ids in asked for pid in ids)
+    shoes = await find_products(conn, ProductFilter(max_price=D(800)), ["017", "018"], paid_now=quoted)
+    assert [p.product_id for p in shoes] == ["018"]
 
 
 async def test_search_tool_filters_candidates_and_lists_the_catalog(conn, search):

@@ -747,3 +747,12 @@ async def test_the_shops_premises_are_not_goods_it_does_not_sell(agent):
         assert "没有线下门店的信息" in said and "没有销售" not in said and "售价" not in said
     said = (await agent.answer("实体店有跑步鞋卖吗", user_id="u")).answer
     assert "跑步鞋" in said and "没有线下门店的信息" not in said
+
+
+async def test_a_budget_is_met_by_what_a_unit_costs_now_not_its_list_price(agent):
+    """一百一以内的足球: the 120元 ball at 9折 costs 108 — within the budget, listed with what is paid; a ball whose
+    promotion needs a larger order (篮球, 满300半价) is judged by its price."""
+    said = (await agent.answer("一百一以内的足球有哪些", user_id="u")).answer
+    assert "足球（耐克）" in said and "实付108元" in said
+    said = (await agent.answer("一百五以内的篮球有吗", user_id="u")).answer
+    assert "篮球（斯伯丁）" not in said
