@@ -318,10 +318,14 @@ class Intent:
         return self.describes_need and not asks_for_goods(self.text)
 
     @property
+    def names_goods(self) -> bool:
+        """A product, goods, a near miss or a filter (budget, brand, category) is named."""
+        return bool(self.products or self.goods or self.near_miss or self.filtered)
+
+    @property
     def names_nothing(self) -> bool:
         """No product, no goods, no filter: a follow-up, or a question that needs its product named."""
-        return not (self.products or self.goods or self.near_miss or self.brand or self.category
-                    or self.max_price is not None or self.min_price is not None or self.describes_need)
+        return not (self.names_goods or self.describes_need)
 
     @property
     def filtered(self) -> bool:

@@ -160,8 +160,7 @@ class OfflineModel:
         if asked.asks & PRODUCT_ASKS or asked.near_miss:
             # 我买的东西还有没到的吗: the customer's own orders; a product ask beside them with no goods named and
             # none in focus has nothing to look up
-            return not (Ask.ORDER in asked.asks and not (asked.products or asked.goods or asked.near_miss
-                                                          or asked.filtered or focus or asked.reference))
+            return not (Ask.ORDER in asked.asks and not (asked.names_goods or focus or asked.reference))
         if Ask.BARGAIN in asked.asks:
             return bool(asked.products or focus)
         if asked.asks & {Ask.POLICY, Ask.ORDER, Ask.HUMAN, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC,
@@ -388,7 +387,7 @@ class OfflineModel:
             return self._submit(answers.REFUSE_CHANGE, [])
         if Ask.INJECTION in asked.asks:
             return self._submit(answers.REFUSE_INJECTION, [])
-        if asked.premises and not (asked.products or asked.goods or asked.brand or asked.category) \
+        if asked.premises and not asked.names_goods \
                 and not asked.asks & {Ask.ORDER, Ask.POLICY, Ask.HUMAN, Ask.COMPLAINT, Ask.SPENDING}:
             return self._submit(answers.PREMISES, [], AnswerStatus.INSUFFICIENT)
         calls: list[tuple[str, dict[str, Any]]] = []

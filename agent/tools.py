@@ -32,7 +32,6 @@ from db.facts import (
     ComparisonRefusal,
     OrderList,
     PolicyDocuments,
-    Product,
     ProductDetails,
     PromotionList,
     Quote,
@@ -385,6 +384,7 @@ class ToolRunner:
         self.conn, self.search, self.ledger, self.user_id = conn, search, ledger, user_id
         self.passages = passages
         self.quantity, self.first_purchase, self.prepare = quantity, first_purchase, prepare
+        self._paid_now = functools.partial(paid_now, conn)   # a budget filter keeps what one unit costs now
         self._tools: dict[type[_Args], Callable[[Any], Awaitable[object]]] = {
             SearchProducts: self._search, GetProductDetails: self._details,
             GetPromotions: lambda a: get_promotions(self.conn, a.product_ids),
@@ -432,10 +432,6 @@ class ToolRunner:
         ids = [c.product_id for c in candidates][:10 if wide else 3]
         return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None,
                             outside_filters=outside, lexical_only=lexical_only)
-
-    async def _paid_now(self, products: list[Product]) -> dict[str, Decimal]:
-        """What one unit of each costs under its promotions: a budget filter keeps what the customer pays within it."""
-        return await paid_now(self.conn, products)
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
         """Retrieval proposes policy chunks; their text is read from the catalog by id."""

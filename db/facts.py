@@ -91,6 +91,11 @@ class Promotion:
     def first_purchase(self) -> bool:
         return self.extra_condition == FIRST_PURCHASE
 
+    @property
+    def unconditional(self) -> bool:
+        """Asks nothing of the order (9折): the price now, unlike 满500减100, 两支及以上8折 or a first purchase."""
+        return not (self.minimum_quantity or self.minimum_spend or self.extra_condition)
+
 
 @dataclass(frozen=True)
 class PromotionOutcome:

@@ -175,10 +175,8 @@ async def calculate_final_price(conn: aiosqlite.Connection, product_id: object, 
 
 
 async def paid_now(conn: aiosqlite.Connection, products: list[Product]) -> dict[str, Decimal]:
-    """product_id → what one unit costs now, for budget filters: its price under the promotions that ask nothing of
-    the order (9折 is the price now; 满500减100 or 两支及以上8折 is a deal on an order, as a first purchase is)."""
-    promotions = [p for p in await fetch_promotions(conn, [p.product_id for p in products])
-                  if not (p.minimum_quantity or p.minimum_spend or p.extra_condition)]
+    """product_id → what one unit costs now, for budget filters: its price under its unconditional promotions."""
+    promotions = [p for p in await fetch_promotions(conn, [p.product_id for p in products]) if p.unconditional]
     rows = {p.product_id: p for p in products}
     quotes = (quote_from(rows, promotions, pid, 1) for pid in rows)
     return {q.product_id: q.final_total for q in quotes if isinstance(q, Quote)}
