@@ -32,6 +32,7 @@ from db.facts import (
     ComparisonRefusal,
     OrderList,
     PolicyDocuments,
+    Product,
     ProductDetails,
     PromotionList,
     Quote,
@@ -371,6 +372,10 @@ def file_evidence(ledger: EvidenceLedger, result: object) -> list[str]:
 KNOWLEDGE_TOP_K = 3
 
 
+def _by_id(products: list[Product]) -> dict[str, Product]:
+    return {p.product_id: p for p in products}
+
+
 class ToolRunner:
     """Runs validated tool calls for one turn, files every verified result in the ledger and records the
     typed result in the turn context.
@@ -408,6 +413,7 @@ class ToolRunner:
         listed by SQL."""
         where = args.filter()
         candidates: tuple[Candidate, ...] = ()
+        rows: dict[str, Product] | None = None   # the product rows SQL read for a filter: not read again below
         outside = 0
         wide = bool(where) or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
         lexical_only = ""
@@ -415,7 +421,7 @@ class ToolRunner:
         of_kind = await products_of_kind(self.conn, words) if len(words) == 1 and is_han(words) else []
         if of_kind:   # 鞋, 包, 球: a kind of goods in one character; the catalog's names say which, SQL filters
             listed = await find_products(self.conn, where, of_kind, args.sort, args.top_k, self._paid_now)
-            candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
+            candidates, rows = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed), _by_id(listed)
         elif words:
             search = await self.search.find(args.query, 10 if where else args.top_k,
                                             within=FILTERED_WITHIN if wide else None)
@@ -423,15 +429,15 @@ class ToolRunner:
             if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
                 by_id = {c.product_id: c for c in found}
                 kept = await find_products(self.conn, where, list(by_id), args.sort, paid_now=self._paid_now)
-                outside = len(by_id) - len(kept)
+                outside, rows = len(by_id) - len(kept), _by_id(kept)
                 found = [by_id[p.product_id] for p in kept]
             candidates = tuple(found[:args.top_k])
         elif where:
             listed = await find_products(self.conn, where, None, args.sort, args.top_k, self._paid_now)
-            candidates = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed)
+            candidates, rows = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed), _by_id(listed)
         ids = [c.product_id for c in candidates][:10 if wide else 3]
-        return SearchResult(candidates, await self._prepare(ids, with_details=True) if self.prepare and ids else None,
-                            outside_filters=outside, lexical_only=lexical_only)
+        prepared = await self._prepare(ids, with_details=True, found=rows) if self.prepare and ids else None
+        return SearchResult(candidates, prepared, outside_filters=outside, lexical_only=lexical_only)
 
     async def _knowledge(self, args: SearchKnowledge) -> PolicyDocuments:
         """Retrieval proposes policy chunks; their text is read from the catalog by id."""
