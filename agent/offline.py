@@ -122,6 +122,9 @@ class OfflineModel:
             texts.append(answers.APOLOGY)
         if Ask.BARGAIN in asked.asks and Ask.MODIFY not in asked.asks:
             texts.append(answers.NO_BARGAIN if product and product[1] else answers.NO_BARGAIN_WHICH)
+        if self._premises_only(asked):   # 实体店能退货吗: no premises to speak of, then the policy asked
+            texts.append(answers.PREMISES)
+            missing = True
         if product is not None:
             texts.append(product[0])
             cites += product[1]
@@ -225,6 +228,10 @@ class OfflineModel:
                                              spec=Ask.SPEC in asked.asks), AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
+        related = self._without_foreign_qualifier(asked)
+        if related and related in searched[1:] and findings.products:   # 滑雪板 → 滑板: not sold, then that
+            order = [p for p in findings.candidates if p in findings.products] or list(findings.products)
+            return (*answers.related_answer(asked.subject, [findings.products[order[0]]]), AnswerStatus.GROUNDED)
         if listing:
             words = self._listing_words(asked)
             if not findings.products and called.count("search_products") == 1 and words \
@@ -246,6 +253,10 @@ class OfflineModel:
             return self._call("get_product_details", {"product_ids": focus})
         if asked.names_nothing:   # retrieval found nothing either: ask which product, never "not sold"
             return answers.CLARIFY, [], AnswerStatus.INSUFFICIENT
+        if related and related not in searched:
+            # 滑雪板: the search refused the thing itself; the thing without the qualifier no product name writes
+            # (滑板) is what the shop has that is related — "not sold", then that (_about_one)
+            return self._call("search_products", {"query": related, "top_k": 3})
         listed = asked.parts[1:] if asked.parts and asked.parts[0] == asked.subject else ()   # 冰爪和冰镐
         return answers.not_sold_answer("" if asked.tells_need else asked.subject, *listed), [], \
             AnswerStatus.INSUFFICIENT
@@ -377,6 +388,19 @@ class OfflineModel:
         return None
 
     @staticmethod
+    def _without_foreign_qualifier(asked: Intent) -> str:
+        """The subject without the characters no product name uses (滑雪板 → 滑板, 拳击手套 → 手套), or ""."""
+        if not asked.foreign_qualifier or asked.products or asked.tells_need:
+            return ""
+        rest = "".join(c for c in asked.subject if c not in asked.foreign_qualifier)
+        return rest if len(rest) >= 2 and rest != asked.subject else ""
+
+    @staticmethod
+    def _premises_only(asked: Intent) -> bool:
+        """The shop's premises asked about with no goods named (有实体店吗): no record says anything of them."""
+        return asked.premises and not asked.names_goods
+
+    @staticmethod
     def _about_goods_received(asked: Intent) -> bool:
         """A complaint about goods (收到的篮球是漏气的): the returns policy says what can be done."""
         return Ask.COMPLAINT in asked.asks and Ask.POLICY not in asked.asks and bool(asked.products or asked.goods)
@@ -387,7 +411,7 @@ class OfflineModel:
             return self._submit(answers.REFUSE_CHANGE, [])
         if Ask.INJECTION in asked.asks:
             return self._submit(answers.REFUSE_INJECTION, [])
-        if asked.premises and not asked.names_goods \
+        if self._premises_only(asked) \
                 and not asked.asks & {Ask.ORDER, Ask.POLICY, Ask.HUMAN, Ask.COMPLAINT, Ask.SPENDING}:
             return self._submit(answers.PREMISES, [], AnswerStatus.INSUFFICIENT)
         calls: list[tuple[str, dict[str, Any]]] = []

@@ -82,6 +82,7 @@ def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) ->
 
 
 # numerals and measure words say how many, not what: 羽毛球拍买两支 asks for 羽毛球拍
+_NOUN_SUFFIXES = frozenset("子儿")
 _COUNTING = frozenset("一二两三四五六七八九十百千万几多个支只双件条套副把盒罐瓶包块元")
 
 
@@ -182,6 +183,7 @@ class LexicalIndex:
         del names, sounds, sound_of
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
+        self._head_ends = frozenset(k[-1] for k in heads)
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
         self._brands = {k: np.array(v, dtype=np.int64) for k, v in self._brands.items()}
 
@@ -192,11 +194,14 @@ class LexicalIndex:
         return [t for sentence in folded.split("。") for t in self._sentence_tokens(sentence)]
 
     def _letters_of(self, doc: int) -> frozenset[str]:
-        """A product's Chinese characters and their syllables (computed when asked, the last few thousand
-        kept: a frozenset per product would cost gigabytes at a million products)."""
+        """A product's Chinese characters, and the syllables of those of its name, category and other names
+        (computed when asked, the last few thousand kept: a frozenset per product would cost gigabytes at a
+        million products). An input-method typo is of the thing's name (哑玲 → 哑铃), so a homophone counts only
+        there: a description's 初学者 does not explain the 雪 of 滑雪板."""
         d = self._docs[doc]
         chars = {c for c in compact(" ".join((d.text, d.category, *d.aliases))) if _is_han(c)}
-        return frozenset(chars | {pinyin_of(c) for c in chars})
+        named = {c for c in compact(" ".join((d.name, d.category, *d.aliases))) if _is_han(c)}
+        return frozenset(chars | {pinyin_of(c) for c in named})
 
     def token_cover(self, tokens: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
         """Per product (or per product of `rows`), the share of the query's words that its document holds (a
@@ -216,11 +221,36 @@ class LexicalIndex:
         them): 篮球架 asked, 篮球 found — 架 is unexplained, and it is the thing asked for. A homophone
         (an input-method typo) counts as present."""
         letters = self._letters(doc)
-        asked = [c for w in self.content_words(q) for c in w if _is_han(c) and c not in _COUNTING]
+        asked = [c for c in self._asked(q) if c not in _COUNTING]
         if not asked:
             return 0.0, 0.0
         missing = [c not in letters and pinyin_of(c) not in letters for c in asked]
         return sum(missing) / len(missing), float(missing[-1])
+
+    def _asked(self, q: QueryText) -> list[str]:
+        """The Chinese characters of the query's content words, a word's noun suffix (鞋子, 袜子, 盒儿) left out:
+        it names nothing a product could lack."""
+        out: list[str] = []
+        for word in self.content_words(q):   # jieba may cut the suffix off a catalog word: 跑步鞋 / 子
+            for k, c in enumerate(word):
+                suffix = c in _NOUN_SUFFIXES and k == len(word) - 1 and (k > 0 or bool(out))
+                if _is_han(c) and not suffix:
+                    out.append(c)
+        return out
+
+    def other_kind(self, q: QueryText, doc: int) -> tuple[float, float]:
+        """What product `doc` is not, of what the query asks: (1.0 if the query names another kind of thing the
+        catalog sells — one of its head nouns — that `doc`'s name and category lack: 网球鞋 asked, 足球鞋 found;
+        1.0 if the query's last character ends some head noun of the catalog and `doc`'s name and category lack
+        it: 羽毛球拍包 asked, 羽毛球拍 found, while 背包 and 健身包 are sold). A word the catalog never uses as a
+        head (足球靴) says neither: it may be another name of the same thing."""
+        d = self._docs[doc]
+        own = compact(f"{d.base_name}{d.category}")
+        folded = compact(q.folded)
+        other = any(word in folded and word not in own for word in self._heads)
+        last = self._asked(q)[-1:]
+        ends = bool(last) and last[0] in self._head_ends and last[0] not in own
+        return float(other), float(ends)
 
     def kind_match(self, q: QueryText, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(head, category): 1 where the query names the product's head noun (literally or as a homophone)

@@ -52,6 +52,7 @@ class Signals:
     head: np.ndarray | None = None         # the query names the product's head noun
     category: np.ndarray | None = None     # the query names a word of the product's category
     unexplained: Callable[[int], tuple[float, float]] | None = None   # the query's words a product lacks
+    other_kind: Callable[[int], tuple[float, float]] | None = None    # the query names another kind of thing
     synonyms: SynonymMatch | None = None   # the query's unknown words matched to the catalog's head nouns
     unknown: float = 0.0                   # share of the query's content words the catalog never uses
     pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
@@ -78,7 +79,7 @@ class Signals:
             return values[rows] if values is not None else None
 
         view_max = float(self.view_z[2].max()) if self.view_z and len(self.view_z[2]) else 0.0
-        whole = self.unexplained
+        whole, kind = self.unexplained, self.other_kind
         synonyms = self.synonyms
         return replace(
             self, name=self.name[rows], brand=self.brand[rows], bm25=self.bm25[rows], dense_z=cut(self.dense_z),
@@ -86,6 +87,7 @@ class Signals:
             category=cut(self.category), pinyin=cut(self.pinyin), family=cut(self.family),
             short_form=cut(self.short_form), english=cut(self.english), bridge=cut(self.bridge),
             unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
+            other_kind=(lambda i: kind(int(rows[i]))) if kind is not None else None,
             synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
                              query=synonyms.query[rows]) if synonyms is not None else None,
             rows=rows, catalog_max=(float(self.name.max(initial=0.0)), float(self.brand.max(initial=0.0)), view_max))
@@ -118,6 +120,7 @@ class Signals:
         # need is explained by meaning, not by its characters (骑车时头老出汗 → 运动头带)
         short = self.unexplained is not None and self.words < 3
         share, last = self.unexplained(best) if short else (0.0, 0.0)
+        other, other_end = self.other_kind(best) if short and self.other_kind is not None else (0.0, 0.0)
         synonyms = self.synonyms
         name_max, brand_max, view_max = self.catalog_max or (self.name.max(), self.brand.max(), None)
         return np.array([scores[best], scores[best] - runner_up, name_max, brand_max,
@@ -129,7 +132,8 @@ class Signals:
                          synonyms.query[best] if synonyms else 0.0, synonyms.last if synonyms else 0.0,
                          synonyms.morpheme[best] if synonyms else 0.0, synonyms.breadth if synonyms else 0.0,
                          synonyms.morpheme[best] * synonyms.breadth if synonyms else 0.0,
-                         self.unknown, self.pinyin[best] if self.pinyin is not None else 0.0], dtype=np.float32)
+                         self.unknown, self.pinyin[best] if self.pinyin is not None else 0.0,
+                         other, other_end], dtype=np.float32)
 
 
 CONFIDENCE_POOL = 64
@@ -386,6 +390,7 @@ class ProductSearch:
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
             words=len(content), token_cover=None if large else self.lexical.token_cover(q.tokens))
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
+        out.other_kind = lambda i: self.lexical.other_kind(q, i)
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(content, self.lexical.vocabulary)
         out.unknown = min(len(unknown) / len(content), 1.0) if content else 0.0

@@ -29,7 +29,11 @@ STOPWORDS = frozenset(
     "的 了 吗 呢 吧 啊 呀 嘛 么 我 你 您 他 她 它 我们 你们 想 要 想要 需要 有 有没有 没有 是 不是 在 和 与 或 及 "
     "请问 请 问 一下 一个 个 什么 怎么 怎样 如何 哪个 哪些 哪款 哪种 多少 多少钱 钱 价格 价钱 售价 卖 卖不卖 买 "
     "推荐 介绍 能 可以 可 吗? 店里 店 本店 你们家 贵店 用 用的 给 找 还 也 都 就 很 太 比较 挺 啥 这 那 这个 那个 "
-    "款 种 件 些 点 上 下 里 时 时候 the a an for of to and with in on".split()
+    "款 种 件 些 点 上 下 里 时 时候 "
+    # asking words (想问下, 咨询下, 打听一下): how the customer asks, not what
+    "问下 问问 想问 咨询 打听 打听一下 请教 "
+    # whether it is in stock is the question, not the thing asked for (篮球有货吗, 还有没有货, 现在有现货没)
+    "有货 货 现货 存货 库存 没货 缺货 到货 补货 还有 现在 目前 没 the a an for of to and with in on".split()
 )
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _converter = opencc.OpenCC("t2s")

@@ -43,7 +43,7 @@ async def test_demo_frozen_test_split_meets_its_floor(search):
     kinds = report["by_kind"]
     assert kinds["name"]["recall@1"] >= 0.95 and kinds["english"]["recall@1"] >= 0.95
     assert kinds["paraphrase"]["recall@3"] >= 0.8 and kinds["need"]["recall@3"] >= 0.85
-    assert kinds["synonym"]["recall@1"] >= 0.55 and kinds["typo"]["recall@1"] >= 0.8
+    assert kinds["synonym"]["recall@1"] >= 0.6 and kinds["typo"]["recall@1"] >= 0.75
 
 
 async def test_outdoor_frozen_test_split_lexical_floor():
@@ -97,6 +97,21 @@ def test_unexplained_characters_ignore_counting_words(lexical_index):
     docs = {d.base_name: i for i, d in enumerate(_demo_docs())}
     assert lexical_index.unexplained(lexical_index.analyze("篮球架"), docs["篮球"]) == (pytest.approx(1 / 3), 1.0)
     assert lexical_index.unexplained(lexical_index.analyze("羽毛球拍买两支"), docs["羽毛球拍"])[1] == 0.0
+    # a noun suffix names nothing a product could lack: 袜子 is 袜
+    assert lexical_index.unexplained(lexical_index.analyze("运动袜子"), docs["运动袜"]) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(("asked", "found", "other"), [
+    ("羽毛球拍的收纳包", "羽毛球拍", (0.0, 1.0)),   # 包 ends 双肩运动背包, 跑步腰包: a bag is another thing sold
+    ("网球款的鞋", "足球鞋", (1.0, 0.0)),          # 网球 is another product the catalog sells
+    ("踢球穿的靴", "足球鞋", (0.0, 0.0)),          # 靴 heads nothing in the catalog: maybe the same thing
+    ("篮球鞋", "篮球鞋", (0.0, 0.0)),
+])
+def test_other_kind_names_another_thing_the_catalog_sells(lexical_index, asked, found, other):
+    """The gate's reading of a near miss: the query names a kind of thing the shop sells, and the product found
+    is not that kind; a word the catalog never uses as a head noun may be another name of the same thing."""
+    docs = {d.base_name: i for i, d in enumerate(_demo_docs())}
+    assert lexical_index.other_kind(lexical_index.analyze(asked), docs[found]) == other
 
 
 class _Embedder:

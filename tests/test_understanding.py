@@ -380,6 +380,9 @@ async def test_a_thing_qualified_in_words_the_catalog_never_writes_is_another_th
     assert read("运动鞋有哪些", vocabulary).foreign_qualifier == ""
     answer = (await agent.answer("滑雪板有吗", user_id="u")).answer
     assert answer.startswith("抱歉，本店没有销售“滑雪板”") and "滑板" in answer
+    # the search refuses the thing itself; what it is without that qualifier is what the shop has that is related
+    answer = (await agent.answer("想问下拳击手套有没有", user_id="u")).answer
+    assert answer.startswith("抱歉，本店没有销售") and "健身手套" in answer and "售价" not in answer
     kinds = (await agent.answer("有什么运动鞋", user_id="u")).answer
     assert "没有销售" not in kinds and "跑步鞋" in kinds
 
@@ -747,6 +750,9 @@ async def test_the_shops_premises_are_not_goods_it_does_not_sell(agent):
         assert "没有线下门店的信息" in said and "没有销售" not in said and "售价" not in said
     said = (await agent.answer("实体店有跑步鞋卖吗", user_id="u")).answer
     assert "跑步鞋" in said and "没有线下门店的信息" not in said
+    # the premises with a policy asked beside them: both parts, the premises first
+    said = (await agent.answer("实体店那边买的能退吗", user_id="u")).answer
+    assert said.startswith("抱歉，店铺系统里没有线下门店的信息") and "退" in said.split("\n", 1)[1]
 
 
 async def test_a_budget_is_met_by_what_a_unit_costs_now_not_its_list_price(agent):
