@@ -652,6 +652,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if len(products) == 1 and per:
         overall = per[products[0]]
     # 练了两个月…想问问你们店里有蛋白粉卖吗: the goods the question asks for, not the first noun of the story
+    wanted = _wanted(folded) if not products else ""
+    if wanted.endswith("用的") and any(g in wanted for g in goods) and not all(g in wanted for g in goods):
+        goods = tuple(g for g in goods if g not in wanted)   # 滑雪用的手套: 滑雪 is the use, 手套 the goods
     asked_for = _asked_apart(folded, spans, vocabulary) if not products and len(goods) > 1 else ""
     subject = near or asked_for or (goods[0] if goods else "")
     if "的" in subject and subject.rsplit("的", 1)[1]:   # 缓冲好一点的鞋: shoes described, not a thing called so
@@ -661,7 +664,6 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         english, sense = _english_near_miss(folded, vocabulary)   # boxing gloves: not the fitness gloves
         subject, qualifier = (english, sense) if english else (subject, qualifier)
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
-    wanted = _wanted(folded) if not products else ""
     activity = (category, *CATEGORY_WORDS.get(category, ())) if category else ()
     if any(word in wanted for word in activity):
         if _says_more(wanted, activity):

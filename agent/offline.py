@@ -52,6 +52,8 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 # The average a unit comes to (平均一支多少钱, 每个合多少, 折合一双, 摊下来一个).
 _PER_UNIT = re.compile(r"平均|折合|摊下来|合多少|合几|算下来一|算下来每|average|per (?:one|unit|piece|item)")
 
+# how a buying or asking clause opens before the use it names (有卖拳击用的 → 拳击用的)
+_ASKING_LEAD = re.compile(r"^(?:有没有|有卖|在卖|想买|想要|要买|需要|有|卖|买|要)")
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
 
@@ -228,10 +230,10 @@ class OfflineModel:
                                              spec=Ask.SPEC in asked.asks), AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
-        related = self._without_foreign_qualifier(asked)
+        thing, related = self._related(asked)
         if related and related in searched[1:] and findings.products:   # 滑雪板 → 滑板: not sold, then that
             order = [p for p in findings.candidates if p in findings.products] or list(findings.products)
-            return (*answers.related_answer(asked.subject, [findings.products[order[0]]]), AnswerStatus.GROUNDED)
+            return (*answers.related_answer(thing, [findings.products[order[0]]]), AnswerStatus.GROUNDED)
         if listing:
             words = self._listing_words(asked)
             if not findings.products and called.count("search_products") == 1 and words \
@@ -255,7 +257,7 @@ class OfflineModel:
             return answers.CLARIFY, [], AnswerStatus.INSUFFICIENT
         if related and related not in searched:
             # 滑雪板: the search refused the thing itself; the thing without the qualifier no product name writes
-            # (滑板) is what the shop has that is related — "not sold", then that (_about_one)
+            # (滑板) is what the shop has that is related — "not sold", then that
             return self._call("search_products", {"query": related, "top_k": 3})
         listed = asked.parts[1:] if asked.parts and asked.parts[0] == asked.subject else ()   # 冰爪和冰镐
         return answers.not_sold_answer("" if asked.tells_need else asked.subject, *listed), [], \
@@ -388,12 +390,19 @@ class OfflineModel:
         return None
 
     @staticmethod
-    def _without_foreign_qualifier(asked: Intent) -> str:
-        """The subject without the characters no product name uses (滑雪板 → 滑板, 拳击手套 → 手套), or ""."""
-        if not asked.foreign_qualifier or asked.products or asked.tells_need:
-            return ""
-        rest = "".join(c for c in asked.subject if c not in asked.foreign_qualifier)
-        return rest if len(rest) >= 2 and rest != asked.subject else ""
+    def _related(asked: Intent) -> tuple[str, str]:
+        """(the thing asked for, what to search for the related products the shop has) when the search refuses
+        the thing itself: the subject without the characters no product name uses (滑雪板 → 滑板, 拳击手套 →
+        手套), or goods qualified by a use (拳击用的手套 → 手套); ("", "") otherwise."""
+        if asked.products or asked.tells_need or not asked.subject:
+            return "", ""
+        if asked.foreign_qualifier:
+            rest = "".join(c for c in asked.subject if c not in asked.foreign_qualifier)
+            return (asked.subject, rest) if len(rest) >= 2 and rest != asked.subject else ("", "")
+        use = _ASKING_LEAD.sub("", asked.wanted)
+        if use.endswith("用的") and len(use) > 2 and asked.goods == (asked.subject,):
+            return use + asked.subject, asked.subject
+        return "", ""
 
     @staticmethod
     def _premises_only(asked: Intent) -> bool:

@@ -383,6 +383,11 @@ async def test_a_thing_qualified_in_words_the_catalog_never_writes_is_another_th
     # the search refuses the thing itself; what it is without that qualifier is what the shop has that is related
     answer = (await agent.answer("想问下拳击手套有没有", user_id="u")).answer
     assert answer.startswith("抱歉，本店没有销售") and "健身手套" in answer and "售价" not in answer
+    # goods qualified by a use no product is for: that thing is not sold (not the goods, which are), then the
+    # goods the shop has; the use's own noun is the use, not the goods asked for
+    assert read("滑冰用的手套有卖吗", vocabulary).subject == "手套"
+    answer = (await agent.answer("击剑用的手套有卖吗", user_id="u")).answer
+    assert answer.startswith("抱歉，本店没有销售“击剑用的手套”") and "健身手套" in answer and "售价" not in answer
     kinds = (await agent.answer("有什么运动鞋", user_id="u")).answer
     assert "没有销售" not in kinds and "跑步鞋" in kinds
 
