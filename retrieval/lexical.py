@@ -82,8 +82,9 @@ def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) ->
 
 
 # numerals and measure words say how many, not what: 羽毛球拍买两支 asks for 羽毛球拍
-_NOUN_SUFFIXES = frozenset("子儿")
 _COUNTING = frozenset("一二两三四五六七八九十百千万几多个支只双件条套副把盒罐瓶包块元")
+# a noun suffix ending a word names nothing of its own: 鞋子 is 鞋
+_NOUN_SUFFIXES = frozenset("子儿")
 
 
 def _syllables(folded: str) -> list[str]:
@@ -218,8 +219,8 @@ class LexicalIndex:
 
     def unexplained(self, q: QueryText, doc: int) -> tuple[float, float]:
         """(share of the query's Chinese characters that product `doc` lacks, 1.0 if its last one is among
-        them): 篮球架 asked, 篮球 found — 架 is unexplained, and it is the thing asked for. A homophone
-        (an input-method typo) counts as present."""
+        them): 篮球架 asked, 篮球 found — 架 is unexplained, and it is the thing asked for. A homophone of a
+        character of the product's name, category or other names (an input-method typo) counts as present."""
         letters = self._letters(doc)
         asked = [c for c in self._asked(q) if c not in _COUNTING]
         if not asked:
