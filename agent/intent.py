@@ -288,6 +288,9 @@ class Intent:
     asked_for: str = ""                         # goods a having or selling question asks for (…有蛋白粉卖吗)
     wanted: str = ""                            # goods a buying clause asks for, as described (…想买个能分开装的包)
     premises: bool = False                      # asks about the shop's premises (有实体店吗, 店在哪, 能去店里看吗)
+    # the thing asked for and what of it the shop sells, its qualifier aside, when a search refuses the thing:
+    # (滑雪板, 滑板) — 雪 is in no product name; (击剑用的手套, 手套) — gloves are sold, not for fencing
+    related: tuple[str, str] = ("", "")
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -675,7 +678,29 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
-                  qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)))
+                  qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
+                  _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""))
+
+
+# how a buying or asking clause opens before the use it names (有卖拳击用的 → 拳击用的)
+_ASKING_LEAD = re.compile(r"^(?:有没有|有卖|在卖|想买|想要|要买|需要|有|卖|买|要)")
+
+
+def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],
+             vocabulary: Vocabulary) -> tuple[str, str]:
+    """(the thing asked for, the kind of it the shop sells) when the thing is qualified by what no product is:
+    characters no product name uses (滑雪板 → 滑板, 拳击手套 → 手套) or a use (击剑用的手套 → 手套); the kind
+    must be a product's name or end some (无人机 → 人机 is none)."""
+    def sold(word: str) -> bool:
+        return len(word) >= 2 and (word in vocabulary.names or bool(vocabulary.ending_with(word)))
+
+    if qualifier:
+        rest = "".join(c for c in subject if c not in qualifier)
+        return (subject, rest) if rest != subject and sold(rest) else ("", "")
+    use = _ASKING_LEAD.sub("", wanted)
+    if use.endswith("用的") and len(use) > 2 and goods == (subject,) and sold(subject):
+        return use + subject, subject
+    return "", ""
 
 
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")

@@ -52,8 +52,6 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 # The average a unit comes to (平均一支多少钱, 每个合多少, 折合一双, 摊下来一个).
 _PER_UNIT = re.compile(r"平均|折合|摊下来|合多少|合几|算下来一|算下来每|average|per (?:one|unit|piece|item)")
 
-# how a buying or asking clause opens before the use it names (有卖拳击用的 → 拳击用的)
-_ASKING_LEAD = re.compile(r"^(?:有没有|有卖|在卖|想买|想要|要买|需要|有|卖|买|要)")
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
 
 
@@ -392,17 +390,8 @@ class OfflineModel:
     @staticmethod
     def _related(asked: Intent) -> tuple[str, str]:
         """(the thing asked for, what to search for the related products the shop has) when the search refuses
-        the thing itself: the subject without the characters no product name uses (滑雪板 → 滑板, 拳击手套 →
-        手套), or goods qualified by a use (拳击用的手套 → 手套); ("", "") otherwise."""
-        if asked.products or asked.tells_need or not asked.subject:
-            return "", ""
-        if asked.foreign_qualifier:
-            rest = "".join(c for c in asked.subject if c not in asked.foreign_qualifier)
-            return (asked.subject, rest) if len(rest) >= 2 and rest != asked.subject else ("", "")
-        use = _ASKING_LEAD.sub("", asked.wanted)
-        if use.endswith("用的") and len(use) > 2 and asked.goods == (asked.subject,):
-            return use + asked.subject, asked.subject
-        return "", ""
+        the thing itself (Intent.related: 滑雪板 → 滑板, 击剑用的手套 → 手套); ("", "") otherwise."""
+        return ("", "") if asked.tells_need else asked.related
 
     @staticmethod
     def _premises_only(asked: Intent) -> bool:

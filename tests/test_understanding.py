@@ -386,6 +386,9 @@ async def test_a_thing_qualified_in_words_the_catalog_never_writes_is_another_th
     # goods qualified by a use no product is for: that thing is not sold (not the goods, which are), then the
     # goods the shop has; the use's own noun is the use, not the goods asked for
     assert read("滑冰用的手套有卖吗", vocabulary).subject == "手套"
+    assert read("滑冰用的手套有卖吗", vocabulary).related == ("滑冰用的手套", "手套")
+    assert read("滑雪板有吗", vocabulary).related == ("滑雪板", "滑板")
+    assert read("你们卖无人机吗", vocabulary).related == ("", "")   # 人机 is no kind the shop sells: no second search
     answer = (await agent.answer("击剑用的手套有卖吗", user_id="u")).answer
     assert answer.startswith("抱歉，本店没有销售“击剑用的手套”") and "健身手套" in answer and "售价" not in answer
     kinds = (await agent.answer("有什么运动鞋", user_id="u")).answer
