@@ -124,7 +124,7 @@ def _is_amount(word: str) -> bool:
 # whole object, where jieba's tags split a compound (瑜伽/垫, 登山/杖) or glue the verb to it (有泳/镜).
 _FRAMED = re.compile(
     f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{MEASURE_WORDS}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
-    f"的?(?:吗|么|嘛|呢|卖吗|没有|不|[？?。，,！!]|$)"
+    f"的?(?:吗|么|嘛|呢|卖吗|卖|没有|不|[？?。，,！!]|$)"
     f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|怎么卖|什么价|几块钱|价格)")
 
 

@@ -45,7 +45,8 @@ def test_pronouns_verbs_places_people_and_asking_words_name_no_goods(text):
 @pytest.mark.parametrize(("text", "goods"), [("店里有无人机吗", "无人机"), ("钓鱼竿怎么卖", "钓鱼竿"),
                                              ("有没有拳击手套", "拳击手套"), ("想买个冲浪板", "冲浪板"),
                                              ("台球杆多少钱", "台球杆"), ("双杠多少钱", "双杠"),   # not 台 / 双 counted
-                                             ("买把雨伞", "雨伞")])
+                                             ("买把雨伞", "雨伞"), ("有没有冰镐卖", "冰镐"),   # 卖 after it: no part
+                                             ("有护目镜卖不", "护目镜")])
 def test_a_noun_phrase_for_a_thing_is_goods(text, goods):
     assert goods_phrases(text, []) == [goods]
 
