@@ -29,6 +29,7 @@ from agent.mentions import (
     joined_goods,
     qualifiers,
     reference,
+    without_asking_lead,
 )
 from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
@@ -682,10 +683,6 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""))
 
 
-# how a buying or asking clause opens before the use it names (有卖拳击用的 → 拳击用的)
-_ASKING_LEAD = re.compile(r"^(?:有没有|有卖|在卖|想买|想要|要买|需要|有|卖|买|要)")
-
-
 def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],
              vocabulary: Vocabulary) -> tuple[str, str]:
     """(the thing asked for, the kind of it the shop sells) when the thing is qualified by what no product is:
@@ -697,9 +694,8 @@ def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],
     if qualifier:
         rest = "".join(c for c in subject if c not in qualifier)
         return (subject, rest) if rest != subject and sold(rest) else ("", "")
-    use = _ASKING_LEAD.sub("", wanted)
-    if use.endswith("用的") and len(use) > 2 and goods == (subject,) and sold(subject):
-        return use + subject, subject
+    if wanted.endswith("用的") and len(wanted) > 2 and goods == (subject,) and sold(subject):
+        return wanted + subject, subject
     return "", ""
 
 
@@ -729,7 +725,8 @@ def _wanted(text: str) -> str:
     """The object of the last clause that says what the customer wants to buy, or what for (…用的), '' when
     none does: after a story (最近开始游泳加健身…想买个能分开装的包) it, not the story's nouns, is the goods to
     search for, and an activity inside it (跑步喝水用的) is what the goods are for, not a category to list."""
-    found = [m.group("object") for clause in _CLAUSE.finditer(text)
+    found = [m.group("object") if m.re is _WANTED else without_asking_lead(m.group("object"))
+             for clause in _CLAUSE.finditer(text)
              if (m := _WANTED.search(clause.group()) or _USED_FOR.search(clause.group()))]
     # …打算买个能撑一下的东西: a thing described by its use alone, which the story says better
     return found[-1] if found and not unspecific(found[-1]) else ""

@@ -152,6 +152,15 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
     return spans
 
 
+def without_asking_lead(phrase: str) -> str:
+    """`phrase` without the asking or buying words it opens with, by jieba's words (有卖拳击用的 → 拳击用的;
+    有氧运动用的 keeps 有氧, a word of its own)."""
+    words = jieba.lcut(phrase)
+    while words and words[0] in _ASKING_VERBS:
+        words.pop(0)
+    return "".join(words)
+
+
 _JOINING = "和跟与及或"
 
 

@@ -228,7 +228,7 @@ class OfflineModel:
                                              spec=Ask.SPEC in asked.asks), AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
-        thing, related = self._related(asked)
+        thing, related = ("", "") if asked.tells_need else asked.related   # 滑雪板 → 滑板, 击剑用的手套 → 手套
         if related and related in searched[1:] and findings.products:   # 滑雪板 → 滑板: not sold, then that
             order = [p for p in findings.candidates if p in findings.products] or list(findings.products)
             return (*answers.related_answer(thing, [findings.products[order[0]]]), AnswerStatus.GROUNDED)
@@ -386,12 +386,6 @@ class OfflineModel:
                     text, more = promotion_answers.receive_answer(plan)
                     return f"{base}{text}", cites + more, AnswerStatus.GROUNDED
         return None
-
-    @staticmethod
-    def _related(asked: Intent) -> tuple[str, str]:
-        """(the thing asked for, what to search for the related products the shop has) when the search refuses
-        the thing itself (Intent.related: 滑雪板 → 滑板, 击剑用的手套 → 手套); ("", "") otherwise."""
-        return ("", "") if asked.tells_need else asked.related
 
     @staticmethod
     def _premises_only(asked: Intent) -> bool:

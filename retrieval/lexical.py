@@ -185,6 +185,7 @@ class LexicalIndex:
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
         self._head_ends = frozenset(k[-1] for k in heads)
+        self._head_longest = max(map(len, heads), default=0)
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
         self._brands = {k: np.array(v, dtype=np.int64) for k, v in self._brands.items()}
 
@@ -248,7 +249,11 @@ class LexicalIndex:
         d = self._docs[doc]
         own = compact(f"{d.base_name}{d.category}")
         folded = compact(q.folded)
-        other = any(word in folded and word not in own for word in self._heads)
+        # the query's own substrings looked up among the head nouns: a few dozen lookups, not a pass over every
+        # head noun of the catalog (tens of thousands in a large one)
+        longest = self._head_longest
+        spans = (folded[i:j] for i in range(len(folded)) for j in range(i + 2, min(len(folded), i + longest) + 1))
+        other = any(word in self._heads and word not in own for word in spans)
         last = self._asked(q)[-1:]
         ends = bool(last) and last[0] in self._head_ends and last[0] not in own
         return float(other), float(ends)
