@@ -13,8 +13,10 @@ import numpy as np
 from pypinyin import lazy_pinyin
 
 from retrieval.documents import RetrievalDoc
+from retrieval.shapes import ShapeNeighbours
 from retrieval.synonyms import head_noun
-from retrieval.text import STOPWORDS, Tokenizer, compact, fold, pinyin_of, plain_words
+from retrieval.text import STOPWORDS, Tokenizer, compact, fold, known_word, pinyin_of, plain_words
+from retrieval.thesaurus import kinship
 
 K1, B = 1.2, 0.75
 NAME_WEIGHT, BRAND_WEIGHT = 3, 2
@@ -22,6 +24,8 @@ PART_NAME_SCORE = 0.6   # a word of a name ('泳镜' in '防雾泳镜') counts l
 PINYIN_SCORE = 0.9      # a homophone of a name piece (兰球 for 篮球) counts a little less than the piece
 PAIR_SCORE = 0.3        # two characters of a name (山鞋 of 登山鞋 in 爬山鞋): a weak anchor
 MAX_QUERY_CHARS = 64
+MAX_SHAPE_PIECE = 6     # the longest name piece a shape-alike typo is read inside
+SHAPE_MAX_WORDS = 3     # …in a query of fewer content words (a short noun phrase, as the gate's `short`)
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,9 @@ class LexicalIndex:
         self._sounds = _Pieces(sounds)
         # how the catalog writes each name piece it knows by sound (the longest piece first wins a span)
         self._spelling = {sound_of[k]: k for k in sorted(names, key=len) if _is_han(k) and len(k) >= 2}
+        # the characters a name piece uses: a query character outside them may be a shape-alike typo of one
+        self._name_chars = frozenset(c for k in sound_of for c in k)
+        self._shapes = ShapeNeighbours(self._name_chars)
         del names, sounds, sound_of
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
@@ -188,6 +195,16 @@ class LexicalIndex:
         self._head_longest = max(map(len, heads), default=0)
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
         self._brands = {k: np.array(v, dtype=np.int64) for k, v in self._brands.items()}
+
+    @property
+    def spelling(self) -> dict[str, str]:
+        """Each Chinese name piece the catalog knows (a whole name, a word of one, another name), by its
+        toneless pinyin ('tiao sheng' → 跳绳)."""
+        return self._spelling
+
+    def name_piece(self, piece: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The products a name piece names, and its weight for each (1.0 or PART_NAME_SCORE × its length)."""
+        return self._names.get(piece)
 
     def _text_tokens(self, text: str) -> list[str]:
         """`Tokenizer.tokens` of a product's document, one sentence at a time: jieba cuts at every 。 anyway, so
@@ -239,6 +256,28 @@ class LexicalIndex:
                 if _is_han(c) and not suffix:
                     out.append(c)
         return out
+
+    def kin(self, q: QueryText, doc: int) -> int:
+        """How near in meaning (retrieval/thesaurus.py kinship, 0-5) the query's last word that product `doc`
+        does not explain is to a word of what `doc` is called (its name, category, other names): 靴 of 足球靴
+        to 鞋 of 足球鞋 (3, one class), 安全帽 to 头盔 (4, one word group), 棍 to 杖 (5, synonyms); 线 of
+        羽毛球拍线 to 羽毛球拍 (0). 0 when every word is explained."""
+        letters = self._letters(doc)
+        words = [w for w in self.content_words(q) if any(_is_han(c) for c in w)]
+        for word in reversed(words):
+            missing = [k for k, c in enumerate(word) if _is_han(c) and c not in letters
+                       and pinyin_of(c) not in letters and c not in _NOUN_SUFFIXES]
+            if missing:
+                break
+        else:
+            return 0
+        # the word, and its part from the first character the product lacks (足球靴 → 靴)
+        asked = {word, word[missing[0]:], word[missing[0]:].rstrip("".join(_NOUN_SUFFIXES))} - {""}
+        d = self._docs[doc]
+        own = {w for text in (d.base_name, d.category, *d.aliases)
+               for w in self.tokenizer.words(fold(text)) if _is_han(w)}
+        own |= {w[-1] for w in own}
+        return max((kinship(a, b) for a in asked for b in own), default=0)
 
     def other_kind(self, q: QueryText, doc: int) -> tuple[float, float]:
         """What product `doc` is not, of what the query asks: (1.0 if the query names another kind of thing the
@@ -302,10 +341,45 @@ class LexicalIndex:
         """Fold and tokenize a query once, for every lexical signal; a homophone of a name piece the catalog
         knows is spelled as the catalog spells it (input-method typos: 哑玲 → 哑铃, 兰球 → 篮球)."""
         plain = compact(query)[:MAX_QUERY_CHARS]
-        folded = self.respell(plain)
+        folded = self.respell_shapes(self.respell(plain))
         # (tokens come from the query as written when nothing was respelled: its spaces separate Latin words)
         return QueryText(folded, self.tokenizer.tokens(query if folded == plain else folded),
                          self.tokenizer.words(folded))
+
+    def respell_shapes(self, folded: str) -> str:
+        """A character of a short query (fewer than SHAPE_MAX_WORDS content words) that no name of the catalog
+        uses, inside what would otherwise spell a name piece with a character that looks like it
+        (retrieval/shapes.py), is read as that character: 护锞 → 护踝, 唾袋 → 睡袋. The longest such piece wins.
+        A character of a word the dictionary knows as written (羽绒被, 枕头) is not a typo, and a described need
+        is left as written (its common characters look like some name's: 打 of 被球打得 and 拍 of 球拍)."""
+        spans, at = [], 0
+        for word in self.tokenizer.words(folded):
+            at = folded.find(word, at)
+            if word not in STOPWORDS:
+                spans.append((at, at + len(word)))
+            at += len(word)
+        if not 0 < len(spans) < SHAPE_MAX_WORDS:
+            return folded
+        out = list(folded)
+        for k in (k for start, end in spans for k in range(start, end)):
+            c = folded[k]
+            if not _is_han(c) or c in self._name_chars or self._in_a_word(folded, k):
+                continue
+            best: tuple[int, str] | None = None
+            for alike in self._shapes.of(c):
+                for i in range(max(0, k - MAX_SHAPE_PIECE + 1), k + 1):
+                    for j in range(max(k + 1, i + 2), min(len(folded), i + MAX_SHAPE_PIECE) + 1):
+                        if (best is None or j - i > best[0]) and f"{folded[i:k]}{alike}{folded[k + 1:j]}" in self._names:
+                            best = (j - i, alike)
+            if best is not None:
+                out[k] = best[1]
+        return "".join(out)
+
+    @staticmethod
+    def _in_a_word(folded: str, k: int) -> bool:
+        """Whether the character at `k` is part of some word of jieba's own dictionary in `folded`."""
+        return any(known_word(folded[i:j]) for i in range(max(0, k - 3), k + 1)
+                   for j in range(max(k + 1, i + 2), min(len(folded), i + 4) + 1))
 
     def respell(self, folded: str) -> str:
         syllables = _syllables(folded)

@@ -30,7 +30,8 @@ FEATURES = ("name", "brand", "bm25", "bm25_covered", "dense", "dense_document", 
 GATE_FEATURES = ("score", "margin", "name", "brand", "head", "category", "token_cover", "coverage",
                  "document_z", "dense", "latin", "described", "bm25_max", "name_z", "best_name_z",
                  "unexplained", "last_unexplained", "synonym_word", "synonym_query", "synonym_last", "synonym_morpheme",
-                 "synonym_breadth", "synonym_hypernym", "unknown", "pinyin", "other_kind", "other_head_end")
+                 "synonym_breadth", "synonym_hypernym", "unknown", "pinyin", "other_kind", "other_head_end",
+                 "kin_synonym")
 
 
 @dataclass

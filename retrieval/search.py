@@ -18,7 +18,7 @@ from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.glosses import EnglishEvidence
 from retrieval.index import VectorIndex
-from retrieval.lexical import LexicalIndex
+from retrieval.lexical import MAX_QUERY_CHARS, LexicalIndex
 from retrieval.ranker import Ranker, load_rankers
 from retrieval.synonyms import (
     HeadFamilies,
@@ -28,7 +28,8 @@ from retrieval.synonyms import (
     SynonymTable,
     unknown_words,
 )
-from retrieval.text import has_han
+from retrieval.text import compact, has_han
+from retrieval.thesaurus import SYNONYMS
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class Signals:
     category: np.ndarray | None = None     # the query names a word of the product's category
     unexplained: Callable[[int], tuple[float, float]] | None = None   # the query's words a product lacks
     other_kind: Callable[[int], tuple[float, float]] | None = None    # the query names another kind of thing
+    kin: Callable[[int], int] | None = None   # how near in meaning its unexplained word is to the product's name
     synonyms: SynonymMatch | None = None   # the query's unknown words matched to the catalog's head nouns
     unknown: float = 0.0                   # share of the query's content words the catalog never uses
     pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
@@ -79,7 +81,7 @@ class Signals:
             return values[rows] if values is not None else None
 
         view_max = float(self.view_z[2].max()) if self.view_z and len(self.view_z[2]) else 0.0
-        whole, kind = self.unexplained, self.other_kind
+        whole, kind, kin = self.unexplained, self.other_kind, self.kin
         synonyms = self.synonyms
         return replace(
             self, name=self.name[rows], brand=self.brand[rows], bm25=self.bm25[rows], dense_z=cut(self.dense_z),
@@ -88,6 +90,7 @@ class Signals:
             short_form=cut(self.short_form), english=cut(self.english), bridge=cut(self.bridge),
             unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
             other_kind=(lambda i: kind(int(rows[i]))) if kind is not None else None,
+            kin=(lambda i: kin(int(rows[i]))) if kin is not None else None,
             synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
                              query=synonyms.query[rows]) if synonyms is not None else None,
             rows=rows, catalog_max=(float(self.name.max(initial=0.0)), float(self.brand.max(initial=0.0)), view_max))
@@ -121,6 +124,8 @@ class Signals:
         short = self.unexplained is not None and self.words < 3
         share, last = self.unexplained(best) if short else (0.0, 0.0)
         other, other_end = self.other_kind(best) if short and self.other_kind is not None else (0.0, 0.0)
+        # …unless a thesaurus says the unexplained word is another name of the same kind (足球靴 for 足球鞋)
+        kin = self.kin(best) if short and share and self.kin is not None else 0
         synonyms = self.synonyms
         name_max, brand_max, view_max = self.catalog_max or (self.name.max(), self.brand.max(), None)
         return np.array([scores[best], scores[best] - runner_up, name_max, brand_max,
@@ -133,7 +138,7 @@ class Signals:
                          synonyms.morpheme[best] if synonyms else 0.0, synonyms.breadth if synonyms else 0.0,
                          synonyms.morpheme[best] * synonyms.breadth if synonyms else 0.0,
                          self.unknown, self.pinyin[best] if self.pinyin is not None else 0.0,
-                         other, other_end], dtype=np.float32)
+                         other, other_end, float(kin == SYNONYMS)], dtype=np.float32)
 
 
 CONFIDENCE_POOL = 64
@@ -205,7 +210,7 @@ class ProductSearch:
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         heads = self.lexical.head_of   # what each product is (跑步鞋)
-        self._pinyin = PinyinNames(self.docs, heads)
+        self._pinyin = PinyinNames(len(self.docs), self.lexical.spelling, self.lexical.name_piece)
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
         self._english = EnglishEvidence(self.docs)
@@ -320,21 +325,33 @@ class ProductSearch:
         return await self._cache.vector(query) if self._cache is not None else None
 
     async def prime(self, queries: Sequence[str]) -> None:
-        """Embed a batch of queries, and their words the catalog never uses, ahead of their searches (an
-        evaluation run)."""
+        """Embed a batch of queries (as the catalog spells them: `meant`), and their words the catalog never
+        uses, ahead of their searches (an evaluation run)."""
         if self._cache is not None:
-            words = await asyncio.to_thread(lambda: [w for q in queries for w in self._unknown_words(q)])
-            await self._cache.prime(list(dict.fromkeys([*queries, *words])))
+            read = await asyncio.to_thread(lambda: [self._reading(q) for q in queries])
+            await self._cache.prime(list(dict.fromkeys([*(m for m, _ in read), *(w for _, ws in read for w in ws)])))
+
+    def meant(self, query: str) -> str:
+        """The query as the catalog would spell it, for the embedder: a query typed in pinyin with the catalog's
+        characters it spells beside it (tiaosheng 跳绳), an input-method or shape-alike typo respelled (哑玲 →
+        哑铃, 护锞 → 护踝); the query itself otherwise. An embedder reads a typo as another word."""
+        spelled = self._pinyin.spelled(query)
+        if spelled:
+            return f"{query} {spelled}"
+        plain = compact(query)[:MAX_QUERY_CHARS]
+        respelled = self.lexical.respell_shapes(self.lexical.respell(plain))
+        return respelled if respelled != plain else query
+
+    def _reading(self, query: str) -> tuple[str, list[str]]:
+        """What is embedded for `query`: its `meant` text and its words the catalog never uses."""
+        return self.meant(query), self._unknown_words(query)
 
     def _unknown_words(self, query: str) -> list[str]:
         return unknown_words(self.lexical.content_words(self.lexical.analyze(query)), self.lexical.vocabulary, query)
 
-    async def word_vectors(self, query: str) -> dict[str, np.ndarray]:
+    async def _word_vectors(self, words: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of the query's words the catalog never uses (the synonym table matches them to the
-        catalog's head nouns); none when the search is lexical or the embedder fails on them."""
-        if self._cache is None:
-            return {}
-        words = await asyncio.to_thread(self._unknown_words, query)
+        catalog's head nouns); none when the embedder fails on them."""
         try:
             return {w: await self._cache.vector(w) for w in words}
         except EmbeddingError as exc:
@@ -368,8 +385,11 @@ class ProductSearch:
         The query is embedded on the embedder's thread; the scoring (jieba, pinyin, a pass over every
         product) runs in a worker thread too, so the event loop is never held for milliseconds."""
         state = self._snapshot()
-        vector = await state._cache.vector(query) if state._cache is not None else None
-        words = await state.word_vectors(query) if vector is not None else {}
+        if state._cache is None:
+            return await asyncio.to_thread(state._signals, query, None, {})
+        meant, unknown = await state._read(query)
+        vector = await state._cache.vector(meant)
+        words = await state._word_vectors(unknown) if vector is not None else {}
         return await asyncio.to_thread(state._signals, query, vector, words)
 
     def _signals(self, query: str, vector: np.ndarray | None, words: dict[str, np.ndarray] | None = None) -> Signals:
@@ -391,6 +411,7 @@ class ProductSearch:
             words=len(content), token_cover=None if large else self.lexical.token_cover(q.tokens))
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
         out.other_kind = lambda i: self.lexical.other_kind(q, i)
+        out.kin = lambda i: self.lexical.kin(q, i)
         out.pinyin = self._pinyin.match(query)
         out.family = self._families.family(content, self.lexical.vocabulary)
         out.unknown = min(len(unknown) / len(content), 1.0) if content else 0.0
@@ -493,7 +514,8 @@ class ProductSearch:
         state = self._snapshot()
         if not state.docs or not (query or "").strip():
             return []
-        return await state._rank(query, top_k, within, await state.query_vector(query))
+        meant, unknown = await state._read(query)
+        return await state._rank(query, top_k, within, await state.query_vector(meant), unknown)
 
     async def find(self, query: str, top_k: int = 5, within: float | None = None) -> Found:
         """`search` for a customer's turn: when the embedder fails (a remote endpoint down, its circuit
@@ -501,16 +523,22 @@ class ProductSearch:
         state = self._snapshot()
         if not state.docs or not (query or "").strip():
             return Found([])
+        meant, unknown = await state._read(query)
         try:
-            vector = await state.query_vector(query)
+            vector = await state.query_vector(meant)
         except EmbeddingError as exc:
             log.warning("lexical search only for this query (%s)", exc)
-            return Found(await state._rank(query, top_k, within, None), str(exc))
-        return Found(await state._rank(query, top_k, within, vector))
+            return Found(await state._rank(query, top_k, within, None, []), str(exc))
+        return Found(await state._rank(query, top_k, within, vector, unknown))
 
-    async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None) -> list[Candidate]:
+    async def _read(self, query: str) -> tuple[str, list[str]]:
+        """`_reading` off the event loop; the query as it is when nothing is embedded."""
+        return await asyncio.to_thread(self._reading, query) if self._cache is not None else (query, [])
+
+    async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None,
+                    unknown: Sequence[str]) -> list[Candidate]:
         top_k = max(1, min(int(top_k), 10))
-        words = await self.word_vectors(query) if vector is not None else {}
+        words = await self._word_vectors(unknown) if vector is not None else {}
         signals = await asyncio.to_thread(self._signals, query, vector, words)
         fused, confident = self.fuse(signals)
         if not confident:

@@ -10,11 +10,13 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+from pypinyin import lazy_pinyin
 
 from retrieval.documents import RetrievalDoc
-from retrieval.text import STOPWORDS, Tokenizer, compact, fold, pinyin_of
+from retrieval.text import STOPWORDS, Tokenizer, compact, fold
 
 _HAN = re.compile(r"^[\u4e00-\u9fff]+$")
 _WORDS = re.compile(r"[a-z][a-z\-]+")
@@ -120,49 +122,87 @@ class SynonymTable:
 
 
 class PinyinNames:
-    """Product names as unbroken pinyin, for a query typed in pinyin without its characters (paobuxie,
-    yumaoqiupai): the share of the query's letters that spell the product's whole name, or 0.6 of the share
-    that spell its head noun. Looked up by the query's letter runs (a dict), never by a pass over the catalog."""
+    """A query typed in pinyin without its characters (paobuxie, yaling, shuangren zhangpeng): each run of its
+    letters cut into pinyin syllables every way it can be, and every stretch of two or more syllables looked up
+    among the catalog's name pieces by sound (`spelling`, LexicalIndex: whole names, the words of names, other
+    names). Per product, the share of the letters its pieces spell — a whole name or another name counts 1.0,
+    a word of a name 0.6 (`products` gives each piece's products and weight) — summed over stretches that do
+    not overlap. Dict lookups only, never a pass over the catalog."""
 
-    def __init__(self, docs: Sequence[RetrievalDoc], heads: Sequence[str]):
-        self.size = len(docs)
-        self._names: dict[str, list[int]] = defaultdict(list)
-        self._heads: dict[str, list[int]] = defaultdict(list)
-        self._written: dict[str, str] = {}
-        for i, (doc, head) in enumerate(zip(docs, heads, strict=True)):
-            for table, text in ((self._names, compact(doc.base_name)), (self._heads, head)):
-                sound = pinyin_of(text).replace(" ", "")
-                if len(sound) >= 4:
-                    table[sound].append(i)
-                    self._written.setdefault(sound, doc.base_name if table is self._names else head)
+    def __init__(self, size: int, spelling: Mapping[str, str],
+                 products: Callable[[str], tuple[np.ndarray, np.ndarray] | None]):
+        self.size = size
+        self._spelling = spelling
+        self._products = products
+
+    def _found(self, query: str) -> tuple[list[tuple[int, int, str]], int]:
+        """(start, end, piece) for every name piece the letters spell, and how many letters there are."""
+        runs = [w.replace("-", "") for w in _WORDS.findall(fold(query))]
+        letters = sum(map(len, runs))
+        if letters < 4 or letters > MAX_LETTERS:
+            return [], letters
+        found, offset = [], 0
+        for run in runs:
+            for start in range(len(run)):
+                stack: list[tuple[int, tuple[str, ...]]] = [(start, ())]
+                while stack:
+                    at, syllables = stack.pop()
+                    if len(syllables) >= 2 and (piece := self._spelling.get(" ".join(syllables))):
+                        found.append((offset + start, offset + at, piece))
+                    for n in range(1, min(_LONGEST_SYLLABLE, len(run) - at) + 1):
+                        if run[at:at + n] in pinyin_syllables():
+                            stack.append((at + n, (*syllables, run[at:at + n])))
+            offset += len(run)
+        return found, letters
 
     @staticmethod
-    def _letters(query: str) -> str:
-        return "".join(_WORDS.findall(fold(query))).replace("-", "")[:MAX_LETTERS]
+    def _stretches(found: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
+        """The spelled pieces grouped where their letters overlap (yumaoqiupai: 羽毛球拍, 羽毛球, 球拍 — one)."""
+        groups: list[list[tuple[int, int, str]]] = []
+        end = -1
+        for hit in sorted(found):
+            if hit[0] >= end:
+                groups.append([])
+            groups[-1].append(hit)
+            end = max(end, hit[1])
+        return groups
 
-    def _spelled(self, letters: str) -> list[tuple[str, bool]]:
-        """(the pinyin of a name or head noun that the letters hold, whether it is a whole name)."""
-        pieces = {letters[i:j] for i in range(len(letters)) for j in range(i + 4, len(letters) + 1)}
-        return [(p, True) for p in pieces if p in self._names] + [(p, False) for p in pieces if p in self._heads]
+    def _best(self, group: list[tuple[int, int, str]]) -> tuple[int, int, str]:
+        def rank(hit: tuple[int, int, str]) -> tuple[int, float]:
+            products = self._products(hit[2])
+            return hit[1] - hit[0], float(products[1].max()) / len(hit[2]) if products else 0.0
+        return max(group, key=rank)
 
     def spelled(self, query: str) -> str:
-        """The catalog's own characters for a query typed in pinyin ('paobuxie' → '跑步鞋'): the longest name
-        or head noun its letters spell, when that covers at least half of them; else ''."""
-        letters = self._letters(query)
-        if len(letters) < 4:
-            return ""
-        found = max(self._spelled(letters), key=lambda f: len(f[0]), default=None)
-        return self._written[found[0]] if found and len(found[0]) * 2 >= len(letters) else ""
+        """The catalog's own characters for a query typed in pinyin ('paobuxie' → '跑步鞋', 'shuangren
+        zhangpeng' → '双人 帐篷'): the longest piece of each stretch, when they cover at least half of the
+        letters; else ''."""
+        found, letters = self._found(query)
+        best = [self._best(group) for group in self._stretches(found)]
+        covered = sum(end - start for start, end, _ in best)
+        return " ".join(piece for _, _, piece in best) if best and covered * 2 >= letters else ""
 
     def match(self, query: str) -> np.ndarray:
         out = np.zeros(self.size, dtype=np.float32)
-        letters = self._letters(query)
-        if len(letters) < 4:
-            return out
-        for sound, whole in self._spelled(letters):
-            ids = (self._names if whole else self._heads)[sound]
-            out[ids] = np.maximum(out[ids], (1.0 if whole else 0.6) * len(sound) / len(letters))
-        return out
+        found, letters = self._found(query)
+        for group in self._stretches(found):
+            stretch = np.zeros(self.size, dtype=np.float32)
+            for start, end, piece in group:
+                products = self._products(piece)
+                if products is not None:
+                    docs, weights = products
+                    np.maximum.at(stretch, docs, weights / len(piece) * (end - start) / letters)
+            out += stretch
+        return np.minimum(out, 1.0)
+
+
+_LONGEST_SYLLABLE = 6   # zhuang, shuang
+
+
+@lru_cache(maxsize=1)
+def pinyin_syllables() -> frozenset[str]:
+    """Every toneless pinyin syllable (as pypinyin writes them: lv for 绿), read off the CJK block once."""
+    return frozenset(p for cp in range(0x4E00, 0xA000) for p in lazy_pinyin(chr(cp), errors="ignore") if p.isalpha())
 
 
 HYPERNYM_HEADS = 3   # a word whose head character ends this many of the catalog's head nouns names a family

@@ -76,6 +76,13 @@ def plain_words(text: str) -> list[str]:
     return [w for w in jieba.lcut(fold(text)) if w.strip() and not _PUNCT.fullmatch(w)]
 
 
+def known_word(word: str) -> bool:
+    """Whether jieba's own dictionary (no catalog words) holds `word` as a word."""
+    with _tokenizer_lock:
+        jieba.initialize()
+    return bool(jieba.dt.FREQ.get(word))
+
+
 class Tokenizer:
     """jieba with the catalog's product names and brands added as words; stopwords dropped."""
 

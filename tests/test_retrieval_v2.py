@@ -93,6 +93,40 @@ def test_homophones_of_catalog_names_are_respelled(lexical_index, typed, spelled
     assert lexical_index.analyze(typed).folded == spelled
 
 
+@pytest.mark.parametrize(("typed", "spelled"), [
+    ("运动头滞", "运动头带"),      # 带 is a part of 滞, and they sound different (dai / zhi)
+    ("登山蛙多少钱", "登山鞋多少钱"),   # 蛙 and 鞋 share 圭
+    ("爬山用的登山蛙还有吗", "爬山用的登山蛙还有吗"),   # three content words: a described need is left as written
+    ("雪鞋", "雪鞋"),              # 雪 is a character of the catalog's names: not a typo
+    ("网球", "网球"),
+])
+def test_shape_alike_typos_of_catalog_names_are_respelled(lexical_index, typed, spelled):
+    """A character no name uses, inside what would otherwise spell a name piece, read as the name's character
+    that looks like it (形近字: not a homophone, so `respell` leaves it)."""
+    assert lexical_index.analyze(typed).folded == spelled
+
+
+def test_shape_neighbours_share_a_part_of_more_than_one_stroke():
+    from retrieval.shapes import ShapeNeighbours, components
+
+    assert "果" in components("踝") and "一" not in components("千")
+    neighbours = ShapeNeighbours("踝铃行篷干")
+    assert neighbours.of("锞") == {"踝"} and "铃" not in neighbours.of("钤")   # 果; only the radical 钅
+    assert neighbours.of("衍") == {"行"} and neighbours.of("逢") == {"篷"}   # one is a part of the other
+    assert not neighbours.of("话") and not neighbours.of("一")
+
+
+def test_thesaurus_kinship_and_the_gate_reading_of_it(lexical_index):
+    from retrieval.thesaurus import GROUP, MINOR, SYNONYMS, kinship
+
+    assert kinship("棍", "杖") == SYNONYMS and kinship("安全帽", "头盔") == GROUP and kinship("靴", "鞋") == MINOR
+    assert kinship("线", "拍") == 0 and kinship("不是一个词呀", "鞋") == 0
+    docs = {d.base_name: i for i, d in enumerate(_demo_docs())}
+    assert lexical_index.kin(lexical_index.analyze("爬坡用的棍"), docs["碳纤维登山杖"]) == SYNONYMS
+    assert lexical_index.kin(lexical_index.analyze("羽毛球拍线"), docs["羽毛球拍"]) == 0
+    assert lexical_index.kin(lexical_index.analyze("篮球"), docs["篮球"]) == 0   # nothing unexplained
+
+
 def test_unexplained_characters_ignore_counting_words(lexical_index):
     docs = {d.base_name: i for i, d in enumerate(_demo_docs())}
     assert lexical_index.unexplained(lexical_index.analyze("篮球架"), docs["篮球"]) == (pytest.approx(1 / 3), 1.0)
@@ -160,10 +194,19 @@ def test_a_hypernym_names_a_family_of_head_nouns_and_a_near_miss_does_not(lexica
         assert not families.family([near_miss], lexical_index.vocabulary).any(), near_miss
 
 
-def test_a_query_typed_in_pinyin_spells_the_longest_name(lexical_index):
+@pytest.mark.parametrize(("typed", "spelled", "first"), [
+    ("yumaoqiupai", "羽毛球拍", "羽毛球拍"),       # a whole name
+    ("yaling taozhuang", "哑铃 套装", "可调节哑铃套装"),   # another name (an alias) and a word of the name
+    ("jishu tiaosheng", "计数 跳绳", "计数跳绳"),   # two words of one name
+    ("xian", "", None),                         # too short to be a name
+])
+def test_a_query_typed_in_pinyin_spells_the_catalogs_names(lexical_index, typed, spelled, first):
+    """Letters cut into syllables every way they can be, looked up among every name piece by sound."""
     docs = _demo_docs()
-    scores = PinyinNames(docs, [head_noun(d, lexical_index.tokenizer) for d in docs]).match("yumaoqiupai")
-    assert docs[int(np.argmax(scores))].base_name == "羽毛球拍"
+    pinyin = PinyinNames(len(docs), lexical_index.spelling, lexical_index.name_piece)
+    scores = pinyin.match(typed)
+    assert pinyin.spelled(typed) == spelled
+    assert (docs[int(np.argmax(scores))].base_name if scores.any() else None) == first
 
 
 async def test_a_synonym_of_a_sold_product_is_listed_to_the_customer_and_a_near_miss_is_not_sold(conn, search):

