@@ -443,12 +443,16 @@ class OfflineModel:
 
     @staticmethod
     def _listing_words(asked: Intent) -> str:
-        """What a listing searches for: the goods named, unless a category or brand says it all."""
+        """What a listing searches for: the goods named (within the category, when one is named too: 跑步用的
+        腰包, 游泳用的眼镜), unless a category or brand says it all."""
+        named = " ".join(g for g in (*asked.named, *asked.goods) if not unspecific(g))
+        if asked.category and named and not asked.brand:
+            return named
         if asked.category or (asked.brand and not asked.products):
             return ""
         if asked.describes_need and asked.wanted and goods_head(asked.wanted) not in asked.goods:
             return asked.wanted   # a story, then 想买个能分开装的包: what it wants, not the story's nouns
-        return " ".join(g for g in (*asked.named, *asked.goods) if not unspecific(g))
+        return named
 
     @staticmethod
     def _listing_filters(asked: Intent, words: str) -> dict[str, Any]:

@@ -733,6 +733,15 @@ async def test_goods_told_by_their_use_are_searched_by_it_not_listed_by_the_acti
     assert "运动水壶" in said and "乒乓球" not in said
 
 
+async def test_goods_named_with_the_activity_they_are_for_are_searched_within_it(agent):
+    """跑步用的腰包: the waist bag, searched within the running category — not every running product; the
+    activity alone (跑步的东西有哪些) still lists the category."""
+    said = (await agent.answer("跑步时候用的腰包你们有卖吗", user_id="u")).answer
+    assert "跑步腰包" in said and "跑步鞋" not in said and "手表" not in said
+    said = (await agent.answer("跑步的东西有哪些", user_id="u")).answer
+    assert "跑步腰包" in said and "跑步鞋" in said
+
+
 async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_looks_up_no_product(agent):
     """前几天下单的东西到了没，还有货吗: the customer's own orders; a stock word with nothing named and nothing in
     focus is no product to look up (no goods the search guesses from the sentence)."""
