@@ -148,7 +148,12 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
             tokens = tokens[len(words) - words[::-1].index("的"):]   # 适合跑步的耳机: the thing is 耳机
         if tokens and tokens[-1][1] - tokens[0][0] >= 2 and any(t[3] in _NOUN_TAGS or t[3] == "ns" for t in tokens) \
                 and not any(t[2] in _NOT_GOODS for t in tokens):
-            spans.append((tokens[0][0], tokens[-1][1]))
+            first, last = tokens[0][0], tokens[-1][1]
+            # 有氧运动用的护具有吗: the frame opened at 有氧, so the object ends with the asking 有 (jieba may cut
+            # it into another word: 护 / 具有)
+            while last - first > 2 and text[last - 1] == "有":
+                last -= 1
+            spans.append((first, last))
     return spans
 
 

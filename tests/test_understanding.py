@@ -297,6 +297,13 @@ def test_the_thing_asked_for_is_read_whole_whatever_the_tagger_splits(message, t
     assert thing in goods_phrases(message, [])
 
 
+async def test_a_having_frame_opened_at_a_word_of_its_own_does_not_take_the_asking_word(vocabulary):
+    """有氧运动用的垫子有吗: 有 of 有氧 opens the 有…吗 frame, whose object then ends at the asking 有 — the goods
+    are 垫子, not 垫子有 (also where jieba cuts the 有 into another word: 工 / 具有)."""
+    assert read("有氧运动用的垫子有吗", vocabulary).goods == ("垫子",)
+    assert read("有氧运动用的工具有吗", vocabulary).goods == ("工具",)
+
+
 # --- a kind of goods in one character -----------------------------------------------------------------------
 
 async def test_a_kind_written_as_one_character_is_what_a_list_is_of(vocabulary):
