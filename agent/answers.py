@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from agent.intent import Intent, base_name
+from agent.intent import Intent, base_name, noun_stem
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
     PRICE_TYPES,
@@ -447,7 +447,8 @@ def same_kind(subject: str, product_name: str) -> bool:
     is (运动鞋, 球鞋 → 跑步鞋, 越野跑鞋: 鞋; 球袜 → 运动袜（3双装）: 袜) — a synonym or a hypernym of what is
     sold, not a different thing."""
     base = base_name(product_name) or product_name
-    return len(subject) >= 2 and "\u4e00" <= subject[-1] <= "\u9fff" and base.endswith(subject[-1])
+    stem = noun_stem(subject)   # 鞋子 → 鞋
+    return len(subject) >= 2 and "\u4e00" <= stem[-1] <= "\u9fff" and base.endswith(stem[-1])
 
 
 def dictionary_synonym(subject: str, product: Product) -> bool:

@@ -503,8 +503,8 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
         word = m.group(0)
         if _CATEGORY_TAIL.match(text, m.end()):
             return vocabulary.category_of[word]
-        if alone is None and listing and word not in vocabulary.names \
-                and not any(s <= m.start() < e for s, e, _ in spans):
+        if alone is None and listing and (word not in vocabulary.names or _USE_OF.match(text, m.end())) \
+                and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
     return alone
 
@@ -557,8 +557,16 @@ def covers(subject: str, product_name: str) -> bool:
     shared = next((n for n in (name, base_name(name)) if subject.startswith(n)), None)
     if shared and _QUESTION_REST.search(subject[len(shared):]):
         return True
-    head = jieba.lcut(subject)[-1]
+    head = noun_stem(jieba.lcut(subject)[-1])   # 羽毛球用的鞋子: 鞋 of 羽毛球鞋
     return head in name or pinyin_of(head) in pinyin_of(name) or _in_order(head, name)
+
+
+def noun_stem(word: str) -> str:
+    """A noun without its suffix 子 or 儿 where the dictionary says both mean one thing (鞋子 → 鞋, 袜子 → 袜);
+    包子, a bun, is not 包, a bag."""
+    if len(word) < 2 or word[-1] not in "子儿":
+        return word
+    return word[:-1] if set(senses(word)) & set(senses(word[:-1])) else word
 
 
 def _in_order(short: str, long: str) -> bool:
@@ -829,13 +837,16 @@ def replace_product(asked: Intent, old: str, new: str) -> Intent:
 
 # Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
 _PLAY = re.compile(r"(?:打|踢|玩|练|学)[^，,。？?！!的]{0,2}$")   # 打篮球, 踢校园足球
+# after a catalog mention, 用的 and then goods (足球用的手套), not an asking word (足球用的吗, 篮球用的有吗)
+_USE_OF = re.compile(r"(?:时|时候)?(?:用|穿|戴)的(?![有吗呢么嘛吧多怎是还都能可会])[\u4e00-\u9fff]")
 
 
 def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...]):
-    """Drop the catalog mentions that name a sport being played, when the message tells a need."""
-    if _length(text) < 8:
-        return spans, products
-    kept = [s for s in spans if not _PLAY.search(text[max(0, s[0] - 4):s[0]])]
+    """Drop the catalog mentions that name a sport being played, when the message tells a need, or the use of
+    the goods named after them (足球用的手套: gloves for football, not the football)."""
+    kept = [s for s in spans if not _USE_OF.match(text, s[1])]
+    if _length(text) >= 8:
+        kept = [s for s in kept if not _PLAY.search(text[max(0, s[0] - 4):s[0]])]
     if len(kept) == len(spans):
         return spans, products
     return kept, tuple(dict.fromkeys(pid for _, _, pid in kept))

@@ -749,6 +749,19 @@ async def test_goods_named_with_the_activity_they_are_for_are_searched_within_it
     assert "跑步腰包" in said and "跑步鞋" in said
 
 
+async def test_a_product_named_as_the_use_of_other_goods_is_the_use_not_the_product(agent):
+    """足球用的手套: gloves for football, not the football; 足球用的东西: the football category's goods; 羽毛球
+    用的鞋子 is the badminton shoe (鞋子 is 鞋), while 包子, a bun, is still no bag."""
+    said = (await agent.answer("足球用的手套你们有吗", user_id="u")).answer
+    assert "守门员手套" in said and "足球（耐克）" not in said and "健身手套" not in said
+    said = (await agent.answer("足球用的东西都有什么", user_id="u")).answer
+    assert "足球护腿板" in said and "足球鞋" in said
+    said = (await agent.answer("羽毛球用的鞋子有没有", user_id="u")).answer
+    assert "羽毛球鞋" in said.split("。")[0] and "没有销售" not in said
+    said = (await agent.answer("包子有吗", user_id="u")).answer
+    assert "没有销售“包子”" in said
+
+
 async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_looks_up_no_product(agent):
     """前几天下单的东西到了没，还有货吗: the customer's own orders; a stock word with nothing named and nothing in
     focus is no product to look up (no goods the search guesses from the sentence)."""
