@@ -149,8 +149,8 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
         if tokens and tokens[-1][1] - tokens[0][0] >= 2 and any(t[3] in _NOUN_TAGS or t[3] == "ns" for t in tokens) \
                 and not any(t[2] in _NOT_GOODS for t in tokens):
             first, last = tokens[0][0], tokens[-1][1]
-            # 有氧运动用的护具有吗: the frame opened at 有氧, so the object ends with the asking 有 (jieba may cut
-            # it into another word: 护 / 具有)
+            # 有氧运动用的垫子有吗: the frame opened at 有氧, so the object ends with the asking 有 (jieba may cut
+            # it into another word: 工具有 → 工 / 具有)
             while last - first > 2 and text[last - 1] == "有":
                 last -= 1
             spans.append((first, last))
