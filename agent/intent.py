@@ -35,7 +35,7 @@ from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
-from retrieval.text import fold, is_han, pinyin_of
+from retrieval.text import NOUN_SUFFIXES, fold, is_han, pinyin_of
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -564,7 +564,7 @@ def covers(subject: str, product_name: str) -> bool:
 def noun_stem(word: str) -> str:
     """A noun without its suffix 子 or 儿 where the dictionary says both mean one thing (鞋子 → 鞋, 袜子 → 袜);
     包子, a bun, is not 包, a bag."""
-    if len(word) < 2 or word[-1] not in "子儿":
+    if len(word) < 2 or word[-1] not in NOUN_SUFFIXES:
         return word
     return word[:-1] if set(senses(word)) & set(senses(word[:-1])) else word
 

@@ -15,7 +15,16 @@ from pypinyin import lazy_pinyin
 from retrieval.documents import RetrievalDoc
 from retrieval.shapes import ShapeNeighbours
 from retrieval.synonyms import head_noun
-from retrieval.text import STOPWORDS, Tokenizer, compact, fold, known_word, pinyin_of, plain_words
+from retrieval.text import (
+    NOUN_SUFFIXES,
+    STOPWORDS,
+    Tokenizer,
+    compact,
+    fold,
+    known_word,
+    pinyin_of,
+    plain_words,
+)
 from retrieval.thesaurus import kinship
 
 K1, B = 1.2, 0.75
@@ -87,8 +96,6 @@ def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) ->
 
 # numerals and measure words say how many, not what: 羽毛球拍买两支 asks for 羽毛球拍
 _COUNTING = frozenset("一二两三四五六七八九十百千万几多个支只双件条套副把盒罐瓶包块元")
-# a noun suffix ending a word names nothing of its own: 鞋子 is 鞋
-_NOUN_SUFFIXES = frozenset("子儿")
 
 
 def _syllables(folded: str) -> list[str]:
@@ -99,6 +106,11 @@ def _syllables(folded: str) -> list[str]:
 
 def _is_han(text: str) -> bool:
     return all("\u4e00" <= c <= "\u9fff" for c in text)
+
+
+def _lacks(letters: frozenset[str], c: str) -> bool:
+    """Whether a product whose characters and name syllables are `letters` lacks `c`, even as a homophone."""
+    return c not in letters and pinyin_of(c) not in letters
 
 
 class _PostingsBuilder:
@@ -243,7 +255,7 @@ class LexicalIndex:
         asked = [c for c in self._asked(q) if c not in _COUNTING]
         if not asked:
             return 0.0, 0.0
-        missing = [c not in letters and pinyin_of(c) not in letters for c in asked]
+        missing = [_lacks(letters, c) for c in asked]
         return sum(missing) / len(missing), float(missing[-1])
 
     def _asked(self, q: QueryText) -> list[str]:
@@ -252,7 +264,7 @@ class LexicalIndex:
         out: list[str] = []
         for word in self.content_words(q):   # jieba may cut the suffix off a catalog word: 跑步鞋 / 子
             for k, c in enumerate(word):
-                suffix = c in _NOUN_SUFFIXES and k == len(word) - 1 and (k > 0 or bool(out))
+                suffix = c in NOUN_SUFFIXES and k == len(word) - 1 and (k > 0 or bool(out))
                 if _is_han(c) and not suffix:
                     out.append(c)
         return out
@@ -263,16 +275,15 @@ class LexicalIndex:
         to 鞋 of 足球鞋 (3, one class), 安全帽 to 头盔 (4, one word group), 棍 to 杖 (5, synonyms); 线 of
         羽毛球拍线 to 羽毛球拍 (0). 0 when every word is explained."""
         letters = self._letters(doc)
-        words = [w for w in self.content_words(q) if any(_is_han(c) for c in w)]
-        for word in reversed(words):
-            missing = [k for k, c in enumerate(word) if _is_han(c) and c not in letters
-                       and pinyin_of(c) not in letters and c not in _NOUN_SUFFIXES]
+        for word in reversed(self.content_words(q)):
+            missing = [k for k, c in enumerate(word) if _is_han(c) and c not in NOUN_SUFFIXES and _lacks(letters, c)]
             if missing:
                 break
         else:
             return 0
         # the word, and its part from the first character the product lacks (足球靴 → 靴)
-        asked = {word, word[missing[0]:], word[missing[0]:].rstrip("".join(_NOUN_SUFFIXES))} - {""}
+        rest = word[missing[0]:]
+        asked = {word, rest, rest.rstrip(NOUN_SUFFIXES)} - {""}
         d = self._docs[doc]
         own = {w for text in (d.base_name, d.category, *d.aliases)
                for w in self.tokenizer.words(fold(text)) if _is_han(w)}
@@ -341,19 +352,23 @@ class LexicalIndex:
         """Fold and tokenize a query once, for every lexical signal; a homophone of a name piece the catalog
         knows is spelled as the catalog spells it (input-method typos: 哑玲 → 哑铃, 兰球 → 篮球)."""
         plain = compact(query)[:MAX_QUERY_CHARS]
-        folded = self.respell_shapes(self.respell(plain))
+        folded = self.respell(plain)
+        words = self.tokenizer.words(folded)
+        shaped = self.respell_shapes(folded, words)
+        if shaped != folded:
+            folded, words = shaped, self.tokenizer.words(shaped)
         # (tokens come from the query as written when nothing was respelled: its spaces separate Latin words)
-        return QueryText(folded, self.tokenizer.tokens(query if folded == plain else folded),
-                         self.tokenizer.words(folded))
+        return QueryText(folded, self.tokenizer.tokens(query if folded == plain else folded), words)
 
-    def respell_shapes(self, folded: str) -> str:
+    def respell_shapes(self, folded: str, words: Sequence[str]) -> str:
         """A character of a short query (fewer than SHAPE_MAX_WORDS content words) that no name of the catalog
         uses, inside what would otherwise spell a name piece with a character that looks like it
         (retrieval/shapes.py), is read as that character: 护锞 → 护踝, 唾袋 → 睡袋. The longest such piece wins.
         A character of a word the dictionary knows as written (羽绒被, 枕头) is not a typo, and a described need
-        is left as written (its common characters look like some name's: 打 of 被球打得 and 拍 of 球拍)."""
+        is left as written (its common characters look like some name's: 打 of 被球打得 and 拍 of 球拍).
+        `words`: the text's precise-mode words."""
         spans, at = [], 0
-        for word in self.tokenizer.words(folded):
+        for word in words:
             at = folded.find(word, at)
             if at < 0:   # a word jieba wrote otherwise than the text: read nothing as a typo
                 return folded

@@ -325,29 +325,22 @@ class ProductSearch:
         return await self._cache.vector(query) if self._cache is not None else None
 
     async def prime(self, queries: Sequence[str]) -> None:
-        """Embed a batch of queries (as the catalog spells them: `meant`), and their words the catalog never
+        """Embed a batch of queries (as the catalog spells them: `_reading`), and their words the catalog never
         uses, ahead of their searches (an evaluation run)."""
         if self._cache is not None:
             read = await asyncio.to_thread(lambda: [self._reading(q) for q in queries])
             await self._cache.prime(list(dict.fromkeys([*(m for m, _ in read), *(w for _, ws in read for w in ws)])))
 
-    def meant(self, query: str) -> str:
-        """The query as the catalog would spell it, for the embedder: a query typed in pinyin with the catalog's
-        characters it spells beside it (tiaosheng 跳绳), an input-method or shape-alike typo respelled (哑玲 →
-        哑铃, 护锞 → 护踝); the query itself otherwise. An embedder reads a typo as another word."""
-        spelled = self._pinyin.spelled(query)
-        if spelled:
-            return f"{query} {spelled}"
-        plain = compact(query)[:MAX_QUERY_CHARS]
-        respelled = self.lexical.respell_shapes(self.lexical.respell(plain))
-        return respelled if respelled != plain else query
-
     def _reading(self, query: str) -> tuple[str, list[str]]:
-        """What is embedded for `query`: its `meant` text and its words the catalog never uses."""
-        return self.meant(query), self._unknown_words(query)
-
-    def _unknown_words(self, query: str) -> list[str]:
-        return unknown_words(self.lexical.content_words(self.lexical.analyze(query)), self.lexical.vocabulary, query)
+        """What is embedded for `query`, from one lexical reading of it: the query as the catalog would spell it
+        — typed in pinyin, with the catalog's characters it spells beside it (tiaosheng 跳绳); an input-method or
+        shape-alike typo respelled (哑玲 → 哑铃, 护锞 → 护踝); else as written (an embedder reads a typo as another
+        word) — and its words the catalog never uses."""
+        q = self.lexical.analyze(query)
+        unknown = unknown_words(self.lexical.content_words(q), self.lexical.vocabulary, query)
+        if spelled := self._pinyin.spelled(query):
+            return f"{query} {spelled}", unknown
+        return (q.folded if q.folded != compact(query)[:MAX_QUERY_CHARS] else query), unknown
 
     async def _word_vectors(self, words: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of the query's words the catalog never uses (the synonym table matches them to the

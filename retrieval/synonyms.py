@@ -134,13 +134,15 @@ class PinyinNames:
         self.size = size
         self._spelling = spelling
         self._products = products
+        # a query is cut once: its reading for the embedder, its spelling and its scores all ask
+        self._found = lru_cache(maxsize=1024)(self._cut)
 
-    def _found(self, query: str) -> tuple[list[tuple[int, int, str]], int]:
+    def _cut(self, query: str) -> tuple[tuple[tuple[int, int, str], ...], int]:
         """(start, end, piece) for every name piece the letters spell, and how many letters there are."""
         runs = [w.replace("-", "") for w in _WORDS.findall(fold(query))]
         letters = sum(map(len, runs))
         if letters < 4 or letters > MAX_LETTERS:
-            return [], letters
+            return (), letters
         found, offset, budget = [], 0, MAX_SPLITS
         for run in runs:
             for start in range(len(run)):
@@ -154,10 +156,10 @@ class PinyinNames:
                         if run[at:at + n] in pinyin_syllables():
                             stack.append((at + n, (*syllables, run[at:at + n])))
             offset += len(run)
-        return found, letters
+        return tuple(found), letters
 
     @staticmethod
-    def _stretches(found: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
+    def _stretches(found: Sequence[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
         """The spelled pieces grouped where their letters overlap (yumaoqiupai: 羽毛球拍, 羽毛球, 球拍 — one)."""
         groups: list[list[tuple[int, int, str]]] = []
         end = -1

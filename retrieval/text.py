@@ -76,6 +76,10 @@ def plain_words(text: str) -> list[str]:
     return [w for w in jieba.lcut(fold(text)) if w.strip() and not _PUNCT.fullmatch(w)]
 
 
+# a noun's suffix, naming nothing of its own (鞋子 is 鞋, 盒儿 is 盒)
+NOUN_SUFFIXES = "子儿"
+
+
 def known_word(word: str) -> bool:
     """Whether jieba's own dictionary (no catalog words) holds `word` as a word."""
     with _tokenizer_lock:

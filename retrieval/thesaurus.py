@@ -86,6 +86,3 @@ def kinship(a: str, b: str) -> int:
         return 0
     return max(_agree(x, y) for x in left for y in right)
 
-
-def known(word: str) -> bool:
-    return word in codes()
