@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import mmap
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -237,13 +238,18 @@ class Generation:
             hashes = [str(x) for x in data["hashes"]]
             keys, order = data["keys"], data["order"]
             stats = {k: (data[f"{k}_mean"], data[f"{k}_gram"]) for k in STAT_NAMES}
-        vectors = np.load(f"{prefix}.vectors.npy", mmap_mode="r")
+        vectors = map_vectors(Path(f"{prefix}.vectors.npy"))
         graph = Index.restore(f"{prefix}.graph.usearch", view=True)
         if graph is None or len(vectors) != len(ids):
             raise ValueError(f"search index generation {generation} is incomplete")
         graph.expansion_search = EXPANSION_SEARCH
         return cls(generation, meta["model"], int(meta["dimensions"]), ids, hashes, keys, order, vectors, graph,
                    stats, index_path)
+
+    def neighbours(self, vector: np.ndarray, k: int = CANDIDATES) -> tuple[np.ndarray, np.ndarray]:
+        """(rows of the about k best products by the ranking view, best first; their `exact` scores)."""
+        rows = self.nearest(vector, k)
+        return rows, self.exact(vector, rows)
 
     def rows_of_keys(self, found: np.ndarray) -> np.ndarray:
         """Row positions of graph keys (every key in the graph has a row)."""
@@ -267,6 +273,27 @@ class Generation:
         out = np.empty((len(rows), 3), dtype=np.float32)
         out[order] = np.asarray(self.vectors[rows[order]], dtype=np.float32) @ vector
         return out
+
+
+def map_vectors(path: Path) -> np.ndarray:
+    """A generation's .npy vectors as a read-only array over a shared mapping of the file with every page mapped
+    at open (MAP_POPULATE). Measured at 1M products (bench/README, "Retrieval at scale"): this VM evicts file pages
+    that no process maps within about a minute, and a lazily mapped file (np.load's mmap_mode) maps only the rows
+    a worker has read, so most rows a query reads came from disk (p95 40 ms for 512 rows; 9-10 ms populated). The
+    mapping is still the page cache's: every worker on a host shares one copy."""
+    with open(path, "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = header(handle)
+        offset = handle.tell()
+        length = os.fstat(handle.fileno()).st_size
+        if length <= offset:   # no rows: nothing to map
+            return np.zeros(shape, dtype=dtype)
+        mapped = mmap.mmap(handle.fileno(), length, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                           prot=mmap.PROT_READ)
+    vectors = np.ndarray(shape, dtype=dtype, buffer=mapped, offset=offset, order="F" if fortran else "C")
+    vectors.flags.writeable = False
+    return vectors
 
 
 def _spread(vector: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
@@ -301,13 +328,31 @@ class ApproximateDense:
         block = np.asarray(self.generation.vectors[rows], dtype=np.float32)
         return (block[:, 0] + block[:, 1]) / 2
 
-    def _scored(self, vector: np.ndarray, lexical: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(the product positions scored exactly: the ANN neighbours and the lexical candidates, ascending; which of
-        them are neighbours; each view's z-scores of them against the whole catalog)."""
-        neighbours = self.doc_of_row[self.generation.nearest(vector)]
-        neighbours = neighbours[neighbours >= 0]
-        docs = np.unique(np.concatenate([neighbours, lexical[self.present[lexical]]]).astype(np.int64))
-        scores = self.generation.exact(vector, self.row_of_doc[docs]) if len(docs) else np.zeros((0, 3))
+    def neighbours(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the ANN neighbours' product positions, their exact scores): the half of `_scored` that needs no
+        lexical candidate, so a large catalog's search runs it beside its lexical side (retrieval/search.py)."""
+        rows, scores = self.generation.neighbours(vector)
+        docs = self.doc_of_row[rows]
+        keep = docs >= 0
+        return docs[keep], scores[keep]
+
+    def _scored(self, vector: np.ndarray, lexical: np.ndarray,
+                near: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(the product positions scored exactly: the ANN neighbours (`near`, or searched now) and the lexical
+        candidates, ascending; which of them are neighbours; each view's z-scores of them against the whole
+        catalog). The neighbours and the other lexical candidates are scored apart, always, so a product's score
+        does not depend on whether its neighbours were searched beside the lexical side or after it."""
+        neighbours, near_scores = near if near is not None else self.neighbours(vector)
+        lexical = np.unique(lexical[self.present[lexical]].astype(np.int64))
+        rest = lexical[~np.isin(lexical, neighbours)]
+        rest_scores = self.generation.exact(vector, self.row_of_doc[rest]) if len(rest) else np.zeros((0, 3), np.float32)
+        docs = np.concatenate([neighbours.astype(np.int64), rest])
+        scores = np.concatenate([near_scores, rest_scores]).astype(np.float32, copy=False)
+        order = np.argsort(docs, kind="stable")
+        docs, scores = docs[order], scores[order]
+        if len(docs) > 1:   # a neighbour the graph returned twice: once
+            first = np.concatenate([[True], docs[1:] != docs[:-1]])
+            docs, scores = docs[first], scores[first]
         columns = {"doc": scores[:, 0], "usage": scores[:, 1], "name": scores[:, 2],
                    "rank": (scores[:, 0] + scores[:, 1]) / 2}
         z = {}
@@ -335,10 +380,11 @@ class ApproximateDense:
         best_document = self._best_document(z["rank"], z["doc"], pool) if len(docs) else 0.0
         return out["rank"], (out["doc"], out["usage"], out["name"]), best_document
 
-    def candidates(self, vector: np.ndarray, lexical: np.ndarray, pool: int) -> tuple[np.ndarray, np.ndarray,
-                                                                                       tuple, float]:
+    def candidates(self, vector: np.ndarray, lexical: np.ndarray, pool: int,
+                   near: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, tuple, float]:
         """`signals` for the scored products alone (a large catalog ranks only them): (their positions, ascending;
-        ranking z; (document z, name+usage z, name z); best document z among the `pool` best ranked)."""
-        docs, _, z = self._scored(vector, lexical)
+        ranking z; (document z, name+usage z, name z); best document z among the `pool` best ranked). `near`: the
+        `neighbours` already searched for this vector."""
+        docs, _, z = self._scored(vector, lexical, near)
         best_document = self._best_document(z["rank"], z["doc"], pool) if len(docs) else 0.0
         return docs, z["rank"], (z["doc"], z["usage"], z["name"]), best_document

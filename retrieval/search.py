@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,6 +33,13 @@ from retrieval.text import compact, has_han
 from retrieval.thesaurus import SYNONYMS
 
 log = logging.getLogger(__name__)
+
+# A large catalog's ANN neighbours (the graph search and their rows' exact scores, in C and numpy with the GIL
+# released) are searched on this thread while the searching thread computes the lexical side, so a search uses
+# both cores; the results are the same either way (tests/test_retrieval_scale.py). Measured in
+# bench/retrieval_scale.py, which times both orders interleaved query by query.
+DENSE_BESIDE_LEXICAL = True
+_DENSE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ann-neighbours")
 
 
 
@@ -386,14 +394,25 @@ class ProductSearch:
         return await asyncio.to_thread(state._signals, query, vector, words)
 
     def _signals(self, query: str, vector: np.ndarray | None, words: dict[str, np.ndarray] | None = None) -> Signals:
+        # a large catalog reads the features that do not choose its candidates for the candidates alone
+        large = len(self.docs) >= ANN_THRESHOLD
+        near: Future | None = None
+        if large and vector is not None and self._ann is not None and DENSE_BESIDE_LEXICAL:
+            near = _DENSE_THREAD.submit(self._ann.neighbours, vector)
+        try:
+            return self._signals_for(query, vector, words, large, near)
+        finally:
+            if near is not None:
+                near.cancel()
+
+    def _signals_for(self, query: str, vector: np.ndarray | None, words: dict[str, np.ndarray] | None, large: bool,
+                     near: Future | None) -> Signals:
         # a query typed in pinyin is read with the catalog's characters it spells beside it (paobuxie 跑步鞋)
         spelled = self._pinyin.spelled(query)
         q = self.lexical.analyze(f"{query} {spelled}" if spelled else query)
         bm25 = self.lexical.bm25(q.tokens)
         top = float(bm25.max()) if len(bm25) else 0.0
         letters = [c for c in query if c.isalpha()]
-        # a large catalog reads the features that do not choose its candidates for the candidates alone
-        large = len(self.docs) >= ANN_THRESHOLD
         content = self.lexical.content_words(q)
         unknown = unknown_words(content, self.lexical.vocabulary, query)
         out = Signals(
@@ -419,7 +438,7 @@ class ProductSearch:
         if has_han(query) and out.words < BRIDGE_MAX_WORDS:
             out.bridge = self._bridge.match(foreign_words(q.folded, q.words, unknown, self.lexical.vocabulary))
         if large:
-            taken = self._candidate_signals(out, vector)
+            taken = self._candidate_signals(out, vector, near.result() if near is not None else None)
             rows = taken.rows
             taken.token_cover = self.lexical.token_cover(q.tokens, rows)
             taken.head, taken.category = self.lexical.kind_match(q, rows)
@@ -449,7 +468,8 @@ class ProductSearch:
         top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
         out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
 
-    def _candidate_signals(self, out: Signals, vector: np.ndarray | None) -> Signals:
+    def _candidate_signals(self, out: Signals, vector: np.ndarray | None,
+                           near: tuple[np.ndarray, np.ndarray] | None = None) -> Signals:
         """A large catalog (from ANN_THRESHOLD products) ranks its candidates only: the ANN neighbours (or the
         exact scan's best), the best lexical products (BM25, name, brand and pinyin-name matches) and, for a
         hypernym, members of its family. The ranker's features are built for those few hundred rows (a short
@@ -467,7 +487,7 @@ class ProductSearch:
         if out.family is not None and out.family.any():
             lexical = np.concatenate([lexical, np.flatnonzero(out.family)[:LEXICAL_CANDIDATES]])
         if vector is not None and self._ann is not None:
-            scored, dense, views, best_document = self._ann.candidates(vector, lexical, CONFIDENCE_POOL)
+            scored, dense, views, best_document = self._ann.candidates(vector, lexical, CONFIDENCE_POOL, near)
             rows = np.union1d(scored, lexical).astype(np.int64)   # a lexical candidate without a vector yet: 0
             taken = out.take(rows)
             at = np.searchsorted(rows, scored)

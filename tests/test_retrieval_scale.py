@@ -171,7 +171,7 @@ def test_the_generation_is_memory_mapped_from_its_files(tmp_path, vectors):
     path = tmp_path / "shop.index"
     ann.publish(path, ids, [f"h{i}" for i in range(len(ids))], views, names, "m")
     first, second = ann.Generation.open(path), ann.Generation.open(path)
-    assert isinstance(first.vectors, np.memmap) and not first.vectors.flags.writeable
+    assert not first.vectors.flags.writeable and not first.vectors.flags.owndata
     maps = Path(f"/proc/{os.getpid()}/maps")
     if not maps.exists():
         pytest.skip("no /proc on this system")
@@ -180,6 +180,45 @@ def test_the_generation_is_memory_mapped_from_its_files(tmp_path, vectors):
         # file-backed mappings (shared through the page cache by every process that opens them), one per open
         assert mapped.count(name) >= 2, name
     assert second.nearest(views[0].mean(axis=0), 1).tolist() == [0]
+
+
+def test_the_vectors_are_mapped_whole_at_open(tmp_path, vectors):
+    """Every page of the vectors file is mapped when the generation opens (MAP_POPULATE), not when a query first
+    reads its row: a page no process maps is evicted on this VM, and a query reading it waits for the disk."""
+    ids, views, names = vectors
+    path = tmp_path / "shop.index"
+    ann.publish(path, ids, [f"h{i}" for i in range(len(ids))], views, names, "m")
+    generation = ann.Generation.open(path)
+    name = f"{path.name}.g000001.vectors.npy"
+    resident, inside = 0, False
+    for line in Path(f"/proc/{os.getpid()}/smaps").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and "-" in parts[0] and not parts[0].endswith(":"):   # a mapping's header line
+            inside = line.endswith(name)
+        elif inside and parts[0] == "Rss:":
+            resident += int(parts[1]) * 1024
+    assert resident >= generation.vectors.nbytes
+    assert np.array_equal(np.asarray(generation.vectors), np.load(tmp_path / name))
+
+
+async def test_neighbours_searched_beside_the_lexical_side_give_the_same_signals(tmp_path, docs, monkeypatch):
+    """A large catalog's ANN neighbours are searched on a second thread while the lexical side is computed; the
+    candidates, every feature and the gate's inputs are the ones searched after it."""
+    import retrieval.search as search_module
+
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    search = ProductSearch(docs, embedder, ann.Generation.open(path))
+    monkeypatch.setattr(search_module, "ANN_THRESHOLD", 1)
+    for query in ["篮球", "跑步时装手机的小包", "yoga mat", "运动鞋", "无人机"]:
+        got = {}
+        for beside in (True, False):
+            monkeypatch.setattr(search_module, "DENSE_BESIDE_LEXICAL", beside)
+            s = await search.signals(query)
+            got[beside] = (s.rows, s.features(), s.best_document_z, s.catalog_max)
+        assert np.array_equal(got[True][0], got[False][0]) and np.array_equal(got[True][1], got[False][1])
+        assert got[True][2:] == got[False][2:]
 
 
 async def test_open_index_reads_the_generation_from_the_threshold_on(tmp_path, docs, monkeypatch):
