@@ -163,12 +163,42 @@ def whole_generation(size: int, docs: list, views: np.ndarray, names: np.ndarray
     return time.perf_counter() - t
 
 
+async def profile_signals(search, queries: list[str], top: int, passes: int = 3) -> str:
+    """Where one search's time goes: cProfile of ProductSearch._signals (the per-query work the search runs in
+    a worker thread, so a profile of `search` itself sees only the event loop), dense side after the lexical
+    side, over `queries` `passes` times, the `top` functions by own time."""
+    import cProfile
+    import io
+    import pstats
+
+    import retrieval.search as search_module
+
+    calls = []
+    for q in queries:   # the inputs _rank hands _signals, computed before the profile
+        meant, unknown = await search._read(q)
+        calls.append((q, await search.query_vector(meant), await search._word_vectors(unknown)))
+    search_module.DENSE_BESIDE_LEXICAL = False
+    profile = cProfile.Profile()
+    try:
+        profile.enable()
+        for _ in range(passes):
+            for call in calls:
+                search._signals(*call)
+        profile.disable()
+    finally:
+        search_module.DENSE_BESIDE_LEXICAL = True
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
+    return f"{len(calls) * passes} searches (tottime and cumtime in seconds over all of them)\n{out.getvalue()}"
+
+
 async def whole_search(size: int, views: np.ndarray, names: np.ndarray, cache: Path, count: int,
-                       full_count: int, warm_count: int) -> dict:
+                       full_count: int, warm_count: int, profile: int = 0) -> dict:
     """ProductSearch.search over the synthetic catalog served from its ANN generation, as a worker holds it:
     start-up (the generation opened, the lexical index and the name tables built), the worker's memory beyond
     the shared files, and p50/p95 with cached query vectors — the candidates ranked (now) and every product
-    ranked (before, the same search with the candidate switch off), same run."""
+    ranked (before, the same search with the candidate switch off), same run; `profile`: that many functions
+    of a profile of the timed queries (profile_signals)."""
     import retrieval.search as search_module
     from bench.retrieval import rss_bytes
     from db.records import demo_catalog
@@ -241,7 +271,8 @@ async def whole_search(size: int, views: np.ndarray, names: np.ndarray, cache: P
             "warm_queries": len(warm), "same_first": float(first), "same_set": float(same), "load": os.getloadavg()[0],
             "beside": (statistics.median(orders[True]), pct(orders[True], 95)),
             "after": (statistics.median(orders[False]), pct(orders[False], 95)),
-            "same_beside_after": float(np.mean(same_orders))}
+            "same_beside_after": float(np.mean(same_orders)),
+            "profile": await profile_signals(search, qtexts, profile) if profile else None}
 
 
 def incremental(size: int, views: np.ndarray, names: np.ndarray, tmp: Path, share: float) -> dict:
@@ -359,7 +390,7 @@ def main(args) -> None:
             results["whole"] = []
             for size in args.whole:
                 w = asyncio.run(whole_search(size, views, names, cache, args.whole_queries, args.full_queries,
-                                           args.warm_queries))
+                                           args.warm_queries, args.profile))
                 results["whole"].append(w)
                 print(f"{size:9,d} {w['now'][0]:8.1f} {w['now'][1]:8.1f} {w['before'][0]:10.1f} {w['before'][1]:10.1f} "
                       f"{w['same_first']:8.2f} {w['same_set']:9.2f} {w['startup_s']:6.1f} s {w['memory_mb']:8.0f} "
@@ -368,6 +399,8 @@ def main(args) -> None:
                       f"{w['beside'][0]:.1f} / {w['beside'][1]:.1f}, after it {w['after'][0]:.1f} / {w['after'][1]:.1f} "
                       f"(same candidates and scores: {w['same_beside_after']:.2f}); load average {w['load']:.1f}",
                       flush=True)
+                if w["profile"]:
+                    print(f"          profile of ProductSearch._signals at {size:,}: {w['profile']}", flush=True)
             if len(results["whole"]) > 1:
                 first, last = results["whole"][0], results["whole"][-1]
                 print(f"p50 at {last['size']:,} / p50 at {first['size']:,}: now {last['now'][0] / first['now'][0]:.2f}×, "
@@ -402,6 +435,8 @@ if __name__ == "__main__":
     parser.add_argument("--whole-queries", type=int, default=40)
     parser.add_argument("--warm-queries", type=int, default=300,
                         help="other queries searched before the timed ones (a worker that has served traffic)")
+    parser.add_argument("--profile", type=int, default=0,
+                        help="print this many functions of a profile of the whole search's timed queries (0: none)")
     parser.add_argument("--full-queries", type=int, default=20, help="queries ranked over every product (before)")
     parser.add_argument("--whole-cache", default=None,
                         help="folder keeping the whole-search generations between runs (a million takes ~20 min)")
