@@ -207,6 +207,48 @@ class LexicalIndex:
         self._head_longest = max(map(len, heads), default=0)
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
         self._brands = {k: np.array(v, dtype=np.int64) for k, v in self._brands.items()}
+        self._clipped = self._clipped_brands()
+
+    def _clipped_brands(self) -> dict[str, str]:
+        """A long Chinese brand's first characters as customers clip it (阿迪 for 阿迪达斯, 迪卡 for 迪卡侬, 尤尼
+        for 尤尼克斯) → the brand: a prefix of two or more characters of a brand of three or more, that no other
+        product's words hold (营地 of a brand 营地家 is a word of every camping product), that is no brand itself
+        and clips one brand only."""
+        clipped: dict[str, list[str]] = defaultdict(list)
+        for brand, docs in self._brands.items():
+            if len(brand) < 3 or not all(map(_is_han, brand)):
+                continue
+            own = None
+            for end in range(2, len(brand)):
+                prefix, held = brand[:end], self._postings.get(brand[:end])
+                if held is not None:
+                    own = set(docs.tolist()) if own is None else own
+                    if not own.issuperset(held[0].tolist()):
+                        continue
+                if prefix not in self._brands:
+                    clipped[prefix].append(brand)
+        return {prefix: brands[0] for prefix, brands in clipped.items() if len(brands) == 1}
+
+    def unclip(self, folded: str) -> str:
+        """The query with each clipped brand written out (阿迪跑鞋 → 阿迪达斯跑鞋), so every signal reads the brand;
+        only at the start of a word (壶中 clips 壶中天, and 水壶中 is 水壶 + 中)."""
+        if not self._clipped:
+            return folded
+        out, at = [], 0
+        for word in self.tokenizer.words(folded):
+            start = folded.find(word, at)
+            if start < 0:
+                continue
+            for end in range(8, 1, -1):
+                brand = self._clipped.get(folded[start:start + end])
+                if brand is not None and not folded.startswith(brand, start):
+                    out += [folded[at:start], brand]
+                    at = start + end
+                    break
+            else:
+                out.append(folded[at:start + len(word)])
+                at = start + len(word)
+        return "".join(out) + folded[at:]
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -350,9 +392,10 @@ class LexicalIndex:
 
     def analyze(self, query: str) -> QueryText:
         """Fold and tokenize a query once, for every lexical signal; a homophone of a name piece the catalog
-        knows is spelled as the catalog spells it (input-method typos: 哑玲 → 哑铃, 兰球 → 篮球)."""
+        knows is spelled as the catalog spells it (input-method typos: 哑玲 → 哑铃, 兰球 → 篮球), a clipped brand
+        written out (阿迪 → 阿迪达斯)."""
         plain = compact(query)[:MAX_QUERY_CHARS]
-        folded = self.respell(plain)
+        folded = self.respell(self.unclip(plain))
         words = self.tokenizer.words(folded)
         shaped = self.respell_shapes(folded, words)
         if shaped != folded:

@@ -5,6 +5,7 @@ behind them: respelling, unexplained characters, the shipped ranker file, the in
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -104,6 +105,35 @@ def test_shape_alike_typos_of_catalog_names_are_respelled(lexical_index, typed, 
     """A character no name uses, inside what would otherwise spell a name piece, read as the name's character
     that looks like it (形近字: not a homophone, so `respell` leaves it)."""
     assert lexical_index.analyze(typed).folded == spelled
+
+
+@pytest.mark.parametrize(("typed", "read"), [
+    ("阿迪跑鞋", "阿迪达斯跑鞋"),    # a long brand clipped to its first characters, as customers write it
+    ("迪卡的帐篷", "迪卡侬的帐篷"),
+    ("阿迪达斯跑鞋", "阿迪达斯跑鞋"),  # written out already
+    ("尤尼克斯羽毛球拍", "尤尼克斯羽毛球拍"),
+    ("保温水壶中号", "保温水壶中号"),  # no brand here
+])
+def test_a_clipped_brand_is_read_as_the_brand(lexical_index, typed, read):
+    assert lexical_index.analyze(typed).folded == read
+    assert lexical_index.unclip(typed) == read
+
+
+def test_a_brand_prefix_other_products_words_hold_is_not_a_clipped_brand():
+    """营地 begins the brand 营地家 and is a word of other products (营地灯): it stays a word; 壶中 of 壶中天 is
+    read at the start of a word only (水壶中号 is 水壶 + 中号)."""
+    docs = _demo_docs()
+    base = docs[0]
+    made = [replace(base, product_id="X1", name="折叠椅", brand="营地家"),
+            replace(base, product_id="X2", name="营地灯", brand="光野"),
+            replace(base, product_id="X3", name="茶具", brand="壶中天")]
+    index = LexicalIndex([*docs, *made])
+    assert index.unclip("营地家的折叠椅") == "营地家的折叠椅"
+    assert index.unclip("营地灯") == "营地灯"
+    assert index.unclip("壶中茶具") == "壶中天茶具"
+    assert index.unclip("保温水壶中号") == "保温水壶中号"
+    scores = index.brand_match(index.analyze("阿迪跑鞋"))
+    assert {docs[i].brand for i in np.flatnonzero(scores)} == {"阿迪达斯"}
 
 
 def test_shape_neighbours_share_a_part_of_more_than_one_stroke():
