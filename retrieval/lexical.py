@@ -203,6 +203,13 @@ class LexicalIndex:
         del names, sounds, sound_of
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
         self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
+        # each head noun's pinyin → the head nouns spelled so: a query's syllable runs are looked up in it
+        # (kind_match), not every head noun's pinyin searched in the query (tens of thousands in a large catalog)
+        self._head_sounds: dict[str, list[str]] = defaultdict(list)
+        for k, (_, sound) in self._heads.items():
+            if sound:
+                self._head_sounds[sound].append(k)
+        self._head_syllables = max((s.count(" ") + 1 for s in self._head_sounds), default=0)
         self._head_ends = frozenset(k[-1] for k in heads)
         self._head_longest = max(map(len, heads), default=0)
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
@@ -361,15 +368,25 @@ class LexicalIndex:
 
         size = self.size if rows is None else len(rows)
         head = np.zeros(size, dtype=np.float32)
-        sound = f" {pinyin_of(q.folded)} "
-        for word, (docs, word_sound) in self._heads.items():
-            if word in q.folded or (word_sound and f" {word_sound} " in sound):
-                mark(head, docs)
+        for word in self._heads_named(q.folded):
+            mark(head, self._heads[word][0])
         kind = np.zeros(size, dtype=np.float32)
         for token in set(q.tokens):
             if token in self._kinds:
                 mark(kind, self._kinds[token])
         return head, kind
+
+    def _heads_named(self, folded: str) -> set[str]:
+        """The head nouns a query names, literally or as a homophone (a run of its syllables spells one): its
+        substrings and syllable runs looked up, a few dozen lookups whatever the catalog's size."""
+        longest = self._head_longest
+        named = {folded[i:j] for i in range(len(folded)) for j in range(i + 1, min(len(folded), i + longest) + 1)
+                 if folded[i:j] in self._heads}
+        syllables = pinyin_of(folded).split()
+        for i in range(len(syllables)):
+            for j in range(i + 1, min(len(syllables), i + self._head_syllables) + 1):
+                named.update(self._head_sounds.get(" ".join(syllables[i:j]), ()))
+        return named
 
     def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs,
                     sound_of: dict[str, str]) -> None:

@@ -254,3 +254,19 @@ async def test_a_synonym_of_a_sold_product_is_listed_to_the_customer_and_a_near_
     assert "没有销售" not in shoes and "跑步鞋" in shoes and "元" in shoes, shoes
     for lacking in ("有杠铃吗", "有篮球架吗"):
         assert "没有销售" in await reply(lacking), lacking
+
+
+def test_the_head_nouns_a_query_names_are_found_by_lookup_as_by_a_pass_over_every_head(lexical_index):
+    """kind_match looks the query's substrings and syllable runs up among the head nouns; the definition it
+    replaces passed over every head noun (literally in the query, or its pinyin a run of the query's)."""
+    from retrieval.text import pinyin_of
+
+    def every_head(folded: str) -> set[str]:
+        sound = f" {pinyin_of(folded)} "
+        return {word for word, (_, word_sound) in lexical_index._heads.items()
+                if word in folded or (word_sound and f" {word_sound} " in sound)}
+
+    queries = [q.query for q in load_queries(SHIPPED["demo"][1])][:300] + ["lanqiu 篮球鞋", "登山仗", "", "跑步"]
+    for query in queries:
+        folded = lexical_index.analyze(query).folded
+        assert lexical_index._heads_named(folded) == every_head(folded), query
