@@ -46,9 +46,10 @@ class QueryText:
     words: list[str]    # precise-mode words, for word-order checks and counting content words
 
 
-def _spans(text: str, min_len: int = 2) -> list[tuple[int, int]]:
+def _spans(text: str, min_len: int = 2, max_len: int = MAX_QUERY_CHARS) -> list[tuple[int, int]]:
+    """(start, end) of every piece of `text` from `min_len` to `max_len` characters long."""
     n = min(len(text), MAX_QUERY_CHARS)
-    return [(i, j) for i in range(n) for j in range(i + min_len, n + 1)]
+    return [(i, j) for i in range(n) for j in range(i + min_len, min(n, i + max_len) + 1)]
 
 
 class _Pieces:
@@ -202,12 +203,12 @@ class LexicalIndex:
         self._shapes = ShapeNeighbours(self._name_chars)
         del names, sounds, sound_of
         self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
-        self._heads = {k: (np.array(v), pinyin_of(k)) for k, v in heads.items()}
+        self._heads = {k: np.array(v) for k, v in heads.items()}
         # each head noun's pinyin → the head nouns spelled so: a query's syllable runs are looked up in it
         # (kind_match), not every head noun's pinyin searched in the query (tens of thousands in a large catalog)
         self._head_sounds: dict[str, list[str]] = defaultdict(list)
-        for k, (_, sound) in self._heads.items():
-            if sound:
+        for k in heads:
+            if sound := pinyin_of(k):
                 self._head_sounds[sound].append(k)
         self._head_syllables = max((s.count(" ") + 1 for s in self._head_sounds), default=0)
         self._head_ends = frozenset(k[-1] for k in heads)
@@ -215,6 +216,7 @@ class LexicalIndex:
         self._kinds = {k: np.array(v) for k, v in kinds.items()}
         self._brands = {k: np.array(v, dtype=np.int64) for k, v in self._brands.items()}
         self._clipped = self._clipped_brands()
+        self._clipped_longest = max(map(len, self._clipped), default=0)
 
     def _clipped_brands(self) -> dict[str, str]:
         """A long Chinese brand's first characters as customers clip it (阿迪 for 阿迪达斯, 迪卡 for 迪卡侬, 尤尼
@@ -225,28 +227,25 @@ class LexicalIndex:
         for brand, docs in self._brands.items():
             if len(brand) < 3 or not all(map(_is_han, brand)):
                 continue
-            own = None
-            for end in range(2, len(brand)):
-                prefix, held = brand[:end], self._postings.get(brand[:end])
-                if held is not None:
-                    own = set(docs.tolist()) if own is None else own
-                    if not own.issuperset(held[0].tolist()):
-                        continue
-                if prefix not in self._brands:
+            own = set(docs.tolist())
+            for prefix in (brand[:end] for end in range(2, len(brand))):
+                held = self._postings.get(prefix)
+                if prefix not in self._brands and (held is None or own.issuperset(held[0].tolist())):
                     clipped[prefix].append(brand)
         return {prefix: brands[0] for prefix, brands in clipped.items() if len(brands) == 1}
 
     def unclip(self, folded: str) -> str:
         """The query with each clipped brand written out (阿迪跑鞋 → 阿迪达斯跑鞋), so every signal reads the brand;
         only at the start of a word (壶中 clips 壶中天, and 水壶中 is 水壶 + 中)."""
-        if not self._clipped:
-            return folded
+        longest = self._clipped_longest
+        if not any(folded[i:j] in self._clipped for i, j in _spans(folded, max_len=longest)):
+            return folded   # no clipped brand in it: not cut into words a second time
         out, at = [], 0
         for word in self.tokenizer.words(folded):
             start = folded.find(word, at)
             if start < 0:
                 continue
-            for end in range(8, 1, -1):
+            for end in range(longest, 1, -1):
                 brand = self._clipped.get(folded[start:start + end])
                 if brand is not None and not folded.startswith(brand, start):
                     out += [folded[at:start], brand]
@@ -350,9 +349,8 @@ class LexicalIndex:
         folded = compact(q.folded)
         # the query's own substrings looked up among the head nouns: a few dozen lookups, not a pass over every
         # head noun of the catalog (tens of thousands in a large one)
-        longest = self._head_longest
-        spans = (folded[i:j] for i in range(len(folded)) for j in range(i + 2, min(len(folded), i + longest) + 1))
-        other = any(word in self._heads and word not in own for word in spans)
+        other = any((word := folded[i:j]) in self._heads and word not in own
+                    for i, j in _spans(folded, max_len=self._head_longest))
         last = self._asked(q)[-1:]
         ends = bool(last) and last[0] in self._head_ends and last[0] not in own
         return float(other), float(ends)
@@ -369,7 +367,7 @@ class LexicalIndex:
         size = self.size if rows is None else len(rows)
         head = np.zeros(size, dtype=np.float32)
         for word in self._heads_named(q.folded):
-            mark(head, self._heads[word][0])
+            mark(head, self._heads[word])
         kind = np.zeros(size, dtype=np.float32)
         for token in set(q.tokens):
             if token in self._kinds:
@@ -379,9 +377,7 @@ class LexicalIndex:
     def _heads_named(self, folded: str) -> set[str]:
         """The head nouns a query names, literally or as a homophone (a run of its syllables spells one): its
         substrings and syllable runs looked up, a few dozen lookups whatever the catalog's size."""
-        longest = self._head_longest
-        named = {folded[i:j] for i in range(len(folded)) for j in range(i + 1, min(len(folded), i + longest) + 1)
-                 if folded[i:j] in self._heads}
+        named = {folded[i:j] for i, j in _spans(folded, 1, self._head_longest) if folded[i:j] in self._heads}
         syllables = pinyin_of(folded).split()
         for i in range(len(syllables)):
             for j in range(i + 1, min(len(syllables), i + self._head_syllables) + 1):
@@ -412,7 +408,7 @@ class LexicalIndex:
         knows is spelled as the catalog spells it (input-method typos: 哑玲 → 哑铃, 兰球 → 篮球), a clipped brand
         written out (阿迪 → 阿迪达斯)."""
         plain = compact(query)[:MAX_QUERY_CHARS]
-        folded = self.respell(self.unclip(plain))
+        folded = self.respell(self.unclip(plain)[:MAX_QUERY_CHARS])   # a brand written out is longer
         words = self.tokenizer.words(folded)
         shaped = self.respell_shapes(folded, words)
         if shaped != folded:

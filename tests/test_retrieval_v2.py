@@ -263,8 +263,8 @@ def test_the_head_nouns_a_query_names_are_found_by_lookup_as_by_a_pass_over_ever
 
     def every_head(folded: str) -> set[str]:
         sound = f" {pinyin_of(folded)} "
-        return {word for word, (_, word_sound) in lexical_index._heads.items()
-                if word in folded or (word_sound and f" {word_sound} " in sound)}
+        return {word for word in lexical_index._heads
+                if word in folded or ((word_sound := pinyin_of(word)) and f" {word_sound} " in sound)}
 
     queries = [q.query for q in load_queries(SHIPPED["demo"][1])][:300] + ["lanqiu 篮球鞋", "登山仗", "", "跑步"]
     for query in queries:
