@@ -52,6 +52,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = None
     embedding_base_url: AnyHttpUrl | None = None
     embedding_dimensions: int | None = Field(None, ge=1, le=8192)
+    embedding_concurrency: int = Field(4, ge=1, le=64)
     operator_ids: Annotated[list[int], NoDecode] = Field(default_factory=list)
     operator_chat_id: int | None = None
     handoff_idle_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)

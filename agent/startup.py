@@ -62,7 +62,8 @@ def embedder_from(settings: Settings) -> Embedder:
     return make_embedder(settings.embedding_model, str(settings.embedding_base_url or settings.openai_base_url or "")
                          or None, key, settings.embedding_dimensions, settings.llm_timeout_seconds,
                          settings.llm_max_retries, settings.llm_connect_timeout_seconds,
-                         Breaker("embeddings", settings.llm_breaker_failures, settings.llm_breaker_cooldown_seconds))
+                         Breaker("embeddings", settings.llm_breaker_failures, settings.llm_breaker_cooldown_seconds),
+                         settings.embedding_concurrency)
 
 
 def chat_model_from(settings: Settings) -> OpenAIChatModel | None:

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,7 @@ class BuildReport:
 
 
 CHECKPOINT_SECONDS = 30.0
+CHUNKS_IN_FLIGHT = 3   # chunks embedded at once after the first (_embed_chunks)
 
 
 async def _embed_distinct(embed, texts: list[str]) -> np.ndarray:
@@ -129,6 +131,48 @@ async def _embed_distinct(embed, texts: list[str]) -> np.ndarray:
     vectors = await embed(distinct)
     at = {text: i for i, text in enumerate(distinct)}
     return vectors[[at[text] for text in texts]]
+
+
+async def _embed_chunk(batch: list[RetrievalDoc], embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
+    """(views, name vectors) of one chunk of products: the two embedder calls at once."""
+    views, names = await asyncio.gather(
+        _embed_distinct(embedder.embed_passages, [text for d in batch for text in d.views]),
+        _embed_distinct(embedder.embed_queries, [d.base_name for d in batch]), return_exceptions=True)
+    for result in (views, names):
+        if isinstance(result, BaseException):
+            raise result
+    return views.reshape(len(batch), VIEWS, -1), names
+
+
+async def _embed_chunks(chunks: list[list[RetrievalDoc]], embedder: Embedder, keep) -> None:
+    """Embed `chunks` in order and hand each to `keep(batch, views, names)` as it is finished, in order.
+
+    The first chunk goes alone (an endpoint that is down costs one chunk's requests); after it up to
+    CHUNKS_IN_FLIGHT chunks are embedded at once, so a remote endpoint's latency is waited for once per
+    window, not once per chunk (the embedder bounds the requests in flight; the local model's one thread
+    takes them in turn). A failed chunk stops the build: the chunks already sent finish (a cancelled request
+    would count as a failure of the endpoint's circuit) and those that succeed are kept, so a rerun resumes
+    after them; then its error is raised."""
+    pending: deque[tuple[list[RetrievalDoc], asyncio.Future]] = deque()
+    try:
+        for i, batch in enumerate(chunks):
+            pending.append((batch, asyncio.ensure_future(_embed_chunk(batch, embedder))))
+            while pending and (i == 0 or len(pending) >= CHUNKS_IN_FLIGHT or i == len(chunks) - 1):
+                done, task = pending.popleft()
+                try:
+                    vectors = await task
+                except Exception:
+                    results = await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
+                    for (later, _), result in zip(pending, results, strict=True):
+                        if not isinstance(result, BaseException):
+                            await keep(later, *result)
+                    pending.clear()
+                    raise
+                await keep(done, *vectors)
+    finally:   # cancelled (Ctrl-C), or `keep` failed: nothing is left running
+        for _, task in pending:
+            task.cancel()
+        await asyncio.gather(*(task for _, task in pending), return_exceptions=True)
 
 
 async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedder, *, rebuild: bool = False,
@@ -184,20 +228,23 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
 
         bar = tqdm(total=len(todo), unit="product", desc="embedding", file=sys.stderr, mininterval=0.5)
     last_save = time.monotonic()
+
+    async def keep_chunk(batch: list[RetrievalDoc], views: np.ndarray, names: np.ndarray) -> None:
+        nonlocal unsaved, last_save
+        blocks.append(views)
+        name_blocks.append(names)
+        ids.extend(d.product_id for d in batch)
+        hashes.extend(d.content_hash for d in batch)
+        unsaved = True
+        if time.monotonic() - last_save >= CHECKPOINT_SECONDS:
+            await save()
+            last_save = time.monotonic()
+        if bar is not None:
+            bar.update(len(batch))
+
     try:
-        for start in range(0, len(todo), chunk):
-            batch = todo[start:start + chunk]
-            flat = await _embed_distinct(embedder.embed_passages, [text for d in batch for text in d.views])
-            blocks.append(flat.reshape(len(batch), VIEWS, -1))
-            name_blocks.append(await _embed_distinct(embedder.embed_queries, [d.base_name for d in batch]))
-            ids.extend(d.product_id for d in batch)
-            hashes.extend(d.content_hash for d in batch)
-            unsaved = True
-            if time.monotonic() - last_save >= CHECKPOINT_SECONDS:
-                await save()
-                last_save = time.monotonic()
-            if bar is not None:
-                bar.update(len(batch))
+        await _embed_chunks([todo[start:start + chunk] for start in range(0, len(todo), chunk)], embedder,
+                            keep_chunk)
     finally:
         if bar is not None:
             bar.close()

@@ -22,16 +22,16 @@ log = logging.getLogger(__name__)
 
 def make_embedder(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                   dimensions: int | None = None, timeout: float = 20.0, max_retries: int = 2,
-                  connect_timeout: float = 3.0, circuit: Circuit | None = None) -> Embedder:
-    """The remote embedder when a model is configured (behind `circuit`, when given), else the bundled
-    local one."""
+                  connect_timeout: float = 3.0, circuit: Circuit | None = None, concurrency: int = 4) -> Embedder:
+    """The remote embedder when a model is configured (behind `circuit`, when given; at most `concurrency`
+    requests in flight), else the bundled local one."""
     if not model:
         return LocalE5Embedder()
     from openai import AsyncOpenAI, Timeout
 
     client = AsyncOpenAI(api_key=api_key or "unused", base_url=base_url, max_retries=max_retries,
                          timeout=Timeout(timeout, connect=min(connect_timeout, timeout)))
-    return OpenAIEmbedder(client, model, dimensions, circuit=circuit)
+    return OpenAIEmbedder(client, model, dimensions, circuit=circuit, concurrency=concurrency)
 
 
 async def policy_passages(conn: aiosqlite.Connection) -> list[Passage]:

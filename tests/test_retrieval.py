@@ -29,19 +29,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class CountingEmbedder:
-    """A deterministic embedder that counts what it embeds and can fail after N calls."""
+    """A deterministic embedder that counts what it embeds; it can hold a call (`hold_after` calls in) until the
+    build is interrupted, or fail on the texts of one product (`fail_on`, its name)."""
 
     name, dimensions = "test:counting", 8
 
-    def __init__(self, fail_after: int | None = None):
+    def __init__(self, hold_after: int | None = None, fail_on: str | None = None):
         self.embedded: list[str] = []
-        self.fail_after = fail_after
+        self.hold_after, self.fail_on = hold_after, fail_on
         self.calls = 0
+        self.holding = asyncio.Event()
 
     async def embed_passages(self, texts):
         self.calls += 1
-        if self.fail_after is not None and self.calls > self.fail_after:
-            raise KeyboardInterrupt
+        if self.hold_after is not None and self.calls > self.hold_after:
+            self.holding.set()
+            await asyncio.Event().wait()   # never answers: the build is interrupted while it waits
+        if self.fail_on is not None and any(self.fail_on in t for t in texts):
+            raise EmbeddingError("embeddings request failed: APITimeoutError")
         self.embedded += texts
         return np.array([[len(t), *([1.0] * 7)] for t in texts], dtype=np.float32)
 
@@ -75,13 +80,35 @@ async def test_index_is_incremental_and_drops_removed(tmp_path, docs):
 
 async def test_interrupted_build_resumes_without_losing_work(tmp_path, docs):
     path = tmp_path / "i.index"
-    with pytest.raises(KeyboardInterrupt):
-        await build_index(path, docs, CountingEmbedder(fail_after=4), progress=False, chunk=10)   # 2 calls a chunk
-    assert len(VectorIndex.load(path, CountingEmbedder.name).ids) == 20
+    held = CountingEmbedder(hold_after=4)   # two calls a chunk: chunks after the second never answer
+    build = asyncio.ensure_future(build_index(path, docs, held, progress=False, chunk=10))
+    await held.holding.wait()
+    build.cancel()   # Ctrl-C: asyncio.run cancels the running build
+    with pytest.raises(asyncio.CancelledError):
+        await build
+    kept = VectorIndex.load(path, CountingEmbedder.name).ids
+    assert kept == [d.product_id for d in docs[:len(kept)]] and len(kept) in (10, 20)   # whole chunks, in order
     resumed = CountingEmbedder()
     report = await build_index(path, docs, resumed, progress=False, chunk=10)
-    assert (report.kept, report.embedded) == (20, len(docs) - 20)
-    assert len(resumed.embedded) == 3 * (len(docs) - 20)   # two views and the bare name per product
+    assert (report.kept, report.embedded) == (len(kept), len(docs) - len(kept))
+    assert len(resumed.embedded) == 3 * (len(docs) - len(kept))   # two views and the bare name per product
+
+
+async def test_a_failed_chunk_keeps_the_chunks_embedded_beside_it(tmp_path, docs):
+    """Chunks are embedded several at once: when one fails, those in flight finish and are kept with the ones
+    before it, so the rerun embeds the failed chunk and the rest, nothing twice."""
+    path = tmp_path / "i.index"
+    with pytest.raises(EmbeddingError):
+        await build_index(path, docs, CountingEmbedder(fail_on=docs[25].base_name), progress=False, chunk=10)
+    kept = VectorIndex.load(path, CountingEmbedder.name).ids
+    failed = {d.product_id for d in docs[20:30]}
+    # the two chunks before the failed third, and the chunks sent beside it (whole ones, as many as were in flight)
+    assert kept[:20] == [d.product_id for d in docs[:20]] and not failed & set(kept) and len(kept) > 20
+    assert set(kept) <= {d.product_id for d in docs} and len(set(kept)) == len(kept)
+    resumed = CountingEmbedder()
+    report = await build_index(path, docs, resumed, progress=False, chunk=10)
+    assert (report.kept, report.embedded) == (len(kept), len(docs) - len(kept))
+    assert sorted(VectorIndex.load(path, CountingEmbedder.name).ids) == sorted(d.product_id for d in docs)
 
 
 async def test_model_mismatch_and_corruption_name_the_fix(tmp_path, docs):
@@ -109,6 +136,10 @@ async def test_remote_embedder_over_real_http():
         fake.embedding_faults = ["short"]
         with pytest.raises(EmbeddingError, match="returned 1 vectors for 2 inputs"):
             await embedder.embed_passages(["a", "b"])
+        for fault in ("no_data", "ragged"):   # an answer read raw is still checked before it is used
+            fake.embedding_faults = [fault]
+            with pytest.raises(EmbeddingError, match="not an embeddings list|not one matrix"):
+                await embedder.embed_passages(["a", "b"])
         fake.embedding_faults = ["500"]   # retried once by the client, then fine
         assert (await embedder.embed_queries(["跑步鞋"])).shape == (1, 12)
         fake.embedding_faults = ["500", "500"]

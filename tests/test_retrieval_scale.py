@@ -266,6 +266,22 @@ async def test_remote_embedder_sends_batches_concurrently_in_order():
     assert np.allclose(vectors, np.array([fake_vector(t, 12) for t in texts]), atol=1e-5)
 
 
+async def test_calls_made_at_once_share_the_requests_in_flight(tmp_path, docs):
+    """An index build embeds several chunks at once; the endpoint still sees at most `concurrency` requests."""
+    fake = await SlowFake(dimensions=12).start()
+    try:
+        client = AsyncOpenAI(api_key="sk-test", base_url=fake.url, timeout=5, max_retries=0)
+        embedder = OpenAIEmbedder(client, "text-embedding-v3", 12, batch_size=10, concurrency=3)
+        report = await build_index(tmp_path / "shop.index", docs, embedder, progress=False, chunk=8,
+                                   ann_threshold=10**9)
+        await client.close()
+    finally:
+        await fake.stop()
+    assert report.embedded == len(docs) and 1 < fake.most <= 3
+    index = VectorIndex.load(tmp_path / "shop.index", embedder.name)
+    assert np.allclose(index.names, np.array([fake_vector(d.base_name, 12) for d in docs]), atol=1e-5)
+
+
 async def test_a_build_publishes_when_the_generation_lags_the_index_and_only_then(tmp_path, docs):
     embedder = HashEmbedder()
     path = tmp_path / "shop.index"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.startup import embedder_from
 from bot import Settings, StartupError, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +40,14 @@ def test_values_and_secret_masking(clean_env):
     assert settings.bot_token.get_secret_value() == "123:SECRET"
 
 
+def test_the_embeddings_endpoint_gets_the_requests_in_flight_configured(clean_env):
+    clean_env.setenv("EMBEDDING_MODEL", "text-embedding-v3")
+    clean_env.setenv("EMBEDDING_CONCURRENCY", "8")
+    assert embedder_from(load_settings())._concurrency == 8
+    clean_env.delenv("EMBEDDING_CONCURRENCY")
+    assert embedder_from(load_settings())._concurrency == 4
+
+
 def test_env_file_is_read(clean_env, tmp_path):
     (tmp_path / ".env").write_text("LLM_MODEL=qwen-max\nBOT_MODE=webhook\n")
     settings = load_settings()
@@ -46,7 +55,8 @@ def test_env_file_is_read(clean_env, tmp_path):
 
 
 @pytest.mark.parametrize(("name", "value"), [("REDIS_URL", "nonsense"), ("BOT_MODE", "carrier-pigeon"),
-                                              ("OPERATOR_IDS", "alice"), ("WEBHOOK_PORT", "0")])
+                                              ("OPERATOR_IDS", "alice"), ("WEBHOOK_PORT", "0"),
+                                              ("EMBEDDING_CONCURRENCY", "0")])
 def test_bad_value_names_the_variable(clean_env, name, value):
     clean_env.setenv(name, value)
     with pytest.raises(StartupError, match=f"invalid {name}"):

@@ -33,7 +33,7 @@ ChatScript = Callable[[dict[str, Any]], ChatReply]
 @dataclass
 class FakeOpenAI:
     dimensions: int = 16
-    embedding_faults: list[str] = field(default_factory=list)   # per request: "ok", "short", "500"
+    embedding_faults: list[str] = field(default_factory=list)   # per request: "ok", "short", "ragged", "no_data", "500"
     chat_replies: list[ChatReply] = field(default_factory=list)  # consumed in order
     chat_function: ChatScript | None = None                      # or computed from the request
     requests: list[tuple[str, dict[str, Any], dict[str, str]]] = field(default_factory=list)
@@ -88,6 +88,10 @@ class FakeOpenAI:
         data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dims)} for i, t in enumerate(texts)]
         if fault == "short":
             data = data[:-1]
+        if fault == "ragged":   # vectors of two lengths
+            data[-1]["embedding"] = data[-1]["embedding"][:-1]
+        if fault == "no_data":
+            return web.json_response({"object": "list", "model": body["model"]})
         return web.json_response({"object": "list", "data": data, "model": body["model"],
                                   "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
