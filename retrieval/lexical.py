@@ -3,6 +3,7 @@ survive traditional characters and homophone input-method typos (matched on piny
 
 from __future__ import annotations
 
+import threading
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -95,6 +96,47 @@ def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) ->
     scores[docs] = np.maximum(scores[docs], weights)
 
 
+class _Scratch(threading.local):
+    """A thread's catalog-sized scratch arrays, allocated once and reused search after search: fresh ones would
+    cost a page fault per 4 KB touched (a million products: milliseconds per search)."""
+
+    mask: np.ndarray | None = None
+    slot: np.ndarray | None = None
+
+    def get(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.mask is None or len(self.mask) != size:
+            self.mask, self.slot = np.zeros(size, dtype=bool), np.zeros(size, dtype=np.int64)
+        return self.mask, self.slot
+
+
+class Touched:
+    """The products a query's words touch (ascending catalog positions): a large catalog's lexical signals are
+    arrays over these alone, not over the catalog (the median query of the demo's words touches a tenth of it),
+    with the same values, summed in the same order. `slots` maps touched positions to their place in those
+    arrays; it is valid until the thread's next search builds its own."""
+
+    def __init__(self, rows: np.ndarray, slot: np.ndarray):
+        self.rows = rows
+        self._slot = slot
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    def slots(self, docs: np.ndarray) -> np.ndarray:
+        """The places of touched products `docs` in arrays over the touched products."""
+        return self._slot[docs]
+
+    def at(self, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """`values` (over the touched products) read at catalog positions `rows`: 0 where a row is untouched."""
+        out = np.zeros(len(rows), dtype=values.dtype)
+        if self.size:
+            where = np.minimum(np.searchsorted(self.rows, rows), self.size - 1)
+            held = self.rows[where] == rows
+            out[held] = values[where[held]]
+        return out
+
+
 # numerals and measure words say how many, not what: 羽毛球拍买两支 asks for 羽毛球拍
 _COUNTING = frozenset("一二两三四五六七八九十百千万几多个支只双件条套副把盒罐瓶包块元")
 
@@ -151,6 +193,9 @@ class _PostingsBuilder:
             out[token] = (docs[start:end], weights[start:end])
             start = end
         return out
+
+
+_SCRATCH = _Scratch()
 
 
 class LexicalIndex:
@@ -482,22 +527,51 @@ class LexicalIndex:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""
         return [w for w in q.words if w not in STOPWORDS]
 
-    def bm25(self, tokens: Sequence[str]) -> np.ndarray:
+    def touched(self, q: QueryText, more: Sequence[np.ndarray] = ()) -> Touched:
+        """The products `q`'s words touch — in BM25's postings, a name piece (literally, by sound, a pair of its
+        characters) or a brand the query holds — and those of `more`: what bm25, name_match and brand_match
+        score above 0 for `q` is among them (a superset: a piece the scoring then voids is in too)."""
+        hit = [self._postings[t][0] for t in set(q.tokens) if t in self._postings]
+        syllables = _syllables(q.folded)
+        for i, j in _spans(q.folded):
+            piece = q.folded[i:j]
+            sounded = self._sounds.get(" ".join(syllables[i:j])) if _is_han(piece) else None
+            for found in (self._names.get(piece), sounded):
+                if found is not None:
+                    hit.append(found[0])
+            if j - i == 2 and (pairs := self._pairs.get(piece)) is not None:
+                hit.append(pairs)
+            if (brand := self._brands.get(piece)) is not None:
+                hit.append(brand)
+        mask, slot = _SCRATCH.get(self.size)
+        for docs in (*hit, *more):
+            mask[docs] = True
+        rows = np.flatnonzero(mask)
+        mask[rows] = False   # clean for the thread's next search
+        slot[rows] = np.arange(len(rows))
+        return Touched(rows, slot)
+
+    def bm25(self, tokens: Sequence[str], within: Touched | None = None) -> np.ndarray:
+        """Per product (per touched product, `within`), the BM25 score of the query's words."""
+        size = self.size if within is None else within.size
         hits = [self._postings[t] for t in set(tokens) if t in self._postings]
         if not hits:
-            return np.zeros(self.size, dtype=np.float32)
+            return np.zeros(size, dtype=np.float32)
         rows = np.concatenate([h[0] for h in hits])
         weights = np.concatenate([h[1] for h in hits])
-        return np.bincount(rows, weights=weights, minlength=self.size).astype(np.float32)
+        if within is not None:
+            rows = within.slots(rows)
+        return np.bincount(rows, weights=weights, minlength=size).astype(np.float32)
 
-    def name_match(self, q: QueryText) -> np.ndarray:
-        """Per product, in 0..1: how long a piece of its name the query holds (literally, as a homophone,
-        or as two shared characters), relative to the best match of any product.
+    def name_match(self, q: QueryText, within: Touched | None = None) -> np.ndarray:
+        """Per product (per touched product, `within`), in 0..1: how long a piece of its name the query holds
+        (literally, as a homophone, or as two shared characters), relative to the best match of any product.
 
         A piece inside a longer word the catalog does not know is no match (跑步机 is not 跑步鞋,
         滑板车 is not 滑板), nor is a piece under a qualifier the catalog does not know
         (拳击手套 is not 健身手套)."""
-        scores = np.zeros(self.size, dtype=np.float32)
+        scores = np.zeros(self.size if within is None else within.size, dtype=np.float32)
+        place = (lambda docs: docs) if within is None else within.slots
         folded, words = q.folded, q.words
         syllables = _syllables(folded)
         foreign = [w for w in plain_words(folded) if len(w) >= 3 and w not in self.vocabulary
@@ -517,10 +591,10 @@ class LexicalIndex:
                 if found is not None:
                     docs, weights = found
                     keep = weights >= full if qualified else slice(None)
-                    _raise(scores, docs[keep], weights[keep])
+                    _raise(scores, place(docs[keep]), weights[keep])
             if pairs is not None and not qualified:
-                _raise(scores, pairs, PAIR_SCORE * 2)
-        top = scores.max() if self.size else 0
+                _raise(scores, place(pairs), PAIR_SCORE * 2)
+        top = scores.max() if len(scores) else 0
         return scores / top if top > 0 else scores
 
     def _qualified_by_unknown(self, piece: str, words: list[str]) -> bool:
@@ -532,10 +606,11 @@ class LexicalIndex:
                     return True
         return False
 
-    def brand_match(self, q: QueryText) -> np.ndarray:
-        scores = np.zeros(self.size, dtype=np.float32)
+    def brand_match(self, q: QueryText, within: Touched | None = None) -> np.ndarray:
+        """Per product (per touched product, `within`): 1.0 when the query holds its brand."""
+        scores = np.zeros(self.size if within is None else within.size, dtype=np.float32)
         for i, j in _spans(q.folded):
             docs = self._brands.get(q.folded[i:j])
             if docs is not None:
-                scores[docs] = 1.0
+                scores[docs if within is None else within.slots(docs)] = 1.0
         return scores

@@ -19,7 +19,7 @@ from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.glosses import EnglishEvidence
 from retrieval.index import VectorIndex
-from retrieval.lexical import MAX_QUERY_CHARS, LexicalIndex
+from retrieval.lexical import MAX_QUERY_CHARS, LexicalIndex, Touched
 from retrieval.ranker import Ranker, load_rankers
 from retrieval.synonyms import (
     HeadFamilies,
@@ -82,19 +82,23 @@ class Signals:
     rows: np.ndarray | None = None
     catalog_max: tuple[float, float, float] | None = None
 
-    def take(self, rows: np.ndarray) -> Signals:
+    def take(self, rows: np.ndarray, within: Touched | None = None) -> Signals:
         """These signals for the products at `rows` alone (the per-product arrays cut, the query-level facts
-        kept, the gate's catalog-wide maxima read before the cut)."""
+        kept, the gate's catalog-wide maxima read before the cut). `within`: the lexical arrays (name, brand,
+        BM25, pinyin) are over the products the query's words touch, not over the catalog."""
         def cut(values: np.ndarray | None) -> np.ndarray | None:
             return values[rows] if values is not None else None
+
+        def lexical(values: np.ndarray | None) -> np.ndarray | None:
+            return cut(values) if within is None or values is None else within.at(values, rows)
 
         view_max = float(self.view_z[2].max()) if self.view_z and len(self.view_z[2]) else 0.0
         whole, kind, kin = self.unexplained, self.other_kind, self.kin
         synonyms = self.synonyms
         return replace(
-            self, name=self.name[rows], brand=self.brand[rows], bm25=self.bm25[rows], dense_z=cut(self.dense_z),
-            view_z=tuple(v[rows] for v in self.view_z), token_cover=cut(self.token_cover), head=cut(self.head),
-            category=cut(self.category), pinyin=cut(self.pinyin), family=cut(self.family),
+            self, name=lexical(self.name), brand=lexical(self.brand), bm25=lexical(self.bm25),
+            dense_z=cut(self.dense_z), view_z=tuple(v[rows] for v in self.view_z), token_cover=cut(self.token_cover),
+            head=cut(self.head), category=cut(self.category), pinyin=lexical(self.pinyin), family=cut(self.family),
             short_form=cut(self.short_form), english=cut(self.english), bridge=cut(self.bridge),
             unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
             other_kind=(lambda i: kind(int(rows[i]))) if kind is not None else None,
@@ -157,6 +161,14 @@ def _spread(vector: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> tuple[f
     mean_vector, gram = stats
     mean = float(vector @ mean_vector)
     return mean, float(np.sqrt(max(float(vector @ gram @ vector) - mean * mean, 1e-12)))
+
+
+def _first_missing(positions: np.ndarray, size: int) -> np.ndarray:
+    """The first catalog position (of `size`) not in `positions` (ascending, distinct), as an array of one, or of
+    none when every position is in them."""
+    gaps = np.flatnonzero(positions != np.arange(len(positions)))
+    first = int(gaps[0]) if len(gaps) else len(positions)
+    return np.array([first] if first < size else [], dtype=np.int64)
 
 
 def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
@@ -410,13 +422,15 @@ class ProductSearch:
         # a query typed in pinyin is read with the catalog's characters it spells beside it (paobuxie 跑步鞋)
         spelled = self._pinyin.spelled(query)
         q = self.lexical.analyze(f"{query} {spelled}" if spelled else query)
-        bm25 = self.lexical.bm25(q.tokens)
+        # a large catalog's lexical arrays are over the products the query's words touch, not the catalog
+        within = self.lexical.touched(q, self._pinyin.docs(query)) if large else None
+        bm25 = self.lexical.bm25(q.tokens, within)
         top = float(bm25.max()) if len(bm25) else 0.0
         letters = [c for c in query if c.isalpha()]
         content = self.lexical.content_words(q)
         unknown = unknown_words(content, self.lexical.vocabulary, query)
         out = Signals(
-            name=self.lexical.name_match(q), brand=self.lexical.brand_match(q),
+            name=self.lexical.name_match(q, within), brand=self.lexical.brand_match(q, within),
             bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
             coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
@@ -424,7 +438,7 @@ class ProductSearch:
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
         out.other_kind = lambda i: self.lexical.other_kind(q, i)
         out.kin = lambda i: self.lexical.kin(q, i)
-        out.pinyin = self._pinyin.match(query)
+        out.pinyin = self._pinyin.match(query, within)
         out.family = self._families.family(content, self.lexical.vocabulary)
         out.unknown = min(len(unknown) / len(content), 1.0) if content else 0.0
         # the English evidence for a query without a Chinese character ('tent 2 person 4 season'); a Chinese query
@@ -438,7 +452,7 @@ class ProductSearch:
         if has_han(query) and out.words < BRIDGE_MAX_WORDS:
             out.bridge = self._bridge.match(foreign_words(q.folded, q.words, unknown, self.lexical.vocabulary))
         if large:
-            taken = self._candidate_signals(out, vector, near.result() if near is not None else None)
+            taken = self._candidate_signals(out, within, vector, near.result() if near is not None else None)
             rows = taken.rows
             taken.token_cover = self.lexical.token_cover(q.tokens, rows)
             taken.head, taken.category = self.lexical.kind_match(q, rows)
@@ -468,28 +482,28 @@ class ProductSearch:
         top_rows = _top_indices(out.dense_z, CONFIDENCE_POOL)
         out.best_document_z = float(self._z(vector, self._document[top_rows], self._stats["doc"]).max())
 
-    def _candidate_signals(self, out: Signals, vector: np.ndarray | None,
+    def _candidate_signals(self, out: Signals, within: Touched, vector: np.ndarray | None,
                            near: tuple[np.ndarray, np.ndarray] | None = None) -> Signals:
         """A large catalog (from ANN_THRESHOLD products) ranks its candidates only: the ANN neighbours (or the
         exact scan's best), the best lexical products (BM25, name, brand and pinyin-name matches) and, for a
         hypernym, members of its family. The ranker's features are built for those few hundred rows (a short
         form of a name, 跑鞋 for 跑步鞋, is read for them alone: its words' characters are in too many names); the gate reads the same catalog-wide values as for a small catalog (the z-scores against the
         whole catalog, the best name and brand match of any product)."""
-        lexical_score = out.bm25 + out.name + out.brand
+        lexical_score = out.bm25 + out.name + out.brand   # over the touched products (`within`)
         if out.pinyin is not None:
             lexical_score += out.pinyin
-        hits = np.flatnonzero(lexical_score > 0)
-        lexical = hits[_top_indices(lexical_score[hits], LEXICAL_CANDIDATES)] if len(hits) else hits
+        matched = np.flatnonzero(lexical_score > 0)
+        hits = within.rows[matched]   # their catalog positions, ascending
+        lexical = hits[_top_indices(lexical_score[matched], LEXICAL_CANDIDATES)] if len(hits) else hits
         # and one product the query does not match at all: the gate reads the runner-up's score, which for a
         # query matching one product is such a product's
-        unmatched = np.flatnonzero(lexical_score[:len(hits) + 1] <= 0)[:1]
-        lexical = np.concatenate([lexical, unmatched])
+        lexical = np.concatenate([lexical, _first_missing(hits, len(self.docs))])
         if out.family is not None and out.family.any():
             lexical = np.concatenate([lexical, np.flatnonzero(out.family)[:LEXICAL_CANDIDATES]])
         if vector is not None and self._ann is not None:
             scored, dense, views, best_document = self._ann.candidates(vector, lexical, CONFIDENCE_POOL, near)
             rows = np.union1d(scored, lexical).astype(np.int64)   # a lexical candidate without a vector yet: 0
-            taken = out.take(rows)
+            taken = out.take(rows, within)
             at = np.searchsorted(rows, scored)
             taken.dense_z = np.zeros(len(rows), dtype=np.float32)
             taken.view_z = tuple(np.zeros(len(rows), dtype=np.float32) for _ in range(3))
@@ -504,7 +518,7 @@ class ProductSearch:
             self._dense_signals(out, vector)
             lexical = np.concatenate([lexical, _top_indices(out.dense_z, LEXICAL_CANDIDATES)])
         rows = np.unique(lexical).astype(np.int64)
-        return out.take(rows if len(rows) else np.zeros(1, dtype=np.int64))
+        return out.take(rows if len(rows) else np.zeros(1, dtype=np.int64), within)
 
     def ranker(self, s: Signals) -> Ranker:
         """The learned fusion for these signals: with the dense side, or for lexical signals alone."""

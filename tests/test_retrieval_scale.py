@@ -366,6 +366,35 @@ async def test_ranking_only_the_candidates_changes_nothing_when_every_product_is
     assert any(full[key] for key in full) and any(not full[key] for key in full)   # found and refused alike
 
 
+def test_lexical_arrays_over_the_touched_products_equal_the_catalog_wide_ones(docs):
+    """A large catalog's BM25, name, brand and pinyin arrays are over the products the query's words touch: they
+    hold every product the catalog-wide arrays score above 0, with the very same values (bit for bit: the sums
+    are made in the same order)."""
+    from retrieval.evaluation import SHIPPED, load_queries
+    from retrieval.lexical import LexicalIndex
+    from retrieval.synonyms import PinyinNames
+
+    lexical = LexicalIndex(docs)
+    pinyin = PinyinNames(lexical.size, lexical.spelling, lexical.name_piece)
+    queries = [q.query for q in load_queries(SHIPPED["demo"][1])] + ["paobuxie", "yumaoqiupai 尤尼克斯", "兰球", ""]
+    touched_some = 0
+    for query in queries:
+        spelled = pinyin.spelled(query)
+        q = lexical.analyze(f"{query} {spelled}" if spelled else query)
+        within = lexical.touched(q, pinyin.docs(query))
+        assert np.array_equal(within.rows, np.unique(within.rows))
+        pairs = [(lexical.bm25(q.tokens), lexical.bm25(q.tokens, within)),
+                 (lexical.name_match(q), lexical.name_match(q, within)),
+                 (lexical.brand_match(q), lexical.brand_match(q, within)),
+                 (pinyin.match(query), pinyin.match(query, within))]
+        for full, part in pairs:
+            assert set(np.flatnonzero(full)) <= set(within.rows.tolist()), query
+            assert np.array_equal(full[within.rows], part), query
+            assert np.array_equal(within.at(part, np.arange(len(docs))), full), query
+        touched_some += 0 < within.size < len(docs)
+    assert touched_some > len(queries) // 2   # most queries touch some of the catalog, not all of it
+
+
 def test_features_read_for_some_products_equal_the_full_arrays_cut(docs):
     """A large catalog reads token cover, head-noun/category and short-form matches for its candidates
     alone; each is the full per-product array cut to those rows."""
