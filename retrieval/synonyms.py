@@ -238,24 +238,27 @@ class HeadFamilies:
 
     def __init__(self, docs: Sequence[RetrievalDoc], heads: Sequence[str]):
         members: dict[str, set[str]] = defaultdict(set)
-        self._ending = []
-        for head in heads:
-            self._ending.append(head[-1] if head else "")
+        positions: dict[str, list[int]] = defaultdict(list)
+        for i, head in enumerate(heads):
             if head:
                 members[head[-1]].add(head)
+                positions[head[-1]].append(i)
+        self._count = len(heads)
         self._size = {ending: len(heads) for ending, heads in members.items()}
-        self._ending_arr = np.array(self._ending)
+        # the products whose head noun ends in each character: a family is marked by them, not found by comparing
+        # every product's ending (a million strings per query)
+        self._positions = {ending: np.array(at, dtype=np.int64) for ending, at in positions.items()}
         self._name_chars = {c for doc in docs for c in compact(doc.base_name)}
 
     def family(self, words: Sequence[str], vocabulary: set[str] | frozenset[str]) -> np.ndarray:
         """Per product, True when the query's last content word is unknown to the catalog and names the
         product's family; all False otherwise."""
-        out = np.zeros(len(self._ending), dtype=bool)
+        out = np.zeros(self._count, dtype=bool)
         if not words or words[-1] in vocabulary or not _HAN.match(words[-1]) or len(words[-1]) < 2:
             return out
         ending = words[-1][-1]
         if self._size.get(ending, 0) >= HYPERNYM_HEADS and set(words[-1][:-1]) <= self._name_chars:
-            out = self._ending_arr == ending
+            out[self._positions[ending]] = True
         return out
 
 
