@@ -395,6 +395,23 @@ def test_lexical_arrays_over_the_touched_products_equal_the_catalog_wide_ones(do
     assert touched_some > len(queries) // 2   # most queries touch some of the catalog, not all of it
 
 
+def test_the_first_product_a_query_does_not_match_and_an_empty_touch():
+    """The runner-up the gate reads for a query matching few products is the first product it does not match; a
+    query that touches nothing reads 0 everywhere."""
+    from retrieval.lexical import Touched
+    from retrieval.search import _first_missing
+
+    assert _first_missing(np.array([0, 1, 2, 5]), 10).tolist() == [3]
+    assert _first_missing(np.array([1, 2]), 10).tolist() == [0]
+    assert _first_missing(np.array([], dtype=np.int64), 10).tolist() == [0]
+    assert _first_missing(np.arange(10), 10).tolist() == []        # every product matched
+    assert _first_missing(np.arange(4), 10).tolist() == [4]
+    nothing = Touched(np.zeros(0, dtype=np.int64), np.zeros(10, dtype=np.int64))
+    assert nothing.at(np.zeros(0, dtype=np.float32), np.array([0, 3, 9])).tolist() == [0.0, 0.0, 0.0]
+    some = Touched(np.array([2, 5, 7]), np.zeros(10, dtype=np.int64))
+    assert some.at(np.array([0.5, 0.25, 1.0], dtype=np.float32), np.array([0, 5, 7, 9])).tolist() == [0, 0.25, 1.0, 0]
+
+
 def test_features_read_for_some_products_equal_the_full_arrays_cut(docs):
     """A large catalog reads token cover, head-noun/category and short-form matches for its candidates
     alone; each is the full per-product array cut to those rows."""
