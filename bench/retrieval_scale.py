@@ -338,9 +338,8 @@ async def build_throughput(docs: list, count: int, latency: float, remote_count:
 
     from openai import AsyncOpenAI
 
-    import retrieval.index as index_module
     from retrieval.embedders import OpenAIEmbedder
-    from retrieval.index import build_index
+    from retrieval.index import CHUNKS_IN_FLIGHT, build_index
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -356,18 +355,14 @@ async def build_throughput(docs: list, count: int, latency: float, remote_count:
         endpoint.start()
         try:
             client = AsyncOpenAI(api_key="sk-bench", base_url=urls.get(timeout=60), timeout=30, max_retries=0)
-            pipelined = index_module.CHUNKS_IN_FLIGHT
             for label, concurrency, chunks in (("remote_sequential", 1, 1), ("remote_concurrent4_serial", 4, 1),
-                                               ("remote_concurrent8_serial", 8, 1),
-                                               ("remote_concurrent4", 4, pipelined), ("remote_concurrent8", 8, pipelined)):
+                                               ("remote_concurrent8_serial", 8, 1), ("remote_concurrent4", 4,
+                                               CHUNKS_IN_FLIGHT), ("remote_concurrent8", 8, CHUNKS_IN_FLIGHT)):
                 embedder = OpenAIEmbedder(client, "text-embedding-v3", 384, concurrency=concurrency)
-                index_module.CHUNKS_IN_FLIGHT = chunks
-                try:
-                    t = time.perf_counter()
-                    await build_index(Path(tmp) / f"{label}.index", docs[:remote_count], embedder, progress=False)
-                    out[label] = remote_count / (time.perf_counter() - t)
-                finally:
-                    index_module.CHUNKS_IN_FLIGHT = pipelined
+                t = time.perf_counter()
+                await build_index(Path(tmp) / f"{label}.index", docs[:remote_count], embedder, progress=False,
+                                  chunks_in_flight=chunks)
+                out[label] = remote_count / (time.perf_counter() - t)
             await client.close()
         finally:
             endpoint.terminate()

@@ -8,11 +8,14 @@ import json
 import os
 import weakref
 from collections import OrderedDict
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 class EmbeddingError(Exception):
@@ -26,6 +29,16 @@ class Embedder(Protocol):
     async def embed_queries(self, texts: list[str]) -> np.ndarray: ...
 
     async def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+
+async def settled(*calls: Awaitable[T]) -> list[T]:
+    """Every call's result once all have finished — none is cancelled when another fails (a cancelled request
+    would count as a failure of the endpoint's circuit) — or the first failure's error."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
 
 
 def _normalized(matrix: np.ndarray) -> np.ndarray:
@@ -179,13 +192,8 @@ class OpenAIEmbedder:
         batches = [texts[start:start + self._batch_size] for start in range(0, len(texts), self._batch_size)]
         # the first batch alone: an endpoint that is down costs one request, not `concurrency` of them
         done = [await self._batch(batches[0], gate)] if batches else []
-        # the others are never cancelled when one fails (a circuit would count the cancellations as failures):
-        # they finish within their timeouts, then the first error is raised
-        results = await asyncio.gather(*(self._batch(b, gate) for b in batches[1:]), return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
-        done.extend(results)
+        # the others finish within their timeouts when one fails, then its error is raised
+        done.extend(await settled(*(self._batch(b, gate) for b in batches[1:])))
         rows = [row for batch in done for row in batch]
         try:
             matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)

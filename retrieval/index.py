@@ -21,7 +21,7 @@ import numpy as np
 from retrieval import ann
 from retrieval.ann import PublishReport
 from retrieval.documents import PREVIOUS_RECIPE, RECIPE, VIEWS, RetrievalDoc
-from retrieval.embedders import Embedder
+from retrieval.embedders import Embedder, settled
 
 FORMAT_VERSION = 2
 FIX = "run `python bot.py build-index --rebuild`"
@@ -120,7 +120,7 @@ class BuildReport:
 
 
 CHECKPOINT_SECONDS = 30.0
-CHUNKS_IN_FLIGHT = 3   # chunks embedded at once after the first (_embed_chunks)
+CHUNKS_IN_FLIGHT = 3   # chunks embedded at once after the first, by default (_embed_chunks)
 
 
 async def _embed_distinct(embed, texts: list[str]) -> np.ndarray:
@@ -135,40 +135,43 @@ async def _embed_distinct(embed, texts: list[str]) -> np.ndarray:
 
 async def _embed_chunk(batch: list[RetrievalDoc], embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
     """(views, name vectors) of one chunk of products: the two embedder calls at once."""
-    views, names = await asyncio.gather(
+    views, names = await settled(
         _embed_distinct(embedder.embed_passages, [text for d in batch for text in d.views]),
-        _embed_distinct(embedder.embed_queries, [d.base_name for d in batch]), return_exceptions=True)
-    for result in (views, names):
-        if isinstance(result, BaseException):
-            raise result
+        _embed_distinct(embedder.embed_queries, [d.base_name for d in batch]))
     return views.reshape(len(batch), VIEWS, -1), names
 
 
-async def _embed_chunks(chunks: list[list[RetrievalDoc]], embedder: Embedder, keep) -> None:
-    """Embed `chunks` in order and hand each to `keep(batch, views, names)` as it is finished, in order.
+Pending = deque[tuple[list[RetrievalDoc], asyncio.Future]]
 
-    The first chunk goes alone (an endpoint that is down costs one chunk's requests); after it up to
-    CHUNKS_IN_FLIGHT chunks are embedded at once, so a remote endpoint's latency is waited for once per
-    window, not once per chunk (the embedder bounds the requests in flight; the local model's one thread
-    takes them in turn). A failed chunk stops the build: the chunks already sent finish (a cancelled request
-    would count as a failure of the endpoint's circuit) and those that succeed are kept, so a rerun resumes
-    after them; then its error is raised."""
-    pending: deque[tuple[list[RetrievalDoc], asyncio.Future]] = deque()
+
+async def _keep_next(pending: Pending, keep) -> None:
+    """Hand the oldest chunk in flight to `keep` when it is embedded. If it failed, the chunks sent beside it
+    finish and those that succeed are kept (a rerun resumes after them); then its error is raised."""
+    batch, task = pending.popleft()
+    try:
+        vectors = await task
+    except Exception:
+        results = await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
+        for (later, _), result in zip(pending, results, strict=True):
+            if not isinstance(result, BaseException):
+                await keep(later, *result)
+        pending.clear()
+        raise
+    await keep(batch, *vectors)
+
+
+async def _embed_chunks(chunks: list[list[RetrievalDoc]], embedder: Embedder, keep, in_flight: int) -> None:
+    """Embed `chunks` and hand each to `keep(batch, views, names)`, in order, as it is finished.
+
+    The first chunk goes alone (an endpoint that is down costs one chunk's requests); after it up to `in_flight`
+    chunks are embedded at once, so a remote endpoint's latency is waited for once per window, not once per chunk
+    (the embedder bounds the requests in flight; the local model's one thread takes them in turn)."""
+    pending: Pending = deque()
     try:
         for i, batch in enumerate(chunks):
             pending.append((batch, asyncio.ensure_future(_embed_chunk(batch, embedder))))
-            while pending and (i == 0 or len(pending) >= CHUNKS_IN_FLIGHT or i == len(chunks) - 1):
-                done, task = pending.popleft()
-                try:
-                    vectors = await task
-                except Exception:
-                    results = await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
-                    for (later, _), result in zip(pending, results, strict=True):
-                        if not isinstance(result, BaseException):
-                            await keep(later, *result)
-                    pending.clear()
-                    raise
-                await keep(done, *vectors)
+            while pending and (i == 0 or i == len(chunks) - 1 or len(pending) >= in_flight):
+                await _keep_next(pending, keep)
     finally:   # cancelled (Ctrl-C), or `keep` failed: nothing is left running
         for _, task in pending:
             task.cancel()
@@ -176,11 +179,13 @@ async def _embed_chunks(chunks: list[list[RetrievalDoc]], embedder: Embedder, ke
 
 
 async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedder, *, rebuild: bool = False,
-                      chunk: int = 128, progress: bool = True, ann_threshold: int | None = None) -> BuildReport:
+                      chunk: int = 128, progress: bool = True, ann_threshold: int | None = None,
+                      chunks_in_flight: int = CHUNKS_IN_FLIGHT) -> BuildReport:
     """Embed only new or changed documents and drop removed ones. Finished work is saved every
     CHECKPOINT_SECONDS and whenever the build stops early (Ctrl-C, an embedder error), so a rerun
     resumes where it left off; the whole file is not rewritten after every chunk.
 
+    Chunks of `chunk` products are embedded `chunks_in_flight` at once after the first (_embed_chunks).
     A catalog of `ann_threshold` (default ann.ANN_THRESHOLD) products or more also gets a new ANN generation
     (retrieval/ann.py) when the current one does not hold exactly these products: its graph is updated by
     product key, not rebuilt."""
@@ -244,7 +249,7 @@ async def build_index(path: Path, docs: Sequence[RetrievalDoc], embedder: Embedd
 
     try:
         await _embed_chunks([todo[start:start + chunk] for start in range(0, len(todo), chunk)], embedder,
-                            keep_chunk)
+                            keep_chunk, chunks_in_flight)
     finally:
         if bar is not None:
             bar.close()

@@ -3,10 +3,9 @@ survive traditional characters and homophone input-method typos (matched on piny
 
 from __future__ import annotations
 
-import threading
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -27,6 +26,7 @@ from retrieval.text import (
     plain_words,
 )
 from retrieval.thesaurus import kinship
+from retrieval.touched import AllProducts, Products, Touched, touch
 
 K1, B = 1.2, 0.75
 NAME_WEIGHT, BRAND_WEIGHT = 3, 2
@@ -53,6 +53,9 @@ def _spans(text: str, min_len: int = 2, max_len: int = MAX_QUERY_CHARS) -> list[
     return [(i, j) for i in range(n) for j in range(i + min_len, min(n, i + max_len) + 1)]
 
 
+_Found = tuple[np.ndarray, np.ndarray] | None   # a name piece's products and their weights, if it is one
+
+
 class _Pieces:
     """Name pieces → (products, weights), each product once at its best weight, held in two flat arrays with one slot
     number per piece: a catalog's whole names are a million pieces of one product each, and two small numpy
@@ -76,7 +79,7 @@ class _Pieces:
     def __contains__(self, piece: str) -> bool:
         return piece in self._slot
 
-    def get(self, piece: str) -> tuple[np.ndarray, np.ndarray] | None:
+    def get(self, piece: str) -> _Found:
         slot = self._slot.get(piece)
         if slot is None:
             return None
@@ -94,47 +97,6 @@ def _member(docs: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
     scores[docs] = np.maximum(scores[docs], weights)
-
-
-class _Scratch(threading.local):
-    """A thread's catalog-sized scratch arrays, allocated once and reused search after search: fresh ones would
-    cost a page fault per 4 KB touched (a million products: milliseconds per search)."""
-
-    mask: np.ndarray | None = None
-    slot: np.ndarray | None = None
-
-    def get(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.mask is None or len(self.mask) != size:
-            self.mask, self.slot = np.zeros(size, dtype=bool), np.zeros(size, dtype=np.int64)
-        return self.mask, self.slot
-
-
-class Touched:
-    """The products a query's words touch (ascending catalog positions): a large catalog's lexical signals are
-    arrays over these alone, not over the catalog (the median query of the demo's words touches a tenth of it),
-    with the same values, summed in the same order. `slots` maps touched positions to their place in those
-    arrays; it is valid until the thread's next search builds its own."""
-
-    def __init__(self, rows: np.ndarray, slot: np.ndarray):
-        self.rows = rows
-        self._slot = slot
-
-    @property
-    def size(self) -> int:
-        return len(self.rows)
-
-    def slots(self, docs: np.ndarray) -> np.ndarray:
-        """The places of touched products `docs` in arrays over the touched products."""
-        return self._slot[docs]
-
-    def at(self, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """`values` (over the touched products) read at catalog positions `rows`: 0 where a row is untouched."""
-        out = np.zeros(len(rows), dtype=values.dtype)
-        if self.size:
-            where = np.minimum(np.searchsorted(self.rows, rows), self.size - 1)
-            held = self.rows[where] == rows
-            out[held] = values[where[held]]
-        return out
 
 
 # numerals and measure words say how many, not what: 羽毛球拍买两支 asks for 羽毛球拍
@@ -193,9 +155,6 @@ class _PostingsBuilder:
             out[token] = (docs[start:end], weights[start:end])
             start = end
         return out
-
-
-_SCRATCH = _Scratch()
 
 
 class LexicalIndex:
@@ -527,63 +486,59 @@ class LexicalIndex:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""
         return [w for w in q.words if w not in STOPWORDS]
 
+    def _name_pieces(self, q: QueryText) -> Iterator[tuple[int, int, _Found, _Found, np.ndarray | None]]:
+        """(start, end, its products as a literal name piece, as a homophone of one, as a pair of a name's
+        characters) for each piece of the query that is one of these: the lookups of name_match and touched."""
+        syllables = _syllables(q.folded)
+        for i, j in _spans(q.folded):
+            piece = q.folded[i:j]
+            literal = self._names.get(piece)
+            sounded = self._sounds.get(" ".join(syllables[i:j])) if _is_han(piece) else None
+            pairs = self._pairs.get(piece) if j - i == 2 else None
+            if literal is not None or sounded is not None or pairs is not None:
+                yield i, j, literal, sounded, pairs
+
+    def _brands_held(self, q: QueryText) -> Iterator[np.ndarray]:
+        """The products of each brand the query holds."""
+        for i, j in _spans(q.folded):
+            if (docs := self._brands.get(q.folded[i:j])) is not None:
+                yield docs
+
     def touched(self, q: QueryText, more: Sequence[np.ndarray] = ()) -> Touched:
         """The products `q`'s words touch — in BM25's postings, a name piece (literally, by sound, a pair of its
         characters) or a brand the query holds — and those of `more`: what bm25, name_match and brand_match
         score above 0 for `q` is among them (a superset: a piece the scoring then voids is in too)."""
         hit = [self._postings[t][0] for t in set(q.tokens) if t in self._postings]
-        syllables = _syllables(q.folded)
-        for i, j in _spans(q.folded):
-            piece = q.folded[i:j]
-            sounded = self._sounds.get(" ".join(syllables[i:j])) if _is_han(piece) else None
-            for found in (self._names.get(piece), sounded):
-                if found is not None:
-                    hit.append(found[0])
-            if j - i == 2 and (pairs := self._pairs.get(piece)) is not None:
-                hit.append(pairs)
-            if (brand := self._brands.get(piece)) is not None:
-                hit.append(brand)
-        mask, slot = _SCRATCH.get(self.size)
-        for docs in (*hit, *more):
-            mask[docs] = True
-        rows = np.flatnonzero(mask)
-        mask[rows] = False   # clean for the thread's next search
-        slot[rows] = np.arange(len(rows))
-        return Touched(rows, slot)
+        for _, _, literal, sounded, pairs in self._name_pieces(q):
+            hit += [found[0] for found in (literal, sounded) if found is not None]
+            hit += [pairs] if pairs is not None else []
+        return touch(self.size, [*hit, *self._brands_held(q), *more])
 
-    def bm25(self, tokens: Sequence[str], within: Touched | None = None) -> np.ndarray:
+    def bm25(self, tokens: Sequence[str], within: Products | None = None) -> np.ndarray:
         """Per product (per touched product, `within`), the BM25 score of the query's words."""
-        size = self.size if within is None else within.size
+        over = within or AllProducts(self.size)
         hits = [self._postings[t] for t in set(tokens) if t in self._postings]
         if not hits:
-            return np.zeros(size, dtype=np.float32)
-        rows = np.concatenate([h[0] for h in hits])
+            return np.zeros(over.size, dtype=np.float32)
+        rows = over.slots(np.concatenate([h[0] for h in hits]))
         weights = np.concatenate([h[1] for h in hits])
-        if within is not None:
-            rows = within.slots(rows)
-        return np.bincount(rows, weights=weights, minlength=size).astype(np.float32)
+        return np.bincount(rows, weights=weights, minlength=over.size).astype(np.float32)
 
-    def name_match(self, q: QueryText, within: Touched | None = None) -> np.ndarray:
+    def name_match(self, q: QueryText, within: Products | None = None) -> np.ndarray:
         """Per product (per touched product, `within`), in 0..1: how long a piece of its name the query holds
         (literally, as a homophone, or as two shared characters), relative to the best match of any product.
 
         A piece inside a longer word the catalog does not know is no match (跑步机 is not 跑步鞋,
         滑板车 is not 滑板), nor is a piece under a qualifier the catalog does not know
         (拳击手套 is not 健身手套)."""
-        scores = np.zeros(self.size if within is None else within.size, dtype=np.float32)
-        place = (lambda docs: docs) if within is None else within.slots
+        over = within or AllProducts(self.size)
+        scores = np.zeros(over.size, dtype=np.float32)
         folded, words = q.folded, q.words
-        syllables = _syllables(folded)
         foreign = [w for w in plain_words(folded) if len(w) >= 3 and w not in self.vocabulary
                    and w not in self._names]
 
-        for i, j in _spans(folded):
+        for i, j, literal, sounded, pairs in self._name_pieces(q):
             piece = folded[i:j]
-            literal = self._names.get(piece)
-            sounded = self._sounds.get(" ".join(syllables[i:j])) if _is_han(piece) else None
-            pairs = self._pairs.get(piece) if j - i == 2 else None
-            if literal is None and sounded is None and pairs is None:
-                continue
             if any(piece in w and piece != w for w in foreign):
                 continue
             qualified = self._qualified_by_unknown(piece, words)  # voids partial matches only
@@ -591,9 +546,9 @@ class LexicalIndex:
                 if found is not None:
                     docs, weights = found
                     keep = weights >= full if qualified else slice(None)
-                    _raise(scores, place(docs[keep]), weights[keep])
+                    _raise(scores, over.slots(docs[keep]), weights[keep])
             if pairs is not None and not qualified:
-                _raise(scores, place(pairs), PAIR_SCORE * 2)
+                _raise(scores, over.slots(pairs), PAIR_SCORE * 2)
         top = scores.max() if len(scores) else 0
         return scores / top if top > 0 else scores
 
@@ -606,11 +561,10 @@ class LexicalIndex:
                     return True
         return False
 
-    def brand_match(self, q: QueryText, within: Touched | None = None) -> np.ndarray:
+    def brand_match(self, q: QueryText, within: Products | None = None) -> np.ndarray:
         """Per product (per touched product, `within`): 1.0 when the query holds its brand."""
-        scores = np.zeros(self.size if within is None else within.size, dtype=np.float32)
-        for i, j in _spans(q.folded):
-            docs = self._brands.get(q.folded[i:j])
-            if docs is not None:
-                scores[docs if within is None else within.slots(docs)] = 1.0
+        over = within or AllProducts(self.size)
+        scores = np.zeros(over.size, dtype=np.float32)
+        for docs in self._brands_held(q):
+            scores[over.slots(docs)] = 1.0
         return scores

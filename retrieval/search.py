@@ -19,7 +19,7 @@ from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.glosses import EnglishEvidence
 from retrieval.index import VectorIndex
-from retrieval.lexical import MAX_QUERY_CHARS, LexicalIndex, Touched
+from retrieval.lexical import MAX_QUERY_CHARS, LexicalIndex
 from retrieval.ranker import Ranker, load_rankers
 from retrieval.synonyms import (
     HeadFamilies,
@@ -31,6 +31,7 @@ from retrieval.synonyms import (
 )
 from retrieval.text import compact, has_han
 from retrieval.thesaurus import SYNONYMS
+from retrieval.touched import Touched
 
 log = logging.getLogger(__name__)
 

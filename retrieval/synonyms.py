@@ -11,16 +11,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pypinyin import lazy_pinyin
 
 from retrieval.documents import RetrievalDoc
 from retrieval.text import STOPWORDS, Tokenizer, compact, fold
-
-if TYPE_CHECKING:   # retrieval.lexical imports this module
-    from retrieval.lexical import Touched
+from retrieval.touched import AllProducts, Products
 
 _HAN = re.compile(r"^[\u4e00-\u9fff]+$")
 _WORDS = re.compile(r"[a-z][a-z\-]+")
@@ -194,20 +191,19 @@ class PinyinNames:
         found, _ = self._found(query)
         return [products[0] for _, _, piece in found if (products := self._products(piece)) is not None]
 
-    def match(self, query: str, within: Touched | None = None) -> np.ndarray:
+    def match(self, query: str, within: Products | None = None) -> np.ndarray:
         """Per product (per touched product, `within`, which holds `docs(query)`), the share of the query's
         letters that its name pieces spell."""
-        size = self.size if within is None else within.size
-        out = np.zeros(size, dtype=np.float32)
+        over = within or AllProducts(self.size)
+        out = np.zeros(over.size, dtype=np.float32)
         found, letters = self._found(query)
         for group in self._stretches(found):
-            stretch = np.zeros(size, dtype=np.float32)
+            stretch = np.zeros(over.size, dtype=np.float32)
             for start, end, piece in group:
                 products = self._products(piece)
                 if products is not None:
                     docs, weights = products
-                    np.maximum.at(stretch, docs if within is None else within.slots(docs),
-                                  weights / len(piece) * (end - start) / letters)
+                    np.maximum.at(stretch, over.slots(docs), weights / len(piece) * (end - start) / letters)
             out += stretch
         return np.minimum(out, 1.0)
 

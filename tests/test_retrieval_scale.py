@@ -398,8 +398,8 @@ def test_lexical_arrays_over_the_touched_products_equal_the_catalog_wide_ones(do
 def test_the_first_product_a_query_does_not_match_and_an_empty_touch():
     """The runner-up the gate reads for a query matching few products is the first product it does not match; a
     query that touches nothing reads 0 everywhere."""
-    from retrieval.lexical import Touched
     from retrieval.search import _first_missing
+    from retrieval.touched import Touched
 
     assert _first_missing(np.array([0, 1, 2, 5]), 10).tolist() == [3]
     assert _first_missing(np.array([1, 2]), 10).tolist() == [0]
