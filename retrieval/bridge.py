@@ -204,6 +204,7 @@ class ChineseBridge:
             for t in name:
                 named.setdefault(t, []).append(k)
         self._named = named
+        self._names_of = names
         self._ready = True
 
     @staticmethod
@@ -225,6 +226,37 @@ class ChineseBridge:
         """How much two English phrases say the same, their rare words weighing more (idf-weighted Dice)."""
         shared = sum(self.idf(t) for t in set(a) & set(b))
         return 2 * shared / (sum(map(self.idf, a)) + sum(map(self.idf, b))) if shared else 0.0
+
+    def explains(self, word: str, missing: Sequence[int], last: bool, doc: int) -> float:
+        """How much product `doc`'s English names (its Latin aliases) say the part of a query word that its
+        Chinese words lack (the characters at `missing`; `last`: the word is the query's last; lexical.lacking).
+        Each dictionary piece of the word holding such a character is read through its senses, a sense scored as
+        the share of its rare words the names hold — the last word's last piece (its head: what the thing is)
+        only when its sense ends as one of the names does — and the least explained piece is the answer. 靴 of 登山靴 → boots, the end of `hiking boots`
+        (徒步登山鞋): 1.0; 爬山 of 爬山鞋 → hiking: 1.0; 桌 of 乒乓球桌 → table, not the end of `table tennis
+        balls`: 0.0; 滑雪板 → ski, snowboard, not said by `skateboard` (滑板): 0.0. 0.0 when a piece has no reading."""
+        cut, at, lacking = pieces(word), 0, []
+        for k, piece in enumerate(cut):
+            if any(at <= m < at + len(piece) for m in missing):
+                lacking.append((piece, last and k == len(cut) - 1))
+            at += len(piece)
+        readings = [(senses(p, CHAR_SENSES if len(p) == 1 else MAX_SENSES), head) for p, head in lacking]
+        if not readings or not all(r for r, _ in readings):
+            return 0.0
+        if not self._ready:
+            self._build()
+        names = self._names_of[doc]
+        if not names:
+            return 0.0
+        said = {t for name in names for t in name}
+        ends = {name[-1] for name in names}
+
+        def share(sense: tuple[str, ...], head: bool) -> float:
+            held = sum(self.idf(t) for k, t in enumerate(sense)
+                       if (t in ends if head and k == len(sense) - 1 else t in said))
+            return held / sum(self.idf(t) for t in sense)
+
+        return min(max(share(sense, head) for sense in reading) for reading, head in readings)
 
     def match(self, words: Sequence[str]) -> np.ndarray | None:
         """Per product, BRIDGE_FEATURES for the query's foreign Chinese words; None when none has an English

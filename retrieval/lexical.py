@@ -321,18 +321,30 @@ class LexicalIndex:
                     out.append(c)
         return out
 
+    def lacking(self, q: QueryText, doc: int) -> tuple[str, tuple[int, ...], bool] | None:
+        """The query's last content word that product `doc` does not explain, the positions of the characters
+        it lacks, and whether it is the query's last word (the thing asked for, not a qualifier of it): 足球靴
+        asked, 足球鞋 found → (足球靴, (2,), True); 爬山鞋 asked, 登山鞋 found → (爬山, (0,), False). None when
+        every word is explained."""
+        letters = self._letters(doc)
+        words = self.content_words(q)
+        for at in range(len(words) - 1, -1, -1):
+            word = words[at]
+            missing = tuple(k for k, c in enumerate(word)
+                            if _is_han(c) and c not in NOUN_SUFFIXES and _lacks(letters, c))
+            if missing:
+                return word, missing, at == len(words) - 1
+        return None
+
     def kin(self, q: QueryText, doc: int) -> int:
         """How near in meaning (retrieval/thesaurus.py kinship, 0-5) the query's last word that product `doc`
         does not explain is to a word of what `doc` is called (its name, category, other names): 靴 of 足球靴
         to 鞋 of 足球鞋 (3, one class), 安全帽 to 头盔 (4, one word group), 棍 to 杖 (5, synonyms); 线 of
         羽毛球拍线 to 羽毛球拍 (0). 0 when every word is explained."""
-        letters = self._letters(doc)
-        for word in reversed(self.content_words(q)):
-            missing = [k for k, c in enumerate(word) if _is_han(c) and c not in NOUN_SUFFIXES and _lacks(letters, c)]
-            if missing:
-                break
-        else:
+        found = self.lacking(q, doc)
+        if found is None:
             return 0
+        word, missing, _ = found
         # the word, and its part from the first character the product lacks (足球靴 → 靴)
         rest = word[missing[0]:]
         asked = {word, rest, rest.rstrip(NOUN_SUFFIXES)} - {""}

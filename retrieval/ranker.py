@@ -31,7 +31,7 @@ GATE_FEATURES = ("score", "margin", "name", "brand", "head", "category", "token_
                  "document_z", "dense", "latin", "described", "bm25_max", "name_z", "best_name_z",
                  "unexplained", "last_unexplained", "synonym_word", "synonym_query", "synonym_last", "synonym_morpheme",
                  "synonym_breadth", "synonym_hypernym", "unknown", "pinyin", "other_kind", "other_head_end",
-                 "kin_synonym")
+                 "kin_synonym", "kin_english")
 
 
 @dataclass

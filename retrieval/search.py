@@ -64,6 +64,7 @@ class Signals:
     unexplained: Callable[[int], tuple[float, float]] | None = None   # the query's words a product lacks
     other_kind: Callable[[int], tuple[float, float]] | None = None    # the query names another kind of thing
     kin: Callable[[int], int] | None = None   # how near in meaning its unexplained word is to the product's name
+    kin_english: Callable[[int], float] | None = None   # how much the product's English words say that word (靴: boots)
     synonyms: SynonymMatch | None = None   # the query's unknown words matched to the catalog's head nouns
     unknown: float = 0.0                   # share of the query's content words the catalog never uses
     pinyin: np.ndarray | None = None       # a query typed in pinyin spells the product's name (paobuxie)
@@ -94,7 +95,7 @@ class Signals:
             return cut(values) if within is None or values is None else within.at(values, rows)
 
         view_max = float(self.view_z[2].max()) if self.view_z and len(self.view_z[2]) else 0.0
-        whole, kind, kin = self.unexplained, self.other_kind, self.kin
+        whole, kind, kin, english_kin = self.unexplained, self.other_kind, self.kin, self.kin_english
         synonyms = self.synonyms
         return replace(
             self, name=lexical(self.name), brand=lexical(self.brand), bm25=lexical(self.bm25),
@@ -104,6 +105,7 @@ class Signals:
             unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
             other_kind=(lambda i: kind(int(rows[i]))) if kind is not None else None,
             kin=(lambda i: kin(int(rows[i]))) if kin is not None else None,
+            kin_english=(lambda i: english_kin(int(rows[i]))) if english_kin is not None else None,
             synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
                              query=synonyms.query[rows]) if synonyms is not None else None,
             rows=rows, catalog_max=(float(self.name.max(initial=0.0)), float(self.brand.max(initial=0.0)), view_max))
@@ -139,6 +141,8 @@ class Signals:
         other, other_end = self.other_kind(best) if short and self.other_kind is not None else (0.0, 0.0)
         # …unless a thesaurus says the unexplained word is another name of the same kind (足球靴 for 足球鞋)
         kin = self.kin(best) if short and share and self.kin is not None else 0
+        # …or the product's English names say it (登山靴 → boots: 徒步登山鞋, hiking boots)
+        kin_english = self.kin_english(best) if short and share and self.kin_english is not None else 0.0
         synonyms = self.synonyms
         name_max, brand_max, view_max = self.catalog_max or (self.name.max(), self.brand.max(), None)
         return np.array([scores[best], scores[best] - runner_up, name_max, brand_max,
@@ -151,7 +155,7 @@ class Signals:
                          synonyms.morpheme[best] if synonyms else 0.0, synonyms.breadth if synonyms else 0.0,
                          synonyms.morpheme[best] * synonyms.breadth if synonyms else 0.0,
                          self.unknown, self.pinyin[best] if self.pinyin is not None else 0.0,
-                         other, other_end, float(kin == SYNONYMS)], dtype=np.float32)
+                         other, other_end, float(kin == SYNONYMS), float(kin_english >= 1.0)], dtype=np.float32)
 
 
 CONFIDENCE_POOL = 64
@@ -439,6 +443,7 @@ class ProductSearch:
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
         out.other_kind = lambda i: self.lexical.other_kind(q, i)
         out.kin = lambda i: self.lexical.kin(q, i)
+        out.kin_english = lambda i: self._bridge.explains(*lacking, i) if (lacking := self.lexical.lacking(q, i)) else 0.0
         out.pinyin = self._pinyin.match(query, within)
         out.family = self._families.family(content, self.lexical.vocabulary)
         out.unknown = min(len(unknown) / len(content), 1.0) if content else 0.0

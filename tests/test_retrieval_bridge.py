@@ -143,3 +143,46 @@ async def test_the_gate_reads_scores_without_the_bridge_so_a_partial_link_cannot
     gate = lifted.gate(foreign.gate_features(gate_scores, best, runner_up), foreign.bridge[best])
     assert gate == ranker.gate(foreign.gate_features(plain, best, float(np.delete(plain, best).max())),
                                foreign.bridge[best])
+
+
+NAMED = [_doc("boots", "徒步登山鞋", ("hiking boots", "hiking shoes")),
+         _doc("board", "滑板", ("skateboard",)),
+         _doc("balls", "乒乓球", ("ping pong balls", "table tennis balls")),
+         _doc("skates", "成人轮滑鞋", ("inline skates", "roller skates")),
+         _doc("plain", "登山鞋")]   # no English name
+
+
+@pytest.mark.parametrize(("asked", "found", "lacking", "said"), [
+    ("登山靴", "boots", ("靴", (0,), True), 1.0),          # boots: the end of `hiking boots`
+    ("爬山鞋", "boots", ("爬山", (0,), False), 1.0),       # a qualifier, read anywhere in the names: hiking
+    ("旱冰鞋", "skates", ("旱冰鞋", (0, 1), True), 1.0),   # 旱冰 → roller skating, a qualifier of 鞋
+    ("乒乓球桌", "balls", ("乒乓球桌", (3,), True), 0.0),  # table: a word of `table tennis balls`, not its end
+    ("滑雪板", "board", ("滑雪板", (1,), True), 0.0),      # ski, snowboard: not what `skateboard` says
+    ("登山靴", "plain", ("靴", (0,), True), 0.0),          # a product without an English name says nothing
+])
+def test_the_english_names_explain_what_the_chinese_ones_lack(asked, found, lacking, said):
+    """The gate's `kin_english`: what a product's Chinese words lack of a short query, said by its English
+    names (登山靴 is 徒步登山鞋, hiking boots; 滑雪板 is not 滑板, skateboard)."""
+    search = ProductSearch(NAMED)
+    at = next(i for i, d in enumerate(NAMED) if d.product_id == found)
+    got = search.lexical.lacking(search.lexical.analyze(asked), at)
+    assert got == lacking
+    bridge = ChineseBridge(NAMED, search.lexical.head_of)
+    assert bridge.explains(*got, at) == pytest.approx(said)
+    assert search.lexical.lacking(search.lexical.analyze("登山鞋"), 0) is None   # nothing lacking
+
+
+def test_the_gate_reads_the_english_explanation_only_in_full_and_only_for_a_lacking_short_phrase():
+    from retrieval.ranker import GATE_FEATURES
+
+    column = GATE_FEATURES.index("kin_english")
+    ones = np.ones(2, dtype=np.float32)
+    base = Signals(name=ones, brand=ones, bm25=ones, bm25_max=1.0, coverage=1.0, latin=False, words=2,
+                   token_cover=ones, head=ones, category=ones, unexplained=lambda i: (0.5, 1.0),
+                   kin_english=lambda i: (1.0, 0.5)[i])
+    assert base.gate_features(ones, 0, 0.0)[column] == 1.0
+    assert base.gate_features(ones, 1, 0.0)[column] == 0.0   # half said is not said
+    described = replace(base, words=3)                          # a described need is not read by its characters
+    assert described.gate_features(ones, 0, 0.0)[column] == 0.0
+    explained = replace(base, unexplained=lambda i: (0.0, 0.0))   # nothing lacking: nothing to explain
+    assert explained.gate_features(ones, 0, 0.0)[column] == 0.0
