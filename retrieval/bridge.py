@@ -156,12 +156,17 @@ def pieces(run: str) -> list[str]:
 def reading(word: str, heads: frozenset[str] | set[str] = frozenset()) -> tuple[tuple[str, ...], ...]:
     """The senses of a Chinese word: its own when the dictionary holds it, else, when its last character ends
     one of the catalog's head nouns (`heads`: their last characters), those of its last piece (a compound's
-    head: 球袜 → 袜 → socks; 慢跑鞋 → 鞋 → shoe; not 男薄款 → 款)."""
+    head: 球袜 → 袜 → socks; not 男薄款 → 款), each with the senses of the word before it when that is a
+    dictionary word of two or more characters (旱冰鞋 → 旱冰 + 鞋 → roller skating shoe)."""
     own = senses(word)
     if own or not word or word[-1] not in heads:
         return own
-    piece = pieces(word)[-1]
-    return senses(piece, CHAR_SENSES if len(piece) == 1 else MAX_SENSES)
+    cut = pieces(word)
+    head = senses(cut[-1], CHAR_SENSES if len(cut[-1]) == 1 else MAX_SENSES)
+    qualifier = senses(cut[-2]) if len(cut) > 1 and len(cut[-2]) > 1 else ()
+    if not head or not qualifier:
+        return head
+    return tuple(tuple(dict.fromkeys(q + h)) for q in qualifier for h in head)[:MAX_SENSES]
 
 
 class ChineseBridge:

@@ -40,6 +40,9 @@ def test_the_dictionary_reads_chinese_words_offline():
     # a word the dictionary lacks is read by its head piece when that ends one of the catalog's head nouns
     assert ("sock",) in reading("球袜", heads)
     assert reading("球袜", frozenset("包")) == ()
+    # …with the qualifier before it when that is a dictionary word of two or more characters (球 is one)
+    assert reading("旱冰鞋", heads) == (("roller", "skat", "shoe"),)
+    assert reading("网球鞋", heads)[0] == ("tenni", "shoe")
 
 
 def test_a_query_word_outside_the_catalog_reaches_its_product_through_the_dictionary():
