@@ -209,7 +209,9 @@ class ChineseBridge:
             for t in name:
                 named.setdefault(t, []).append(k)
         self._named = named
-        self._names_of = names
+        # where each product's names start in self._names (they are in product order): an array, not a list
+        # per product (a million lists cost ~80 MB)
+        self._first_name = np.cumsum([0, *map(len, names)], dtype=np.int64)
         self._ready = True
 
     @staticmethod
@@ -250,7 +252,7 @@ class ChineseBridge:
             return 0.0
         if not self._ready:
             self._build()
-        names = self._names_of[doc]
+        names = [name for _, name in self._names[self._first_name[doc]:self._first_name[doc + 1]]]
         if not names:
             return 0.0
         said = {t for name in names for t in name}
