@@ -189,3 +189,11 @@ def test_the_gate_reads_the_english_explanation_only_in_full_and_only_for_a_lack
     assert described.gate_features(ones, 0, 0.0)[column] == 0.0
     explained = replace(base, unexplained=lambda i: (0.0, 0.0))   # nothing lacking: nothing to explain
     assert explained.gate_features(ones, 0, 0.0)[column] == 0.0
+
+
+async def test_the_shipped_search_finds_a_boot_its_english_name_says_and_refuses_a_ski(search):
+    """The demo catalog with the shipped ranker: 登山靴 and 足球靴 are the hiking and football shoes their aliases
+    call boots; 滑雪板 (ski, snowboard) is not 滑板 (skateboard) — nothing is proposed for it."""
+    assert [c.product_name for c in await search.search("登山靴", 3)][:1] == ["徒步登山鞋"]
+    assert [c.product_name for c in await search.search("足球靴", 3)][:1] == ["足球鞋"]
+    assert await search.search("滑雪板", 3) == []
