@@ -178,7 +178,7 @@ class ChineseBridge:
         self.size = len(docs)
         self._docs = docs
         self._endings = frozenset(h[-1] for h in heads if h)
-        self._ready = False
+        self._built = Once(self._build)   # on the first query that needs it; a second thread waits for it
 
     def _build(self) -> None:
         holders: dict[str, list[int]] = {}
@@ -212,7 +212,6 @@ class ChineseBridge:
         # where each product's names start in self._names (they are in product order): an array, not a list
         # per product (a million lists cost ~80 MB)
         self._first_name = np.cumsum([0, *map(len, names)], dtype=np.int64)
-        self._ready = True
 
     @staticmethod
     def _han_words(text: str) -> set[str]:
@@ -250,8 +249,7 @@ class ChineseBridge:
         readings = [(senses(p, CHAR_SENSES if len(p) == 1 else MAX_SENSES), head) for p, head in lacking]
         if not readings or not all(r for r, _ in readings):
             return 0.0
-        if not self._ready:
-            self._build()
+        self._built()
         names = [name for _, name in self._names[self._first_name[doc]:self._first_name[doc + 1]]]
         if not names:
             return 0.0
@@ -271,8 +269,7 @@ class ChineseBridge:
         readings = [r for w in words if (r := reading(w, self._endings))]
         if not readings:
             return None
-        if not self._ready:
-            self._build()
+        self._built()
         out = np.zeros((self.size, len(BRIDGE_FEATURES)), dtype=np.float32)
         for senses_of_word in readings:
             best = np.zeros(self.size, dtype=np.float32)

@@ -197,3 +197,33 @@ async def test_the_shipped_search_finds_a_boot_its_english_name_says_and_refuses
     assert [c.product_name for c in await search.search("登山靴", 3)][:1] == ["徒步登山鞋"]
     assert [c.product_name for c in await search.search("足球靴", 3)][:1] == ["足球鞋"]
     assert await search.search("滑雪板", 3) == []
+
+
+def test_the_products_english_words_are_gathered_once_however_many_threads_ask(monkeypatch):
+    """The bridge reads every product's names on the first query that needs them (seconds at a million
+    products): searches on other threads at that moment wait for that reading instead of doing their own."""
+    import threading
+    import time
+
+    search = ProductSearch(BAGS)
+    bridge = ChineseBridge(BAGS, search.lexical.head_of)
+    calls, gate = [], threading.Barrier(4)
+    real = bridge._han_words
+
+    def counted(text: str) -> set[str]:
+        calls.append(text)
+        time.sleep(0.005)   # a slow reading, as a million products' is: the other threads arrive during it
+        return real(text)
+
+    monkeypatch.setattr(bridge, "_han_words", counted)
+
+    def ask() -> None:
+        gate.wait()
+        assert bridge.match(["背囊"]) is not None
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == len(BAGS)   # each product's name read once (their aliases are Latin)
