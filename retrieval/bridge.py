@@ -178,7 +178,11 @@ class ChineseBridge:
         self.size = len(docs)
         self._docs = docs
         self._endings = frozenset(h[-1] for h in heads if h)
-        self._built = Once(self._build)   # on the first query that needs it; a second thread waits for it
+        self._built = Once(self._build)   # on the first query that needs it (or `ready`); others wait for it
+
+    def ready(self) -> None:
+        """Read the products' English words now (once; a call during the reading waits for it)."""
+        self._built()
 
     def _build(self) -> None:
         holders: dict[str, list[int]] = {}
@@ -249,7 +253,7 @@ class ChineseBridge:
         readings = [(senses(p, CHAR_SENSES if len(p) == 1 else MAX_SENSES), head) for p, head in lacking]
         if not readings or not all(r for r, _ in readings):
             return 0.0
-        self._built()
+        self.ready()
         names = [name for _, name in self._names[self._first_name[doc]:self._first_name[doc + 1]]]
         if not names:
             return 0.0
@@ -269,7 +273,7 @@ class ChineseBridge:
         readings = [r for w in words if (r := reading(w, self._endings))]
         if not readings:
             return None
-        self._built()
+        self.ready()
         out = np.zeros((self.size, len(BRIDGE_FEATURES)), dtype=np.float32)
         for senses_of_word in readings:
             best = np.zeros(self.size, dtype=np.float32)

@@ -445,3 +445,27 @@ async def test_a_build_embeds_each_distinct_text_once(tmp_path, docs):
     index = VectorIndex.load(tmp_path / "v.index", embedder.name)
     assert np.allclose(index.names[4], index.names[0]) and np.allclose(index.vectors[6, 1], index.vectors[0, 1])
     assert not np.allclose(index.vectors[6, 0], index.vectors[0, 0])
+
+
+async def test_a_large_catalogs_lazy_tables_are_read_after_start_up_not_at_a_customers_query(tmp_path, docs,
+                                                                                          monkeypatch):
+    """Over an ANN generation the search reads the bridge's English words on a background thread as soon as it
+    is built (half a minute at a million products), once: the first query that needs them finds them read."""
+    from retrieval.bridge import ChineseBridge
+
+    reads = []
+    real = ChineseBridge._build
+    monkeypatch.setattr(ChineseBridge, "_build", lambda self: (reads.append(self.size), real(self))[1])
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    search = ProductSearch(docs, embedder, ann.Generation.open(path))
+    assert search.warmed is not None
+    await asyncio.wrap_future(search.warmed)
+    assert reads == [len(docs)]
+    await search.search("背囊", 3)   # a word the catalog never uses, read through the dictionary
+    assert reads == [len(docs)]
+    small = ProductSearch(docs, embedder, VectorIndex.load(path, embedder.name))   # a small catalog: when needed
+    assert small.warmed is None and reads == [len(docs)]
+    await small.search("背囊", 3)
+    assert reads == [len(docs), len(docs)]
