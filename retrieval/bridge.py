@@ -29,6 +29,7 @@ import gzip
 import logging
 import math
 import re
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib.util import find_spec
@@ -185,37 +186,44 @@ class ChineseBridge:
         self._built()
 
     def _build(self) -> None:
-        holders: dict[str, list[int]] = {}
-        names: list[list[tuple[str, ...]]] = []
+        # compact from the start, as a million products need: positions in typed arrays, and one tuple per
+        # distinct English name (an alias such as `running shoes` is shared by many products)
+        holders: dict[str, array] = {}
+        distinct: dict[str, tuple[str, ...]] = {}
+        owners, names, counts = array("i"), [], array("i")
         for i, doc in enumerate(self._docs):
             bag: set[str] = set()
-            own: list[tuple[str, ...]] = []
+            own = 0
             for alias in doc.aliases:
                 if is_han(alias[:1]) or any(map(is_han, alias)):
                     bag.update(self._han_words(alias))
-                else:
-                    found = tokens(fold(alias))
-                    if found:
-                        own.append(found)
-                        bag.update(found)
+                    continue
+                found = distinct.get(alias)
+                if found is None:
+                    found = distinct[alias] = tokens(fold(alias))
+                if found:
+                    owners.append(i)
+                    names.append(found)
+                    own += 1
+                    bag.update(found)
             bag.update(self._han_words(compact(doc.base_name)))
             for token in bag:
-                holders.setdefault(token, []).append(i)
-            names.append(own)
+                (holders.get(token) or holders.setdefault(token, array("i"))).append(i)
+            counts.append(own)
         n = max(self.size, 1)
         self._idf = {t: math.log(1 + n / len(ids)) for t, ids in holders.items()}
         self._unseen = math.log(1 + n)   # a token no product holds weighs as the rarest
-        self._holders = {t: np.array(ids, dtype=np.int32) for t, ids in holders.items()}
-        # each product's English names, as (product, tokens); indexed by token for the cover
-        self._names = [(i, name) for i, own in enumerate(names) for name in own]
-        named: dict[str, list[int]] = {}
-        for k, (_, name) in enumerate(self._names):
+        self._holders = {t: np.frombuffer(ids, dtype=np.int32) for t, ids in holders.items()}
+        # each product's English names (the Latin aliases, as tokens), in product order: name k is names[k], of
+        # product owners[k]; a product's run of them starts at first_name[product]; indexed by token for the cover
+        self._names = names
+        self._owners = np.frombuffer(owners, dtype=np.int32)
+        self._first_name = np.concatenate([[0], np.cumsum(np.frombuffer(counts, dtype=np.int32), dtype=np.int64)])
+        named: dict[str, array] = {}
+        for k, name in enumerate(names):
             for t in name:
-                named.setdefault(t, []).append(k)
-        self._named = named
-        # where each product's names start in self._names (they are in product order): an array, not a list
-        # per product (a million lists cost ~80 MB)
-        self._first_name = np.cumsum([0, *map(len, names)], dtype=np.int64)
+                (named.get(t) or named.setdefault(t, array("i"))).append(k)
+        self._named = {t: np.frombuffer(ks, dtype=np.int32) for t, ks in named.items()}
 
     @staticmethod
     def _han_words(text: str) -> set[str]:
@@ -254,7 +262,7 @@ class ChineseBridge:
         if not readings or not all(r for r, _ in readings):
             return 0.0
         self.ready()
-        names = [name for _, name in self._names[self._first_name[doc]:self._first_name[doc + 1]]]
+        names = self._names[self._first_name[doc]:self._first_name[doc + 1]]
         if not names:
             return 0.0
         said = {t for name in names for t in name}
@@ -289,8 +297,8 @@ class ChineseBridge:
         out[:, 0] /= len(readings)
         for senses_of_word in readings:
             for sense in senses_of_word:
-                for k in {k for t in sense for k in self._named.get(t, ())}:
-                    i, name = self._names[k]
+                for k in {int(k) for t in sense for k in self._named.get(t, ())}:
+                    i, name = int(self._owners[k]), self._names[k]
                     out[i, 1] = max(float(out[i, 1]), self._dice(sense, name))
                     if set(sense) == set(name):
                         out[i, 2] = 1.0
