@@ -47,6 +47,12 @@ _WARM_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search-warm
 
 
 
+def _report_warm_failure(done: Future) -> None:
+    """Log a background reading that failed (a query that needs the table reads it again, and fails alike)."""
+    if not done.cancelled() and done.exception() is not None:
+        log.error("reading the search's tables after start-up failed", exc_info=done.exception())
+
+
 @dataclass
 class Signals:
     """Per-product signals for one query, plus the query-level facts the confidence rule reads."""
@@ -250,6 +256,7 @@ class ProductSearch:
         self._ann: ApproximateDense | None = None
         if self._cache is not None and isinstance(index, Generation):   # a large catalog (retrieval/ann.py)
             self.warmed = _WARM_THREAD.submit(self._bridge.ready)
+            self.warmed.add_done_callback(_report_warm_failure)
             self._ann = self._matrix = ApproximateDense(index, [d.product_id for d in self.docs])
             self._has_vector, self._stats = self._ann.present, self._ann.stats
             generation, row_of_doc = self._ann.generation, self._ann.row_of_doc

@@ -469,3 +469,24 @@ async def test_a_large_catalogs_lazy_tables_are_read_after_start_up_not_at_a_cus
     assert small.warmed is None and reads == [len(docs)]
     await small.search("背囊", 3)
     assert reads == [len(docs), len(docs)]
+
+
+async def test_a_failed_background_reading_is_logged(tmp_path, docs, monkeypatch, caplog):
+    from retrieval.bridge import ChineseBridge
+
+    def broken(self):
+        raise RuntimeError("a table that cannot be read")
+
+    monkeypatch.setattr(ChineseBridge, "_build", broken)
+    embedder = HashEmbedder()
+    path = tmp_path / "shop.index"
+    await build_index(path, docs, embedder, progress=False, ann_threshold=0)
+    with caplog.at_level("ERROR", logger="retrieval.search"):
+        search = ProductSearch(docs, embedder, ann.Generation.open(path))
+        with pytest.raises(RuntimeError):
+            await asyncio.wrap_future(search.warmed)
+        for _ in range(100):   # the callback runs on the reading thread just after the future is done
+            if caplog.records:
+                break
+            await asyncio.sleep(0.01)
+    assert any("after start-up failed" in r.getMessage() and r.exc_info for r in caplog.records)
