@@ -224,7 +224,7 @@ async def whole_search(size: int, views: np.ndarray, names: np.ndarray, cache: P
     search = ProductSearch(docs, embedder, ann.Generation.open(cache / f"whole{size}.index"))
     startup = time.perf_counter() - t
     if search.warmed is not None:   # the tables read on a background thread after start-up, before any timing
-        search.warmed.result()
+        await asyncio.wrap_future(search.warmed)
     warmed = time.perf_counter() - t - startup
     memory = (rss_bytes() - before) / 1e6
     await search.prime(qtexts + warm)    # query vectors cached: the figure is the search itself
@@ -268,8 +268,8 @@ async def whole_search(size: int, views: np.ndarray, names: np.ndarray, cache: P
     # the same first candidate (or both empty), and the same candidates as a set
     first = np.mean([a[:1] == b[:1] for a, b in zip(found_now, found_full, strict=True)])
     same = np.mean([set(a) == set(b) for a, b in zip(found_now, found_full, strict=True)])
-    return {"size": size, "publish_s": publish_s, "startup_s": startup, "warmed_s": warmed, "memory_mb": memory, "docs_mb": docs_mb,
-            "rss_mb": rss_bytes() / 1e6, "now": (statistics.median(now), pct(now, 95)),
+    return {"size": size, "publish_s": publish_s, "startup_s": startup, "warmed_s": warmed, "memory_mb": memory,
+            "docs_mb": docs_mb, "rss_mb": rss_bytes() / 1e6, "now": (statistics.median(now), pct(now, 95)),
             "before": (statistics.median(full), pct(full, 95)), "queries": len(now), "full_queries": len(full),
             "warm_queries": len(warm), "same_first": float(first), "same_set": float(same), "load": os.getloadavg()[0],
             "beside": (statistics.median(orders[True]), pct(orders[True], 95)),

@@ -140,6 +140,11 @@ def senses(word: str, limit: int = MAX_SENSES) -> tuple[tuple[str, ...], ...]:
     return tuple(out[:limit])
 
 
+def piece_senses(piece: str) -> tuple[tuple[str, ...], ...]:
+    """A dictionary piece's senses: a single character's first few only (服: clothes, not "to serve")."""
+    return senses(piece, CHAR_SENSES if len(piece) == 1 else MAX_SENSES)
+
+
 def pieces(run: str) -> list[str]:
     """A run of Chinese characters cut into dictionary words, longest first from the left (a character the
     dictionary does not know stands alone)."""
@@ -163,7 +168,7 @@ def reading(word: str, heads: frozenset[str] | set[str] = frozenset()) -> tuple[
     if own or not word or word[-1] not in heads:
         return own
     cut = pieces(word)
-    head = senses(cut[-1], CHAR_SENSES if len(cut[-1]) == 1 else MAX_SENSES)
+    head = piece_senses(cut[-1])
     qualifier = senses(cut[-2]) if len(cut) > 1 and len(cut[-2]) > 1 else ()
     if not head or not qualifier:
         return head
@@ -250,15 +255,16 @@ class ChineseBridge:
         Chinese words lack (the characters at `missing`; `last`: the word is the query's last; lexical.lacking).
         Each dictionary piece of the word holding such a character is read through its senses, a sense scored as
         the share of its rare words the names hold — the last word's last piece (its head: what the thing is)
-        only when its sense ends as one of the names does — and the least explained piece is the answer. 靴 of 登山靴 → boots, the end of `hiking boots`
-        (徒步登山鞋): 1.0; 爬山 of 爬山鞋 → hiking: 1.0; 桌 of 乒乓球桌 → table, not the end of `table tennis
-        balls`: 0.0; 滑雪板 → ski, snowboard, not said by `skateboard` (滑板): 0.0. 0.0 when a piece has no reading."""
+        only when its sense ends as one of the names does — and the least explained piece is the answer:
+        靴 of 登山靴 → boots, the end of `hiking boots` (徒步登山鞋): 1.0; 爬山 of 爬山鞋 → hiking: 1.0; 桌 of
+        乒乓球桌 → table, not the end of `table tennis balls`: 0.0; 滑雪板 → ski, snowboard, not said by
+        `skateboard` (滑板): 0.0. Also 0.0 when a piece has no reading or the product no English name."""
         cut, at, lacking = pieces(word), 0, []
         for k, piece in enumerate(cut):
             if any(at <= m < at + len(piece) for m in missing):
                 lacking.append((piece, last and k == len(cut) - 1))
             at += len(piece)
-        readings = [(senses(p, CHAR_SENSES if len(p) == 1 else MAX_SENSES), head) for p, head in lacking]
+        readings = [(piece_senses(p), head) for p, head in lacking]
         if not readings or not all(r for r, _ in readings):
             return 0.0
         self.ready()

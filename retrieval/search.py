@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from retrieval.thesaurus import SYNONYMS
 from retrieval.touched import Touched
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A large catalog's ANN neighbours (the graph search and their rows' exact scores, in C and numpy with the GIL
 # released) are searched on this thread while the searching thread computes the lexical side, so a search uses
@@ -41,10 +43,9 @@ log = logging.getLogger(__name__)
 # bench/retrieval_scale.py, which times both orders interleaved query by query.
 DENSE_BESIDE_LEXICAL = True
 _DENSE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ann-neighbours")
-# A large catalog's lazily read tables (the bridge's English words: ~35 µs a product, half a minute at a million)
+# A large catalog's lazily read tables (the bridge's English words: 20 s at a million products, bench/README)
 # are read on this thread right after start-up, so no customer's query waits for them
 _WARM_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search-warm")
-
 
 
 def _report_warm_failure(done: Future) -> None:
@@ -100,21 +101,21 @@ class Signals:
         def cut(values: np.ndarray | None) -> np.ndarray | None:
             return values[rows] if values is not None else None
 
+        def moved(read: Callable[[int], T] | None) -> Callable[[int], T] | None:   # a per-product reading
+            return (lambda i: read(int(rows[i]))) if read is not None else None
+
         def lexical(values: np.ndarray | None) -> np.ndarray | None:
             return cut(values) if within is None or values is None else within.at(values, rows)
 
         view_max = float(self.view_z[2].max()) if self.view_z and len(self.view_z[2]) else 0.0
-        whole, kind, kin, english_kin = self.unexplained, self.other_kind, self.kin, self.kin_english
         synonyms = self.synonyms
         return replace(
             self, name=lexical(self.name), brand=lexical(self.brand), bm25=lexical(self.bm25),
             dense_z=cut(self.dense_z), view_z=tuple(v[rows] for v in self.view_z), token_cover=cut(self.token_cover),
             head=cut(self.head), category=cut(self.category), pinyin=lexical(self.pinyin), family=cut(self.family),
             short_form=cut(self.short_form), english=cut(self.english), bridge=cut(self.bridge),
-            unexplained=(lambda i: whole(int(rows[i]))) if whole is not None else None,
-            other_kind=(lambda i: kind(int(rows[i]))) if kind is not None else None,
-            kin=(lambda i: kin(int(rows[i]))) if kin is not None else None,
-            kin_english=(lambda i: english_kin(int(rows[i]))) if english_kin is not None else None,
+            unexplained=moved(self.unexplained), other_kind=moved(self.other_kind), kin=moved(self.kin),
+            kin_english=moved(self.kin_english),
             synonyms=replace(synonyms, word=synonyms.word[rows], morpheme=synonyms.morpheme[rows],
                              query=synonyms.query[rows]) if synonyms is not None else None,
             rows=rows, catalog_max=(float(self.name.max(initial=0.0)), float(self.brand.max(initial=0.0)), view_max))
@@ -455,7 +456,8 @@ class ProductSearch:
         out.unexplained = lambda i: self.lexical.unexplained(q, i)
         out.other_kind = lambda i: self.lexical.other_kind(q, i)
         out.kin = lambda i: self.lexical.kin(q, i)
-        out.kin_english = lambda i: self._bridge.explains(*lacking, i) if (lacking := self.lexical.lacking(q, i)) else 0.0
+        out.kin_english = lambda i: (self._bridge.explains(*lacking, i)
+                                     if (lacking := self.lexical.lacking(q, i)) else 0.0)
         out.pinyin = self._pinyin.match(query, within)
         out.family = self._families.family(content, self.lexical.vocabulary)
         out.unknown = min(len(unknown) / len(content), 1.0) if content else 0.0
