@@ -239,8 +239,8 @@ async def whole_search(size: int, views: np.ndarray, names: np.ndarray, cache: P
             times.append((time.perf_counter() - t) * 1000)
         return times
 
-    async def found(queries: list[str]) -> list[list[str]]:
-        return [[c.product_id for c in await search.search(q, 5)] for q in queries]
+    async def found(queries: list[str]) -> list[list[tuple[str, float]]]:
+        return [[(c.product_id, round(c.retrieval_score, 4)) for c in await search.search(q, 5)] for q in queries]
 
     now = await timed(qtexts)
     found_now = await found(qtexts[:full_count])
@@ -265,13 +265,17 @@ async def whole_search(size: int, views: np.ndarray, names: np.ndarray, cache: P
         found_full = await found(qtexts[:full_count])
     finally:
         search_module.ANN_THRESHOLD = threshold
-    # the same first candidate (or both empty), and the same candidates as a set
-    first = np.mean([a[:1] == b[:1] for a, b in zip(found_now, found_full, strict=True)])
-    same = np.mean([set(a) == set(b) for a, b in zip(found_now, found_full, strict=True)])
+    # the same first candidate (or both empty), the same candidates as a set, and the same scores (the synthetic
+    # catalog's variants tie: another variant of equal score is as good an answer)
+    pairs = list(zip(found_now, found_full, strict=True))
+    first = np.mean([[i for i, _ in a[:1]] == [i for i, _ in b[:1]] for a, b in pairs])
+    same = np.mean([{i for i, _ in a} == {i for i, _ in b} for a, b in pairs])
+    same_scores = np.mean([sorted(s for _, s in a) == sorted(s for _, s in b) for a, b in pairs])
     return {"size": size, "publish_s": publish_s, "startup_s": startup, "warmed_s": warmed, "memory_mb": memory,
             "docs_mb": docs_mb, "rss_mb": rss_bytes() / 1e6, "now": (statistics.median(now), pct(now, 95)),
             "before": (statistics.median(full), pct(full, 95)), "queries": len(now), "full_queries": len(full),
-            "warm_queries": len(warm), "same_first": float(first), "same_set": float(same), "load": os.getloadavg()[0],
+            "warm_queries": len(warm), "same_first": float(first), "same_set": float(same),
+            "same_scores": float(same_scores), "load": os.getloadavg()[0],
             "beside": (statistics.median(orders[True]), pct(orders[True], 95)),
             "after": (statistics.median(orders[False]), pct(orders[False], 95)),
             "same_beside_after": float(np.mean(same_orders)),
@@ -379,6 +383,10 @@ def main(args) -> None:
     # as in the bot (retrieval/embedders.py pins BLAS to one thread): on two busy cores a multi-threaded BLAS
     # made a 5,000-row scan take 85 ms instead of 0.3
     threadpool_limits(limits=1, user_api="blas")
+    if args.postings_read is not None:
+        import retrieval.search as search_module
+        search_module.POSTINGS_READ = args.postings_read or None
+        print(f"each word's best {args.postings_read or 'every'} products touched (search.POSTINGS_READ)")
     views, names = real_sample([Path(p) for p in args.sample], MODEL)
     qs = queries(names, args.queries)
     print(f"sample: {len(views):,} real products (views and name vectors from {', '.join(args.sample)}); "
@@ -412,7 +420,7 @@ def main(args) -> None:
             print("\n## Whole search (ProductSearch.search, cached query vectors) over the synthetic catalog served from "
                   "its ANN generation: candidates ranked (now) vs every product ranked (before), same run")
             print(f"{'products':>9s} {'now p50':>8s} {'now p95':>8s} {'before p50':>10s} {'before p95':>10s} "
-                  f"{'same 1st':>8s} {'same top5':>9s} {'start-up':>8s} {'+RSS MB':>8s} {'docs MB':>8s} {'RSS MB':>7s} "
+                  f"{'same 1st':>8s} {'same top5':>9s} {'same scores':>11s} {'start-up':>8s} {'+RSS MB':>8s} {'docs MB':>8s} {'RSS MB':>7s} "
                   f"{'publish':>8s}")
             results["whole"] = []
             for size in args.whole:
@@ -420,7 +428,7 @@ def main(args) -> None:
                                            args.warm_queries, args.profile))
                 results["whole"].append(w)
                 print(f"{size:9,d} {w['now'][0]:8.1f} {w['now'][1]:8.1f} {w['before'][0]:10.1f} {w['before'][1]:10.1f} "
-                      f"{w['same_first']:8.2f} {w['same_set']:9.2f} {w['startup_s']:6.1f} s {w['memory_mb']:8.0f} "
+                      f"{w['same_first']:8.2f} {w['same_set']:9.2f} {w['same_scores']:11.2f} {w['startup_s']:6.1f} s {w['memory_mb']:8.0f} "
                       f"{w['docs_mb']:8.0f} {w['rss_mb']:7.0f} {w['publish_s']:6.0f} s", flush=True)
                 print(f"          interleaved query by query, p50 / p95 ms: ANN neighbours beside the lexical side "
                       f"{w['beside'][0]:.1f} / {w['beside'][1]:.1f}, after it {w['after'][0]:.1f} / {w['after'][1]:.1f} "
@@ -469,6 +477,9 @@ if __name__ == "__main__":
                         help="other queries searched before the timed ones (a worker that has served traffic)")
     parser.add_argument("--profile", type=int, default=0,
                         help="print this many functions of a profile of the whole search's timed queries (0: none)")
+    parser.add_argument("--postings-read", type=int, default=None,
+                        help="each word's best this many products touched at scale (default: search.POSTINGS_READ; "
+                             "0: every product, as before)")
     parser.add_argument("--full-queries", type=int, default=20, help="queries ranked over every product (before)")
     parser.add_argument("--whole-cache", default=None,
                         help="folder keeping the whole-search generations between runs (a million takes ~20 min)")

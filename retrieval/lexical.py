@@ -34,6 +34,12 @@ PART_NAME_SCORE = 0.6   # a word of a name ('泳镜' in '防雾泳镜') counts l
 PINYIN_SCORE = 0.9      # a homophone of a name piece (兰球 for 篮球) counts a little less than the piece
 PAIR_SCORE = 0.3        # two characters of a name (山鞋 of 登山鞋 in 爬山鞋): a weak anchor
 MAX_QUERY_CHARS = 64
+# a large catalog may choose its lexical candidates from each word's (name piece's, brand's) best this many
+# products by weight instead of every product that holds it (a common word is held by a tenth of a million
+# products); the candidates' own values are then read exactly (LexicalIndex.at_rows). Off (None) by default:
+# bench/retrieval_scale.py --postings-read 4096 at 1M took p50 12.5 -> 7.0 ms but agreed with ranking every product
+# on the top 5's scores for 0.72 of the queries instead of 0.85 (bench/README.md, 2026-12-06)
+POSTINGS_READ: int | None = None
 MAX_SHAPE_PIECE = 6     # the longest name piece a shape-alike typo is read inside
 SHAPE_MAX_WORDS = 3     # …in a query of fewer content words (a short noun phrase, as the gate's `short`)
 
@@ -89,10 +95,15 @@ class _Pieces:
 
 def _member(docs: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Which of `rows` are in `docs` (ascending product positions), by binary search."""
+    return _lookup(docs, rows)[1]
+
+
+def _lookup(docs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where each of `rows` is or would be in `docs`, whether it is there): both ascending product positions."""
     if not len(docs):
-        return np.zeros(len(rows), dtype=bool)
+        return np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=bool)
     at = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
-    return docs[at] == rows
+    return at, docs[at] == rows
 
 
 def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
@@ -175,6 +186,7 @@ class LexicalIndex:
         tokens_of = lru_cache(maxsize=1 << 16)(self.tokenizer.tokens)   # brands, categories, aliases repeat
         self._sentence_tokens = lru_cache(maxsize=65536)(self.tokenizer.folded_tokens)
         self._letters = lru_cache(maxsize=4096)(self._letters_of)
+        self._best_of = lru_cache(maxsize=2048)(self._best_uncached)
         self.head_of: list[str] = []   # each product's head noun (synonyms.head_noun), one string per noun
         interned: dict[str, str] = {}
         postings = _PostingsBuilder()
@@ -206,7 +218,7 @@ class LexicalIndex:
         self._name_chars = frozenset(c for k in sound_of for c in k)
         self._shapes = ShapeNeighbours(self._name_chars)
         del names, sounds, sound_of
-        self._pairs = {k: np.fromiter(v, dtype=np.int64) for k, v in pairs.items()}
+        self._pairs = {k: np.fromiter(sorted(v), dtype=np.int64) for k, v in pairs.items()}   # ascending
         self._heads = {k: np.array(v) for k, v in heads.items()}
         # each head noun's pinyin → the head nouns spelled so: a query's syllable runs are looked up in it
         # (kind_match), not every head noun's pinyin searched in the query (tens of thousands in a large catalog)
@@ -498,43 +510,93 @@ class LexicalIndex:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""
         return [w for w in q.words if w not in STOPWORDS]
 
-    def _name_pieces(self, q: QueryText) -> Iterator[tuple[int, int, _Found, _Found, np.ndarray | None]]:
-        """(start, end, its products as a literal name piece, as a homophone of one, as a pair of a name's
-        characters) for each piece of the query that is one of these: the lookups of name_match and touched."""
+    def _name_pieces(self, q: QueryText) -> Iterator[tuple[str, str, _Found, _Found, np.ndarray | None]]:
+        """(piece, its syllables, its products as a literal name piece, as a homophone of one, as a pair of a
+        name's characters) for each piece of the query that is one of these: the lookups of name_match and
+        touched."""
         syllables = _syllables(q.folded)
         for i, j in _spans(q.folded):
-            piece = q.folded[i:j]
+            piece, sound = q.folded[i:j], " ".join(syllables[i:j])
             literal = self._names.get(piece)
-            sounded = self._sounds.get(" ".join(syllables[i:j])) if _is_han(piece) else None
+            sounded = self._sounds.get(sound) if _is_han(piece) else None
             pairs = self._pairs.get(piece) if j - i == 2 else None
             if literal is not None or sounded is not None or pairs is not None:
-                yield i, j, literal, sounded, pairs
+                yield piece, sound, literal, sounded, pairs
 
-    def _brands_held(self, q: QueryText) -> Iterator[np.ndarray]:
-        """The products of each brand the query holds."""
+    def _best_uncached(self, kind: str, key: str, read: int) -> tuple[np.ndarray, np.ndarray]:
+        """The `read` products of highest weight of one posting list (`kind` t: a word's BM25 postings, n / s /
+        p: a name piece's literal, homophone and character-pair products, b: a brand's), ascending like the
+        list; equal weights keep the first products."""
+        if kind == "t":
+            docs, weights = self._postings[key]
+        elif kind == "b":
+            docs = self._brands[key]
+            weights = np.ones(len(docs), dtype=np.float32)
+        elif kind == "p":
+            docs = self._pairs[key]
+            weights = np.ones(len(docs), dtype=np.float32)
+        else:
+            docs, weights = (self._names if kind == "n" else self._sounds).get(key)
+        keep = np.sort(np.argsort(-weights, kind="stable")[:read])
+        return docs[keep], weights[keep]
+
+    def _read(self, kind: str, key: str, docs: np.ndarray, weights: np.ndarray | None,
+              read: int | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """A posting list as a search over `read`-limited touched products reads it (all of it when short)."""
+        if read is None or len(docs) <= read:
+            return docs, weights
+        best, best_weights = self._best_of(kind, key, read)
+        return best, (best_weights if weights is not None else None)
+
+    def _brands_held(self, q: QueryText, read: int | None = None) -> Iterator[np.ndarray]:
+        """The products of each brand the query holds (each brand's first `read` when given)."""
         for i, j in _spans(q.folded):
-            if (docs := self._brands.get(q.folded[i:j])) is not None:
-                yield docs
+            if (docs := self._brands.get(brand := q.folded[i:j])) is not None:
+                yield self._read("b", brand, docs, None, read)[0]
 
-    def touched(self, q: QueryText, more: Sequence[np.ndarray] = ()) -> Touched:
+    def touched(self, q: QueryText, more: Sequence[np.ndarray] = (), read: int | None = None) -> Touched:
         """The products `q`'s words touch — in BM25's postings, a name piece (literally, by sound, a pair of its
         characters) or a brand the query holds — and those of `more`: what bm25, name_match and brand_match
-        score above 0 for `q` is among them (a superset: a piece the scoring then voids is in too)."""
-        hit = [self._postings[t][0] for t in set(q.tokens) if t in self._postings]
-        for _, _, literal, sounded, pairs in self._name_pieces(q):
-            hit += [found[0] for found in (literal, sounded) if found is not None]
-            hit += [pairs] if pairs is not None else []
-        return touch(self.size, [*hit, *self._brands_held(q), *more])
+        score above 0 for `q` is among them (a superset: a piece the scoring then voids is in too). With `read`,
+        only each list's best `read` products are touched, and bm25, name_match and brand_match over this
+        touch read those alone (a large catalog's candidates; at_rows gives their exact values)."""
+        hit = [self._read("t", t, self._postings[t][0], None, read)[0] for t in set(q.tokens) if t in self._postings]
+        for piece, sound, literal, sounded, pairs in self._name_pieces(q):
+            hit += [self._read(kind, key, found[0], None, read)[0]
+                    for kind, key, found in (("n", piece, literal), ("s", sound, sounded)) if found is not None]
+            hit += [self._read("p", piece, pairs, None, read)[0]] if pairs is not None else []
+        return touch(self.size, [*hit, *self._brands_held(q, read), *more], read)
+
+    def _postings_of(self, tokens: Sequence[str], read: int | None) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [self._read("t", t, *self._postings[t], read) for t in set(tokens) if t in self._postings]
 
     def bm25(self, tokens: Sequence[str], within: Products | None = None) -> np.ndarray:
         """Per product (per touched product, `within`), the BM25 score of the query's words."""
         over = within or AllProducts(self.size)
-        hits = [self._postings[t] for t in set(tokens) if t in self._postings]
+        hits = self._postings_of(tokens, over.read)
         if not hits:
             return np.zeros(over.size, dtype=np.float32)
         rows = over.slots(np.concatenate([h[0] for h in hits]))
         weights = np.concatenate([h[1] for h in hits])
         return np.bincount(rows, weights=weights, minlength=over.size).astype(np.float32)
+
+    def at_rows(self, q: QueryText, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(BM25, name match before its scaling to the best product, brand match) of the products at `rows`
+        (ascending catalog positions), exactly as over the whole catalog: each posting list looked up at the
+        rows by binary search, never read whole."""
+        sums = np.zeros(len(rows), dtype=np.float64)
+        for docs, weights in self._postings_of(q.tokens, None):   # summed in bm25's order: the same float sums
+            at, held = _lookup(docs, rows)
+            sums[held] += weights[at[held]]
+        name = np.zeros(len(rows), dtype=np.float32)
+        for docs, weight in self._name_hits(q, None):
+            at, held = _lookup(docs, rows)
+            values = weight[at[held]] if isinstance(weight, np.ndarray) else weight
+            name[held] = np.maximum(name[held], values)
+        brand = np.zeros(len(rows), dtype=np.float32)
+        for docs in self._brands_held(q):
+            brand[_lookup(docs, rows)[1]] = 1.0
+        return sums.astype(np.float32), name, brand
 
     def name_match(self, q: QueryText, within: Products | None = None) -> np.ndarray:
         """Per product (per touched product, `within`), in 0..1: how long a piece of its name the query holds
@@ -544,25 +606,34 @@ class LexicalIndex:
         滑板车 is not 滑板), nor is a piece under a qualifier the catalog does not know
         (拳击手套 is not 健身手套)."""
         over = within or AllProducts(self.size)
-        scores = np.zeros(over.size, dtype=np.float32)
-        folded, words = q.folded, q.words
-        foreign = [w for w in plain_words(folded) if len(w) >= 3 and w not in self.vocabulary
-                   and w not in self._names]
-
-        for i, j, literal, sounded, pairs in self._name_pieces(q):
-            piece = folded[i:j]
-            if any(piece in w and piece != w for w in foreign):
-                continue
-            qualified = self._qualified_by_unknown(piece, words)  # voids partial matches only
-            for found, full in ((literal, len(piece)), (sounded, len(piece) * PINYIN_SCORE)):
-                if found is not None:
-                    docs, weights = found
-                    keep = weights >= full if qualified else slice(None)
-                    _raise(scores, over.slots(docs[keep]), weights[keep])
-            if pairs is not None and not qualified:
-                _raise(scores, over.slots(pairs), PAIR_SCORE * 2)
+        scores = self.name_scores(q, over)
         top = scores.max() if len(scores) else 0
         return scores / top if top > 0 else scores
+
+    def name_scores(self, q: QueryText, over: Products) -> np.ndarray:
+        """name_match before its scaling to the best product."""
+        scores = np.zeros(over.size, dtype=np.float32)
+        for docs, weight in self._name_hits(q, over.read):
+            _raise(scores, over.slots(docs), weight)
+        return scores
+
+    def _name_hits(self, q: QueryText, read: int | None) -> Iterator[tuple[np.ndarray, np.ndarray | float]]:
+        """(products, their weight) of each name piece the query holds, as name_match scores them (each list's
+        best `read` products when given)."""
+        foreign = [w for w in plain_words(q.folded) if len(w) >= 3 and w not in self.vocabulary
+                   and w not in self._names]
+        for piece, sound, literal, sounded, pairs in self._name_pieces(q):
+            if any(piece in w and piece != w for w in foreign):
+                continue
+            qualified = self._qualified_by_unknown(piece, q.words)  # voids partial matches only
+            for kind, key, found, full in (("n", piece, literal, len(piece)),
+                                           ("s", sound, sounded, len(piece) * PINYIN_SCORE)):
+                if found is not None:
+                    docs, weights = self._read(kind, key, *found, read)
+                    keep = weights >= full if qualified else slice(None)
+                    yield docs[keep], weights[keep]
+            if pairs is not None and not qualified:
+                yield self._read("p", piece, pairs, None, read)[0], PAIR_SCORE * 2
 
     def _qualified_by_unknown(self, piece: str, words: list[str]) -> bool:
         """True when the word right before `piece` is a content word the catalog never uses."""
@@ -577,6 +648,6 @@ class LexicalIndex:
         """Per product (per touched product, `within`): 1.0 when the query holds its brand."""
         over = within or AllProducts(self.size)
         scores = np.zeros(over.size, dtype=np.float32)
-        for docs in self._brands_held(q):
+        for docs in self._brands_held(q, over.read):
             scores[over.slots(docs)] = 1.0
         return scores

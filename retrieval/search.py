@@ -20,7 +20,7 @@ from retrieval.documents import RetrievalDoc
 from retrieval.embedders import Embedder, EmbeddingError, QueryVectorCache
 from retrieval.glosses import EnglishEvidence
 from retrieval.index import VectorIndex
-from retrieval.lexical import MAX_QUERY_CHARS, LexicalIndex
+from retrieval.lexical import MAX_QUERY_CHARS, POSTINGS_READ, LexicalIndex
 from retrieval.ranker import Ranker, load_rankers
 from retrieval.synonyms import (
     HeadFamilies,
@@ -32,7 +32,7 @@ from retrieval.synonyms import (
 )
 from retrieval.text import compact, has_han
 from retrieval.thesaurus import SYNONYMS
-from retrieval.touched import Touched
+from retrieval.touched import AllProducts, Touched
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -441,14 +441,17 @@ class ProductSearch:
         spelled = self._pinyin.spelled(query)
         q = self.lexical.analyze(f"{query} {spelled}" if spelled else query)
         # a large catalog's lexical arrays are over the products the query's words touch, not the catalog
-        within = self.lexical.touched(q, self._pinyin.docs(query)) if large else None
+        # (each word's best POSTINGS_READ products: the candidates' own values are read exactly below)
+        within = self.lexical.touched(q, self._pinyin.docs(query), POSTINGS_READ) if large else None
         bm25 = self.lexical.bm25(q.tokens, within)
         top = float(bm25.max()) if len(bm25) else 0.0
+        names = self.lexical.name_scores(q, within or AllProducts(len(self.docs)))
+        name_top = float(names.max()) if len(names) else 0.0
         letters = [c for c in query if c.isalpha()]
         content = self.lexical.content_words(q)
         unknown = unknown_words(content, self.lexical.vocabulary, query)
         out = Signals(
-            name=self.lexical.name_match(q, within), brand=self.lexical.brand_match(q, within),
+            name=names / name_top if name_top > 0 else names, brand=self.lexical.brand_match(q, within),
             bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
             coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
@@ -474,6 +477,12 @@ class ProductSearch:
         if large:
             taken = self._candidate_signals(out, within, vector, near.result() if near is not None else None)
             rows = taken.rows
+            # the candidates' BM25, name and brand matches as over the whole catalog (the touched products were
+            # each word's best few: a candidate may hold a common word beyond them)
+            bm25_rows, name_rows, taken.brand = self.lexical.at_rows(q, rows)
+            taken.bm25_max = max(top, float(bm25_rows.max(initial=0.0)))
+            taken.bm25 = bm25_rows / taken.bm25_max if taken.bm25_max > 0 else bm25_rows
+            taken.name = name_rows / name_top if name_top > 0 else name_rows
             taken.token_cover = self.lexical.token_cover(q.tokens, rows)
             taken.head, taken.category = self.lexical.kind_match(q, rows)
             taken.short_form = self._short_forms.match(content, rows)

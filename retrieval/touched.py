@@ -13,6 +13,8 @@ import numpy as np
 class AllProducts:
     """Arrays over the whole catalog: a product's place is its catalog position."""
 
+    read = None   # every product of each posting list is read
+
     def __init__(self, size: int):
         self.size = size
 
@@ -24,11 +26,13 @@ class AllProducts:
 class Touched:
     """Arrays over the products a query's words touch (`rows`, ascending catalog positions), with the values
     the catalog-wide arrays hold there, summed in the same order. `slots` maps touched positions to their place
-    in those arrays; it is valid until the thread's next `touch`."""
+    in those arrays; it is valid until the thread's next `touch`. `read`: only each posting list's best `read`
+    products were touched (None: all), and the arrays over them read those alone."""
 
-    def __init__(self, rows: np.ndarray, slot: np.ndarray):
+    def __init__(self, rows: np.ndarray, slot: np.ndarray, read: int | None = None):
         self.rows = rows
         self._slot = slot
+        self.read = read
 
     @property
     def size(self) -> int:
@@ -67,12 +71,13 @@ class _Scratch(threading.local):
 _SCRATCH = _Scratch()
 
 
-def touch(size: int, hits: Iterable[np.ndarray]) -> Touched:
-    """The products of a catalog of `size` that any of `hits` (arrays of catalog positions) holds."""
+def touch(size: int, hits: Iterable[np.ndarray], read: int | None = None) -> Touched:
+    """The products of a catalog of `size` that any of `hits` (arrays of catalog positions) holds (`read`: the
+    hits are each posting list's best `read` products)."""
     mask, slot = _SCRATCH.get(size)
     for docs in hits:
         mask[docs] = True
     rows = np.flatnonzero(mask)
     mask[rows] = False   # clean for the thread's next search
     slot[rows] = np.arange(len(rows))
-    return Touched(rows, slot)
+    return Touched(rows, slot, read)

@@ -364,6 +364,11 @@ async def test_ranking_only_the_candidates_changes_nothing_when_every_product_is
     assert {k: v for k, v in cut.items() if k[0] != "lexical"} == {k: v for k, v in full.items() if k[0] != "lexical"}
     assert {k: v[:1] for k, v in cut.items()} == {k: v[:1] for k, v in full.items()}
     assert any(full[key] for key in full) and any(not full[key] for key in full)   # found and refused alike
+    # touching only each word's best two products changes nothing either: every product is still a candidate (the
+    # ANN's neighbours), and a candidate's lexical values are read exactly, not from the few products touched
+    monkeypatch.setattr(search_module, "POSTINGS_READ", 2)
+    few = await results()
+    assert {k: v for k, v in few.items() if k[0] != "lexical"} == {k: v for k, v in full.items() if k[0] != "lexical"}
 
 
 def test_lexical_arrays_over_the_touched_products_equal_the_catalog_wide_ones(docs):
@@ -393,6 +398,40 @@ def test_lexical_arrays_over_the_touched_products_equal_the_catalog_wide_ones(do
             assert np.array_equal(within.at(part, np.arange(len(docs))), full), query
         touched_some += 0 < within.size < len(docs)
     assert touched_some > len(queries) // 2   # most queries touch some of the catalog, not all of it
+
+
+def test_a_large_catalog_touches_each_words_best_products_and_reads_its_candidates_exactly(docs):
+    """With `read`, a query touches only each posting list's best `read` products (a common word of a million
+    products is not read whole), the arrays over that touch read those lists alone, and at_rows gives any
+    products' BM25, name and brand matches exactly as the catalog-wide arrays hold them."""
+    from retrieval.evaluation import SHIPPED, load_queries
+    from retrieval.lexical import LexicalIndex
+    from retrieval.touched import AllProducts
+
+    lexical = LexicalIndex(docs)
+    queries = [q.query for q in load_queries(SHIPPED["demo"][1])] + ["兰球", "yumaoqiupai 尤尼克斯", ""]
+    rows = np.arange(len(docs))
+    fewer = 0
+    for query in queries:
+        q = lexical.analyze(query)
+        every, best = lexical.touched(q), lexical.touched(q, read=2)
+        assert set(best.rows.tolist()) <= set(every.rows.tolist()), query
+        fewer += best.size < every.size
+        full = lexical.bm25(q.tokens)
+        part = lexical.bm25(q.tokens, best)
+        assert np.all(part <= full[best.rows] + 1e-6), query   # a touched product's lists, at most
+        for t in set(q.tokens) & lexical.vocabulary:   # each word's best product is touched
+            held, weights = lexical._postings[t]
+            assert held[np.argmax(weights)] in best.rows, (query, t)
+        assert set(np.flatnonzero(lexical.brand_match(q, best))) <= set(range(best.size)), query
+        bm25, name, brand = lexical.at_rows(q, rows)
+        assert np.array_equal(bm25, full), query
+        assert np.array_equal(name, lexical.name_scores(q, AllProducts(len(docs)))), query
+        assert np.array_equal(brand, lexical.brand_match(q)), query
+        some = rows[::3]
+        assert all(np.array_equal(a, b[::3]) for a, b in zip(lexical.at_rows(q, some), (bm25, name, brand),
+                                                             strict=True)), query
+    assert fewer > len(queries) // 3   # the rest touch two products or fewer per list anyway
 
 
 def test_the_first_product_a_query_does_not_match_and_an_empty_touch():
