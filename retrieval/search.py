@@ -194,6 +194,29 @@ def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-scores, kind="stable")
 
 
+PER_KIND = 32   # a large catalog's lexical candidates hold at most this many of one kind of thing (head noun)…
+KIND_POOL = 8   # …chosen among this many times LEXICAL_CANDIDATES of the best
+
+
+def _spread_top(scores: np.ndarray, kinds: np.ndarray, k: int, per_kind: int) -> np.ndarray:
+    """Indices of the k best scores, best first, at most `per_kind` of one kind (`kinds`: an id per score) while
+    the best KIND_POOL·k hold other kinds; the rest of the k by score. A catalog's many variants of one thing
+    (1,800 running belts that all hold 跑步 often) would otherwise fill every slot by their lexical score alone,
+    and the thing the ranker prefers (跑步鞋) would never be ranked."""
+    pool = _top_indices(scores, k * KIND_POOL)
+    ids = kinds[pool]
+    order = np.argsort(ids, kind="stable")   # each kind's places in `pool`, best first
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    rank = np.empty(len(pool), dtype=np.int64)
+    rank[order] = np.arange(len(pool)) - np.repeat(starts, np.diff(np.r_[starts, len(pool)]))
+    kept = pool[rank < per_kind][:k]
+    if len(kept) < k:   # few kinds: the best of the others too
+        kept = np.concatenate([kept, pool[rank >= per_kind][:k - len(kept)]])
+        kept = kept[np.argsort(-scores[kept], kind="stable")]
+    return kept
+
+
 @dataclass(frozen=True)
 class Candidate:
     product_id: str
@@ -245,6 +268,9 @@ class ProductSearch:
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         heads = self.lexical.head_of   # what each product is (跑步鞋)
+        kind_ids: dict[str, int] = {}
+        self._kinds = np.fromiter((kind_ids.setdefault(h, len(kind_ids)) for h in heads), dtype=np.int32,
+                                  count=len(heads))   # the same as an id per product (candidates of several kinds)
         self._pinyin = PinyinNames(len(self.docs), self.lexical.spelling, self.lexical.name_piece)
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
@@ -523,7 +549,8 @@ class ProductSearch:
             lexical_score += out.pinyin
         matched = np.flatnonzero(lexical_score > 0)
         hits = within.rows[matched]   # their catalog positions, ascending
-        lexical = hits[_top_indices(lexical_score[matched], LEXICAL_CANDIDATES)] if len(hits) else hits
+        lexical = (hits[_spread_top(lexical_score[matched], self._kinds[hits], LEXICAL_CANDIDATES, PER_KIND)]
+                   if len(hits) else hits)
         # and one product the query does not match at all: the gate reads the runner-up's score, which for a
         # query matching one product is such a product's
         lexical = np.concatenate([lexical, _first_missing(hits, len(self.docs))])

@@ -529,3 +529,18 @@ async def test_a_failed_background_reading_is_logged(tmp_path, docs, monkeypatch
                 break
             await asyncio.sleep(0.01)
     assert any("after start-up failed" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_a_large_catalogs_lexical_candidates_span_the_kinds_of_thing_touched():
+    """Many variants of one thing tying on their lexical score do not take every candidate slot: at most
+    `per_kind` of a kind while other kinds are among the best, then the rest by score; best first."""
+    from retrieval.search import _spread_top
+
+    scores = np.array([9, 9, 9, 9, 9, 9, 5, 4, 3, 8.5], dtype=np.float32)
+    kinds = np.array([0, 0, 0, 0, 0, 0, 1, 1, 2, 0], dtype=np.int32)
+    assert _spread_top(scores, kinds, 4, 2).tolist() == [0, 1, 6, 7]
+    assert _spread_top(scores, kinds, 5, 2).tolist() == [0, 1, 6, 7, 8]
+    # fewer kinds than slots: the best of the crowded kind fill the rest, all in score order
+    assert _spread_top(scores, kinds, 7, 2).tolist() == [0, 1, 2, 3, 6, 7, 8]
+    assert _spread_top(scores, kinds, 20, 2).tolist() == [0, 1, 2, 3, 4, 5, 9, 6, 7, 8]
+    assert _spread_top(np.zeros(0, np.float32), np.zeros(0, np.int32), 4, 2).tolist() == []
