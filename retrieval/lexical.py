@@ -220,6 +220,11 @@ class LexicalIndex:
         del names, sounds, sound_of
         self._pairs = {k: np.fromiter(sorted(v), dtype=np.int64) for k, v in pairs.items()}   # ascending
         self._heads = {k: np.array(v) for k, v in heads.items()}
+        # each product's head noun as a number (one per distinct head noun; -1: none), for choosing candidates of
+        # several kinds (search._spread_top)
+        self.head_ids = np.full(self.size, -1, dtype=np.int32)
+        for k, at in enumerate(self._heads.values()):
+            self.head_ids[at] = k
         # each head noun's pinyin → the head nouns spelled so: a query's syllable runs are looked up in it
         # (kind_match), not every head noun's pinyin searched in the query (tens of thousands in a large catalog)
         self._head_sounds: dict[str, list[str]] = defaultdict(list)
@@ -524,29 +529,22 @@ class LexicalIndex:
                 yield piece, sound, literal, sounded, pairs
 
     def _best_uncached(self, kind: str, key: str, read: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `read` products of highest weight of one posting list (`kind` t: a word's BM25 postings, n / s /
-        p: a name piece's literal, homophone and character-pair products, b: a brand's), ascending like the
-        list; equal weights keep the first products."""
-        if kind == "t":
-            docs, weights = self._postings[key]
-        elif kind == "b":
-            docs = self._brands[key]
-            weights = np.ones(len(docs), dtype=np.float32)
-        elif kind == "p":
-            docs = self._pairs[key]
-            weights = np.ones(len(docs), dtype=np.float32)
-        else:
-            docs, weights = (self._names if kind == "n" else self._sounds).get(key)
+        """The `read` products of highest weight of one weighted posting list (`kind` t: a word's BM25 postings,
+        n / s: a name piece's literal and homophone products), ascending like the list; equal weights keep the
+        first products."""
+        docs, weights = self._postings[key] if kind == "t" else (self._names if kind == "n" else self._sounds).get(key)
         keep = np.sort(np.argsort(-weights, kind="stable")[:read])
         return docs[keep], weights[keep]
 
     def _read(self, kind: str, key: str, docs: np.ndarray, weights: np.ndarray | None,
               read: int | None) -> tuple[np.ndarray, np.ndarray | None]:
-        """A posting list as a search over `read`-limited touched products reads it (all of it when short)."""
+        """A posting list as a search over `read`-limited touched products reads it (all of it when short); a list
+        of equal weights (a brand's, a character pair's: `weights` None) is read from its start."""
         if read is None or len(docs) <= read:
             return docs, weights
-        best, best_weights = self._best_of(kind, key, read)
-        return best, (best_weights if weights is not None else None)
+        if weights is None:
+            return docs[:read], None
+        return self._best_of(kind, key, read)
 
     def _brands_held(self, q: QueryText, read: int | None = None) -> Iterator[np.ndarray]:
         """The products of each brand the query holds (each brand's first `read` when given)."""
@@ -560,9 +558,9 @@ class LexicalIndex:
         score above 0 for `q` is among them (a superset: a piece the scoring then voids is in too). With `read`,
         only each list's best `read` products are touched, and bm25, name_match and brand_match over this
         touch read those alone (a large catalog's candidates; at_rows gives their exact values)."""
-        hit = [self._read("t", t, self._postings[t][0], None, read)[0] for t in set(q.tokens) if t in self._postings]
+        hit = [docs for docs, _ in self._postings_of(q.tokens, read)]
         for piece, sound, literal, sounded, pairs in self._name_pieces(q):
-            hit += [self._read(kind, key, found[0], None, read)[0]
+            hit += [self._read(kind, key, *found, read)[0]
                     for kind, key, found in (("n", piece, literal), ("s", sound, sounded)) if found is not None]
             hit += [self._read("p", piece, pairs, None, read)[0]] if pairs is not None else []
         return touch(self.size, [*hit, *self._brands_held(q, read), *more], read)

@@ -186,6 +186,11 @@ def _first_missing(positions: np.ndarray, size: int) -> np.ndarray:
     return np.array([first] if first < size else [], dtype=np.int64)
 
 
+def _scaled(values: np.ndarray, top: float) -> np.ndarray:
+    """`values` relative to the best one, `top` (as they are when nothing scores)."""
+    return values / top if top > 0 else values
+
+
 def _top_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores, best first."""
     if len(scores) > k:
@@ -268,9 +273,6 @@ class ProductSearch:
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         heads = self.lexical.head_of   # what each product is (跑步鞋)
-        kind_ids: dict[str, int] = {}
-        self._kinds = np.fromiter((kind_ids.setdefault(h, len(kind_ids)) for h in heads), dtype=np.int32,
-                                  count=len(heads))   # the same as an id per product (candidates of several kinds)
         self._pinyin = PinyinNames(len(self.docs), self.lexical.spelling, self.lexical.name_piece)
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
@@ -477,8 +479,8 @@ class ProductSearch:
         content = self.lexical.content_words(q)
         unknown = unknown_words(content, self.lexical.vocabulary, query)
         out = Signals(
-            name=names / name_top if name_top > 0 else names, brand=self.lexical.brand_match(q, within),
-            bm25=bm25 / top if top > 0 else bm25, bm25_max=top,
+            name=_scaled(names, name_top), brand=self.lexical.brand_match(q, within),
+            bm25=_scaled(bm25, top), bm25_max=top,
             coverage=sum(t in self.lexical.vocabulary for t in q.tokens) / len(q.tokens) if q.tokens else 0.0,
             latin=bool(letters) and sum(c.isascii() for c in letters) / len(letters) > 0.5,
             words=len(content), token_cover=None if large else self.lexical.token_cover(q.tokens))
@@ -503,12 +505,12 @@ class ProductSearch:
         if large:
             taken = self._candidate_signals(out, within, vector, near.result() if near is not None else None)
             rows = taken.rows
-            # the candidates' BM25, name and brand matches as over the whole catalog (the touched products were
-            # each word's best few: a candidate may hold a common word beyond them)
-            bm25_rows, name_rows, taken.brand = self.lexical.at_rows(q, rows)
-            taken.bm25_max = max(top, float(bm25_rows.max(initial=0.0)))
-            taken.bm25 = bm25_rows / taken.bm25_max if taken.bm25_max > 0 else bm25_rows
-            taken.name = name_rows / name_top if name_top > 0 else name_rows
+            if within.read is not None:
+                # the candidates' BM25, name and brand matches as over the whole catalog (the touched products
+                # were each word's best few: a candidate may hold a common word beyond them)
+                bm25_rows, name_rows, taken.brand = self.lexical.at_rows(q, rows)
+                taken.bm25_max = max(top, float(bm25_rows.max(initial=0.0)))
+                taken.bm25, taken.name = _scaled(bm25_rows, taken.bm25_max), _scaled(name_rows, name_top)
             taken.token_cover = self.lexical.token_cover(q.tokens, rows)
             taken.head, taken.category = self.lexical.kind_match(q, rows)
             taken.short_form = self._short_forms.match(content, rows)
@@ -549,7 +551,7 @@ class ProductSearch:
             lexical_score += out.pinyin
         matched = np.flatnonzero(lexical_score > 0)
         hits = within.rows[matched]   # their catalog positions, ascending
-        lexical = (hits[_spread_top(lexical_score[matched], self._kinds[hits], LEXICAL_CANDIDATES, PER_KIND)]
+        lexical = (hits[_spread_top(lexical_score[matched], self.lexical.head_ids[hits], LEXICAL_CANDIDATES, PER_KIND)]
                    if len(hits) else hits)
         # and one product the query does not match at all: the gate reads the runner-up's score, which for a
         # query matching one product is such a product's
