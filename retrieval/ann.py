@@ -28,9 +28,13 @@ import numpy as np
 ANN_THRESHOLD = 8_000
 CANDIDATES = 256          # ANN neighbours rescored exactly per query
 LEXICAL_CANDIDATES = 256  # best lexical products rescored exactly too (a name match the graph missed)
-EXPANSION_SEARCH = 384    # HNSW ef at search (recall@10 ≥ 0.98 at 1M measured with this)
+# HNSW breadth. recall@10 of the dense signals against exact search (bench/retrieval_scale.py, near-duplicate
+# vectors): 1.000 up to 100,000 products with a graph built at ef 128 and searched at 384; at 1M such a graph gave
+# 0.945-0.975, searched at 768 0.967-0.990, and one built at 256 and searched at 768 0.995 (graph search 2.3 ms)
+EXPANSION_SEARCH = 384    # at search, below LARGE_GRAPH products…
+LARGE_GRAPH = 200_000     # …and twice that from here on (expansion_search)
 CONNECTIVITY = 16
-EXPANSION_ADD = 128
+EXPANSION_ADD = 256       # at build
 STAT_NAMES = ("rank", "doc", "usage", "name")
 
 
@@ -90,6 +94,12 @@ def _new_graph(dimensions: int):
     # with 1,024 neighbours rescored; float16 reaches 0.998 (bench/results/retrieval-scale.txt)
     return Index(ndim=dimensions, metric="ip", dtype="f16", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD,
                  expansion_search=EXPANSION_SEARCH)
+
+
+def expansion_search(size: int) -> int:
+    """The HNSW search breadth (ef) for a graph of `size` products: a larger graph's near-duplicates need a
+    wider search for the same recall (at 1M, ef 384 found 0.945-0.975 of the exact top 10, 768 found 0.990)."""
+    return EXPANSION_SEARCH * 2 if size >= LARGE_GRAPH else EXPANSION_SEARCH
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -242,7 +252,7 @@ class Generation:
         graph = Index.restore(f"{prefix}.graph.usearch", view=True)
         if graph is None or len(vectors) != len(ids):
             raise ValueError(f"search index generation {generation} is incomplete")
-        graph.expansion_search = EXPANSION_SEARCH
+        graph.expansion_search = expansion_search(len(ids))
         return cls(generation, meta["model"], int(meta["dimensions"]), ids, hashes, keys, order, vectors, graph,
                    stats, index_path)
 
