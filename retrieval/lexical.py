@@ -213,7 +213,14 @@ class LexicalIndex:
         self._names = _Pieces(names)
         self._sounds = _Pieces(sounds)
         # how the catalog writes each name piece it knows by sound (the longest piece first wins a span)
-        self._spelling = {sound_of[k]: k for k in sorted(names, key=len) if _is_han(k) and len(k) >= 2}
+        spellings: dict[str, list[str]] = defaultdict(list)
+        for k in sorted(names, key=len):
+            if _is_han(k) and len(k) >= 2:
+                spellings[sound_of[k]].append(k)
+        self._spelling = {sound: written[-1] for sound, written in spellings.items()}
+        # the sounds the catalog writes in more than one way (水袋 and 睡袋 are both shui dai): respell chooses
+        self._homophones = {sound: tuple(written) for sound, written in spellings.items() if len(written) > 1}
+        del spellings
         # the characters a name piece uses: a query character outside them may be a shape-alike typo of one
         self._name_chars = frozenset(c for k in sound_of for c in k)
         self._shapes = ShapeNeighbours(self._name_chars)
@@ -497,7 +504,7 @@ class LexicalIndex:
                     continue
                 if piece in self._names:
                     break
-                spelled = self._spelling.get(" ".join(syllables[i:j]))
+                spelled = self._spelled(piece, " ".join(syllables[i:j]))
                 if spelled is not None:
                     out.append(spelled)
                     i = j
@@ -510,6 +517,17 @@ class LexicalIndex:
                 out.append(folded[i:j])
                 i = j
         return "".join(out)
+
+    def _spelled(self, written: str, sound: str) -> str | None:
+        """How the catalog writes the name piece `written` sounds like: of several (水袋 and 睡袋 for 水代), the one
+        keeping most of its characters in place — an input-method typo changes one character, not every one."""
+        spelled = self._spelling.get(sound)
+        if spelled is None or (written_ways := self._homophones.get(sound)) is None:
+            return spelled
+        def kept(piece: str) -> int:
+            return sum(a == b for a, b in zip(piece, written, strict=False))
+        best = max(written_ways, key=kept)
+        return spelled if kept(spelled) == kept(best) else best
 
     def content_words(self, q: QueryText) -> list[str]:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""

@@ -95,6 +95,20 @@ def test_homophones_of_catalog_names_are_respelled(lexical_index, typed, spelled
 
 
 @pytest.mark.parametrize(("typed", "spelled"), [
+    ("水代", "水袋"), ("睡代", "睡袋"),   # both shui dai: the spelling that keeps the typed character
+    ("水带", "水袋"), ("睡带", "睡袋"),
+])
+def test_a_sound_the_catalog_writes_two_ways_is_respelled_as_the_one_keeping_the_typed_characters(typed, spelled):
+    """水袋 (a water bladder) and 睡袋 (a sleeping bag) are both shui dai: 水代 is a typo of the first, whichever
+    the catalog lists first."""
+    docs = _demo_docs()
+    for order in ((0, 1), (1, 0)):
+        names = ("3升水袋", "三季睡袋")
+        extra = [replace(docs[0], product_id=f"X{k}", name=names[k]) for k in order]
+        assert LexicalIndex([*docs, *extra]).analyze(typed).folded == spelled
+
+
+@pytest.mark.parametrize(("typed", "spelled"), [
     ("运动头滞", "运动头带"),      # 带 is a part of 滞, and they sound different (dai / zhi)
     ("登山蛙多少钱", "登山鞋多少钱"),   # 蛙 and 鞋 share 圭
     ("爬山用的登山蛙还有吗", "爬山用的登山蛙还有吗"),   # three content words: a described need is left as written
