@@ -222,7 +222,9 @@ class LexicalIndex:
         self._homophones = {sound: tuple(written) for sound, written in spellings.items() if len(written) > 1}
         del spellings
         # the characters a name piece uses: a query character outside them may be a shape-alike typo of one
-        self._name_chars = frozenset(c for k in sound_of for c in k)
+        # (every Chinese character of a name: a name piece's, or one of a pair of adjacent ones — 绳 of 9.8毫米动力绳,
+        # which jieba cuts to single characters, is a name's character too)
+        self._name_chars = frozenset(c for k in (*sound_of, *pairs) for c in k)
         self._shapes = ShapeNeighbours(self._name_chars)
         del names, sounds, sound_of
         self._pairs = {k: np.fromiter(sorted(v), dtype=np.int64) for k, v in pairs.items()}   # ascending
@@ -482,11 +484,16 @@ class LexicalIndex:
             for alike in self._shapes.of(c):
                 for i in range(max(0, k - MAX_SHAPE_PIECE + 1), k + 1):
                     for j in range(max(k + 1, i + 2), min(len(folded), i + MAX_SHAPE_PIECE) + 1):
-                        if (best is None or j - i > best[0]) and f"{folded[i:k]}{alike}{folded[k + 1:j]}" in self._names:
+                        if (best is None or j - i > best[0]) and self._spells_a_name(f"{folded[i:k]}{alike}{folded[k + 1:j]}"):
                             best = (j - i, alike)
             if best is not None:
                 out[k] = best[1]
         return "".join(out)
+
+    def _spells_a_name(self, text: str) -> bool:
+        """Whether `text` is a name piece, or runs along some name two characters at a time (动力绳 of 9.8毫米动力绳,
+        whose words jieba cuts to single characters: 动力 and 力绳 are pairs of a name)."""
+        return text in self._names or all(text[n:n + 2] in self._pairs for n in range(len(text) - 1))
 
     @staticmethod
     def _in_a_word(folded: str, k: int) -> bool:
@@ -520,14 +527,16 @@ class LexicalIndex:
 
     def _spelled(self, written: str, sound: str) -> str | None:
         """How the catalog writes the name piece `written` sounds like: of several (水袋 and 睡袋 for 水代), the one
-        keeping most of its characters in place — an input-method typo changes one character, not every one."""
-        spelled = self._spelling.get(sound)
-        if spelled is None or (written_ways := self._homophones.get(sound)) is None:
-            return spelled
+        keeping most of its characters in place — an input-method typo changes a character, not every one."""
         def kept(piece: str) -> int:
             return sum(a == b for a, b in zip(piece, written, strict=False))
-        best = max(written_ways, key=kept)
-        return spelled if kept(spelled) == kept(best) else best
+        spelled = self._spelling.get(sound)
+        if spelled is not None and (written_ways := self._homophones.get(sound)) is not None:
+            best = max(written_ways, key=kept)
+            spelled = spelled if kept(spelled) == kept(best) else best
+        # a sound-alike that keeps none of them is another word, not a typo of this one (帐逢 is not the series
+        # name 长风: its 逢 is a shape typo of 篷, respell_shapes)
+        return spelled if spelled is not None and kept(spelled) else None
 
     def content_words(self, q: QueryText) -> list[str]:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""

@@ -121,6 +121,21 @@ def test_shape_alike_typos_of_catalog_names_are_respelled(lexical_index, typed, 
     assert lexical_index.analyze(typed).folded == spelled
 
 
+@pytest.mark.parametrize(("typed", "spelled"), [
+    ("动力蝇", "动力绳"),   # 蝇 / 绳 share 黾; jieba cuts 动力绳 off the name 9.8毫米70米动力绳 as 动力 + 绳
+    ("朔溪鞋", "溯溪鞋"),   # 朔 is a part of 溯; 溯溪鞋 is three single characters to jieba
+    ("帐逢", "帐篷"),       # zhang feng is also the series 长风, which keeps none of the typed characters
+    ("长风", "长风"),
+])
+def test_typos_of_names_jieba_cuts_into_characters_and_sound_alikes_of_other_words(typed, spelled):
+    """A shape typo is read where the name runs along two characters at a time (its pairs), not only where the
+    name is a word; a homophone respelling that keeps none of the typed characters is another word."""
+    docs = _demo_docs()
+    names = ("9.8毫米70米动力绳", "女款溯溪鞋", "长风 碳纤维登山杖", "4人四季帐篷")
+    extra = [replace(docs[0], product_id=f"X{k}", name=name) for k, name in enumerate(names)]
+    assert LexicalIndex([*docs, *extra]).analyze(typed).folded == spelled
+
+
 @pytest.mark.parametrize(("typed", "read"), [
     ("阿迪跑鞋", "阿迪达斯跑鞋"),    # a long brand clipped to its first characters, as customers write it
     ("迪卡的帐篷", "迪卡侬的帐篷"),
