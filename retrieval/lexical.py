@@ -4,7 +4,7 @@ survive traditional characters and homophone input-method typos (matched on piny
 from __future__ import annotations
 
 from array import array
-from collections import Counter, defaultdict
+from collections import ChainMap, Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -106,6 +106,33 @@ def _lookup(docs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return at, docs[at] == rows
 
 
+def _loose_pieces(whole: str, tokens: Sequence[str]) -> Iterator[str]:
+    """Pieces of a name no word of it is: the stretches of two to MAX_LOOSE Chinese characters that jieba cut
+    into single characters (女款溯溪鞋 → 溯溪, 溪鞋, 溯溪鞋), and the endings of its longer words, where a
+    compound names the thing (升钓箱 of 25升钓箱 → 钓箱)."""
+    words = {t for t in tokens if 2 <= len(t) < len(whole)}   # (the whole name is a word of jieba's too)
+    covered = [False] * len(whole)
+    for word in words:
+        at = whole.find(word)
+        while at >= 0:
+            covered[at:at + len(word)] = [True] * len(word)
+            at = whole.find(word, at + 1)
+        if len(word) >= 3 and _is_han(word):
+            yield from (word[k:] for k in range(max(1, len(word) - MAX_LOOSE), len(word) - 1))
+    run = ""
+    for c, held in zip([*whole, ""], [*covered, True], strict=True):
+        if c and not held and _is_han(c):
+            run += c
+            continue
+        for i in range(len(run)):
+            for j in range(i + 2, min(len(run), i + MAX_LOOSE) + 1):
+                yield run[i:j]
+        run = ""
+
+
+MAX_LOOSE = 4
+
+
 def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
     scores[docs] = np.maximum(scores[docs], weights)
 
@@ -179,6 +206,7 @@ class LexicalIndex:
         sounds: dict[str, list[tuple[int, float]]] = defaultdict(list)
         pairs: dict[str, set[int]] = defaultdict(set)
         sound_of: dict[str, str] = {}   # each Chinese name piece's pinyin
+        self._loose: set[str] = set()     # runs of a name's characters jieba cut apart (溯溪鞋 of 女款溯溪鞋)
         self._brands: dict[str, list[int]] = defaultdict(list)
         heads: dict[str, list[int]] = defaultdict(list)
         kinds: dict[str, list[int]] = defaultdict(list)
@@ -218,6 +246,10 @@ class LexicalIndex:
             if _is_han(k) and len(k) >= 2:
                 spellings[sound_of[k]].append(k)
         self._spelling = {sound: written[-1] for sound, written in spellings.items()}
+        # …and those runs by sound, for a query typed in pinyin (suxixie, taibei 钛杯): read after the name pieces
+        self._loose_spelling = {sound: k for k in sorted(self._loose, key=len)
+                                if (sound := pinyin_of(k)) not in self._spelling}
+        del self._loose
         # the sounds the catalog writes in more than one way (水袋 and 睡袋 are both shui dai): respell chooses
         self._homophones = {sound: tuple(written) for sound, written in spellings.items() if len(written) > 1}
         del spellings
@@ -291,6 +323,12 @@ class LexicalIndex:
         """Each Chinese name piece the catalog knows (a whole name, a word of one, another name), by its
         toneless pinyin ('tiao sheng' → 跳绳)."""
         return self._spelling
+
+    @property
+    def pinyin_spelling(self) -> ChainMap[str, str]:
+        """`spelling`, and a name's characters that jieba cuts apart, two to four at a time ('tai bei' → 钛杯 of
+        300毫升单层钛杯): what a query typed in pinyin may spell."""
+        return ChainMap(self._spelling, self._loose_spelling)
 
     def name_piece(self, piece: str) -> tuple[np.ndarray, np.ndarray] | None:
         """The products a name piece names, and its weight for each (1.0 or PART_NAME_SCORE × its length)."""
@@ -441,6 +479,7 @@ class LexicalIndex:
             pair = whole[k:k + 2]
             if _is_han(pair) and pair not in parts:
                 pairs[pair].add(i)
+        self._loose.update(_loose_pieces(whole, name_tokens))
         brand = compact(doc.brand)
         if len(brand) >= 2:
             self._brands[brand].append(i)

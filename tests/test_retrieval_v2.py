@@ -136,6 +136,21 @@ def test_typos_of_names_jieba_cuts_into_characters_and_sound_alikes_of_other_wor
     assert LexicalIndex([*docs, *extra]).analyze(typed).folded == spelled
 
 
+@pytest.mark.parametrize(("typed", "spelled"), [
+    ("taibei", "钛杯"),        # 300毫升单层钛杯: jieba cuts 钛 and 杯 apart
+    ("suxixie", "溯溪鞋"),     # 女款溯溪鞋: three single characters
+    ("diaoxiang", "钓箱"),     # 25升钓箱: one unknown word 升钓箱, whose ending names the thing
+    ("shuangren zhangpeng", "双人 帐篷"),
+])
+def test_pinyin_spells_names_jieba_cuts_apart(typed, spelled):
+    """A query typed in pinyin is read with the characters it spells among a name's pieces, and among the runs of
+    a name's characters that no word of it is."""
+    docs = _demo_docs()
+    names = ("山泉 苍穹 300毫升单层钛杯", "峰客 游隼 女款溯溪鞋", "江湖客 山脊 25升钓箱")
+    lexical = LexicalIndex([*docs, *(replace(docs[0], product_id=f"X{k}", name=n) for k, n in enumerate(names))])
+    assert PinyinNames(lexical.size, lexical.pinyin_spelling, lexical.name_piece).spelled(typed) == spelled
+
+
 @pytest.mark.parametrize(("typed", "read"), [
     ("阿迪跑鞋", "阿迪达斯跑鞋"),    # a long brand clipped to its first characters, as customers write it
     ("迪卡的帐篷", "迪卡侬的帐篷"),
