@@ -108,26 +108,18 @@ def _lookup(docs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def _loose_pieces(whole: str, tokens: Sequence[str]) -> Iterator[str]:
     """Pieces of a name no word of it is: the stretches of two to MAX_LOOSE Chinese characters that jieba cut
-    into single characters (女款溯溪鞋 → 溯溪, 溪鞋, 溯溪鞋), and the endings of its longer words, where a
-    compound names the thing (升钓箱 of 25升钓箱 → 钓箱)."""
-    words = {t for t in tokens if 2 <= len(t) < len(whole)}   # (the whole name is a word of jieba's too)
-    covered = [False] * len(whole)
-    for word in words:
-        at = whole.find(word)
-        while at >= 0:
-            covered[at:at + len(word)] = [True] * len(word)
-            at = whole.find(word, at + 1)
-        if len(word) >= 3 and _is_han(word):
-            yield from (word[k:] for k in range(max(1, len(word) - MAX_LOOSE), len(word) - 1))
+    into single characters (女款溯溪鞋 → 溯溪, 溪鞋, 溯溪鞋: single-character tokens one after another), and the
+    endings of its longer words, where a compound names the thing (升钓箱 of 25升钓箱 → 钓箱)."""
     run = ""
-    for c, held in zip([*whole, ""], [*covered, True], strict=True):
-        if c and not held and _is_han(c):
-            run += c
+    for token in (*tokens, ""):
+        if len(token) == 1 and _is_han(token):
+            run += token
             continue
-        for i in range(len(run)):
-            for j in range(i + 2, min(len(run), i + MAX_LOOSE) + 1):
-                yield run[i:j]
+        for i in range(len(run) - 1):
+            yield from (run[i:j] for j in range(i + 2, min(len(run), i + MAX_LOOSE) + 1))
         run = ""
+        if 3 <= len(token) < len(whole) and _is_han(token):   # (the whole name is a word of jieba's too)
+            yield from (token[k:] for k in range(max(1, len(token) - MAX_LOOSE), len(token) - 1))
 
 
 MAX_LOOSE = 4
