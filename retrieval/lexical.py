@@ -3,6 +3,7 @@ survive traditional characters and homophone input-method typos (matched on piny
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections import ChainMap, Counter, defaultdict
 from collections.abc import Iterator, Sequence
@@ -123,6 +124,16 @@ def _loose_pieces(whole: str, tokens: Sequence[str]) -> Iterator[str]:
 
 
 MAX_LOOSE = 4
+# how many people a thing is for: 1人, 单人, 双人, 两人, 四人, 10人 (not 3-4人's range, not 个人 or 成人)
+_HEADCOUNT = re.compile(r"(?<![\d\-~～至到])(?:\d{1,2}|[单双两一二三四五六七八九十])人")
+_WORD_NUMBERS = {"单": 1, "双": 2, "两": 2, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+                 "九": 9, "十": 10}
+
+
+def _people(form: str) -> int:
+    """The number of people of a head-count form: 单人 → 1, 4人 → 4."""
+    number = form[:-1]
+    return int(number) if number.isdigit() else _WORD_NUMBERS[number]
 
 
 def _raise(scores: np.ndarray, docs: np.ndarray, weights: np.ndarray | float) -> None:
@@ -199,6 +210,7 @@ class LexicalIndex:
         pairs: dict[str, set[int]] = defaultdict(set)
         sound_of: dict[str, str] = {}   # each Chinese name piece's pinyin
         self._loose: set[str] = set()     # runs of a name's characters jieba cut apart (溯溪鞋 of 女款溯溪鞋)
+        self._counts: set[str] = set()    # how its names write how many people a thing is for (1人, 单人, 四人)
         self._brands: dict[str, list[int]] = defaultdict(list)
         heads: dict[str, list[int]] = defaultdict(list)
         kinds: dict[str, list[int]] = defaultdict(list)
@@ -472,6 +484,7 @@ class LexicalIndex:
             if _is_han(pair) and pair not in parts:
                 pairs[pair].add(i)
         self._loose.update(_loose_pieces(whole, name_tokens))
+        self._counts.update(m.group(0) for m in _HEADCOUNT.finditer(fold(doc.base_name)))   # (1-2人 is no 12人)
         brand = compact(doc.brand)
         if len(brand) >= 2:
             self._brands[brand].append(i)
@@ -568,6 +581,16 @@ class LexicalIndex:
         # a sound-alike that keeps none of them is another word, not a typo of this one (帐逢 is not the series
         # name 长风: its 逢 is a shape typo of 篷, respell_shapes)
         return spelled if spelled is not None and kept(spelled) else None
+
+    def head_counts(self, query: str) -> str:
+        """The catalog's other ways of writing how many people the query's thing is for (单人帐 → 1人 where the
+        catalog's tents say 1人 and its mats 单人; 四人 → 4人): one number, written as digits or in words."""
+        asked = [m.group(0) for m in _HEADCOUNT.finditer(fold(query)[:MAX_QUERY_CHARS])]
+        out = []
+        for form in asked:
+            number = _people(form)
+            out += [other for other in sorted(self._counts) if other != form and _people(other) == number]
+        return " ".join(dict.fromkeys(out))
 
     def content_words(self, q: QueryText) -> list[str]:
         """The query's words that carry meaning (precise mode, stopwords dropped)."""

@@ -467,7 +467,11 @@ class ProductSearch:
                      near: Future | None) -> Signals:
         # a query typed in pinyin is read with the catalog's characters it spells beside it (paobuxie 跑步鞋)
         spelled = self._pinyin.spelled(query)
-        q = self.lexical.analyze(f"{query} {spelled}" if spelled else query)
+        written = self.lexical.analyze(f"{query} {spelled}" if spelled else query)
+        # …and with the catalog's other ways of writing its head count (单人帐: its tents say 1人), which the
+        # lexical signals read; the query's words are still the ones written (a short noun phrase stays one)
+        counts = self.lexical.head_counts(query)
+        q = self.lexical.analyze(f"{written.folded} {counts}") if counts else written
         # a large catalog's lexical arrays are over the products the query's words touch, not the catalog
         # (each word's best POSTINGS_READ products: the candidates' own values are read exactly below)
         within = self.lexical.touched(q, self._pinyin.docs(query), POSTINGS_READ) if large else None
@@ -476,7 +480,7 @@ class ProductSearch:
         names = self.lexical.name_scores(q, within or AllProducts(len(self.docs)))
         name_top = float(names.max()) if len(names) else 0.0
         letters = [c for c in query if c.isalpha()]
-        content = self.lexical.content_words(q)
+        content = self.lexical.content_words(written)
         unknown = unknown_words(content, self.lexical.vocabulary, query)
         out = Signals(
             name=_scaled(names, name_top), brand=self.lexical.brand_match(q, within),

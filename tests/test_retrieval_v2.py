@@ -151,6 +151,20 @@ def test_pinyin_spells_names_jieba_cuts_apart(typed, spelled):
     assert PinyinNames(lexical.size, lexical.pinyin_spelling, lexical.name_piece).spelled(typed) == spelled
 
 
+@pytest.mark.parametrize(("typed", "other"), [
+    ("单人帐", "1人"), ("四人帐篷", "4人"), ("2人的防潮垫", "双人"), ("1人", "单人"),
+    ("3-4人锅", ""),     # a range is not a head count (nor is 1-2人 of a name 12人)
+    ("成人轮滑鞋", ""), ("双人 帐篷", ""),   # no name here says 2人
+])
+def test_a_head_count_is_read_as_the_catalog_also_writes_it(typed, other):
+    """单人 and 1人 are one number: the catalog's tents say 1人 and its mats 单人, so a query's head count is also
+    read in the catalog's other writing of it (ProductSearch adds it to what the lexical signals read)."""
+    docs = _demo_docs()
+    names = ("1人四季双层帐篷", "4人三季帐篷", "单人铝膜防潮垫", "双人自动充气垫", "1-2人钛锅具套装")
+    lexical = LexicalIndex([*docs, *(replace(docs[0], product_id=f"X{k}", name=n) for k, n in enumerate(names))])
+    assert lexical.head_counts(typed) == other
+
+
 @pytest.mark.parametrize(("typed", "read"), [
     ("阿迪跑鞋", "阿迪达斯跑鞋"),    # a long brand clipped to its first characters, as customers write it
     ("迪卡的帐篷", "迪卡侬的帐篷"),
