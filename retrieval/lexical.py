@@ -107,6 +107,9 @@ def _lookup(docs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return at, docs[at] == rows
 
 
+MAX_LOOSE = 4   # the longest piece of a name's loose characters read by sound
+
+
 def _loose_pieces(whole: str, tokens: Sequence[str]) -> Iterator[str]:
     """Pieces of a name no word of it is: the stretches of two to MAX_LOOSE Chinese characters that jieba cut
     into single characters (女款溯溪鞋 → 溯溪, 溪鞋, 溯溪鞋: single-character tokens one after another), and the
@@ -123,7 +126,6 @@ def _loose_pieces(whole: str, tokens: Sequence[str]) -> Iterator[str]:
             yield from (token[k:] for k in range(max(1, len(token) - MAX_LOOSE), len(token) - 1))
 
 
-MAX_LOOSE = 4
 # how many people a thing is for: 1人, 单人, 双人, 两人, 四人, 10人 (not 3-4人's range, not 个人 or 成人)
 _HEADCOUNT = re.compile(r"(?<![\d\-~～至到])(?:\d{1,2}|[单双两一二三四五六七八九十])人")
 _WORD_NUMBERS = {"单": 1, "双": 2, "两": 2, "一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
@@ -209,8 +211,8 @@ class LexicalIndex:
         sounds: dict[str, list[tuple[int, float]]] = defaultdict(list)
         pairs: dict[str, set[int]] = defaultdict(set)
         sound_of: dict[str, str] = {}   # each Chinese name piece's pinyin
-        self._loose: set[str] = set()     # runs of a name's characters jieba cut apart (溯溪鞋 of 女款溯溪鞋)
-        self._counts: set[str] = set()    # how its names write how many people a thing is for (1人, 单人, 四人)
+        loose: set[str] = set()     # pieces of names no word of them is (溯溪鞋 of 女款溯溪鞋: _loose_pieces)
+        counts: set[str] = set()    # how the names write how many people a thing is for (1人, 单人, 四人)
         self._brands: dict[str, list[int]] = defaultdict(list)
         heads: dict[str, list[int]] = defaultdict(list)
         kinds: dict[str, list[int]] = defaultdict(list)
@@ -233,7 +235,7 @@ class LexicalIndex:
             for token in tokens_of(doc.category) + [t for a in doc.aliases for t in tokens_of(a)]:
                 bag[token] += 1
             postings.add(bag)
-            self._index_name(i, doc, name_tokens, names, sounds, pairs, sound_of)
+            self._index_name(i, doc, name_tokens, names, sounds, pairs, sound_of, loose, counts)
             head = interned.setdefault(head, head) if (head := head_noun(doc, self.tokenizer)) else ""
             self.head_of.append(head)
             if head:
@@ -250,19 +252,21 @@ class LexicalIndex:
             if _is_han(k) and len(k) >= 2:
                 spellings[sound_of[k]].append(k)
         self._spelling = {sound: written[-1] for sound, written in spellings.items()}
-        # …and those runs by sound, for a query typed in pinyin (suxixie, taibei 钛杯): read after the name pieces
-        self._loose_spelling = {sound: k for k in sorted(self._loose, key=len)
-                                if (sound := pinyin_of(k)) not in self._spelling}
-        del self._loose
         # the sounds the catalog writes in more than one way (水袋 and 睡袋 are both shui dai): respell chooses
         self._homophones = {sound: tuple(written) for sound, written in spellings.items() if len(written) > 1}
         del spellings
+        # the pieces of names no word of them is, by sound, for a query typed in pinyin (suxixie, taibei 钛杯)
+        self._loose_spelling = {sound: k for k in sorted(loose, key=len) if (sound := pinyin_of(k)) not in self._spelling}
+        # each number of people → how the names write it (1 → 1人, 单人)
+        self._counts: dict[int, list[str]] = defaultdict(list)
+        for form in sorted(counts):
+            self._counts[_people(form)].append(form)
         # the characters a name piece uses: a query character outside them may be a shape-alike typo of one
         # (every Chinese character of a name: a name piece's, or one of a pair of adjacent ones — 绳 of 9.8毫米动力绳,
         # which jieba cuts to single characters, is a name's character too)
         self._name_chars = frozenset(c for k in (*sound_of, *pairs) for c in k)
         self._shapes = ShapeNeighbours(self._name_chars)
-        del names, sounds, sound_of
+        del names, sounds, sound_of, loose, counts
         self._pairs = {k: np.fromiter(sorted(v), dtype=np.int64) for k, v in pairs.items()}   # ascending
         self._heads = {k: np.array(v) for k, v in heads.items()}
         # each product's head noun as a number (one per distinct head noun; -1: none), for choosing candidates of
@@ -323,15 +327,10 @@ class LexicalIndex:
         return "".join(out) + folded[at:]
 
     @property
-    def spelling(self) -> dict[str, str]:
-        """Each Chinese name piece the catalog knows (a whole name, a word of one, another name), by its
-        toneless pinyin ('tiao sheng' → 跳绳)."""
-        return self._spelling
-
-    @property
-    def pinyin_spelling(self) -> ChainMap[str, str]:
-        """`spelling`, and a name's characters that jieba cuts apart, two to four at a time ('tai bei' → 钛杯 of
-        300毫升单层钛杯): what a query typed in pinyin may spell."""
+    def spelling(self) -> ChainMap[str, str]:
+        """What a query typed in pinyin may spell, by toneless pinyin: each Chinese name piece the catalog knows (a
+        whole name, a word of one, another name: 'tiao sheng' → 跳绳), then the pieces of names no word of them is
+        ('tai bei' → 钛杯 of 300毫升单层钛杯)."""
         return ChainMap(self._spelling, self._loose_spelling)
 
     def name_piece(self, piece: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -469,7 +468,7 @@ class LexicalIndex:
         return named
 
     def _index_name(self, i: int, doc: RetrievalDoc, name_tokens: list[str], names, sounds, pairs,
-                    sound_of: dict[str, str]) -> None:
+                    sound_of: dict[str, str], loose: set[str], counts: set[str]) -> None:
         whole = compact(doc.base_name)
         parts = {whole: 1.0} | {t: PART_NAME_SCORE for t in name_tokens if len(t) >= 2 and t != whole}
         parts |= {a: 1.0 for a in map(compact, doc.aliases) if len(a) >= 2}   # the catalog's other names
@@ -483,8 +482,9 @@ class LexicalIndex:
             pair = whole[k:k + 2]
             if _is_han(pair) and pair not in parts:
                 pairs[pair].add(i)
-        self._loose.update(_loose_pieces(whole, name_tokens))
-        self._counts.update(m.group(0) for m in _HEADCOUNT.finditer(fold(doc.base_name)))   # (1-2人 is no 12人)
+        loose.update(_loose_pieces(whole, name_tokens))
+        if "人" in whole:   # (read in the name as folded, not compacted: 1-2人 is no 12人)
+            counts.update(m.group(0) for m in _HEADCOUNT.finditer(fold(doc.base_name)))
         brand = compact(doc.brand)
         if len(brand) >= 2:
             self._brands[brand].append(i)
@@ -574,22 +574,17 @@ class LexicalIndex:
         keeping most of its characters in place — an input-method typo changes a character, not every one."""
         def kept(piece: str) -> int:
             return sum(a == b for a, b in zip(piece, written, strict=False))
-        spelled = self._spelling.get(sound)
-        if spelled is not None and (written_ways := self._homophones.get(sound)) is not None:
-            best = max(written_ways, key=kept)
-            spelled = spelled if kept(spelled) == kept(best) else best
+        ways = self._homophones.get(sound) or ((self._spelling[sound],) if sound in self._spelling else ())
+        best = max(reversed(ways), key=kept, default=None)   # equal: the last way, as `_spelling` holds
         # a sound-alike that keeps none of them is another word, not a typo of this one (帐逢 is not the series
         # name 长风: its 逢 is a shape typo of 篷, respell_shapes)
-        return spelled if spelled is not None and kept(spelled) else None
+        return best if best is not None and kept(best) else None
 
     def head_counts(self, query: str) -> str:
         """The catalog's other ways of writing how many people the query's thing is for (单人帐 → 1人 where the
         catalog's tents say 1人 and its mats 单人; 四人 → 4人): one number, written as digits or in words."""
         asked = [m.group(0) for m in _HEADCOUNT.finditer(fold(query)[:MAX_QUERY_CHARS])]
-        out = []
-        for form in asked:
-            number = _people(form)
-            out += [other for other in sorted(self._counts) if other != form and _people(other) == number]
+        out = [other for form in asked for other in self._counts.get(_people(form), ()) if other != form]
         return " ".join(dict.fromkeys(out))
 
     def content_words(self, q: QueryText) -> list[str]:

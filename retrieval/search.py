@@ -273,7 +273,7 @@ class ProductSearch:
         self._position = {d.product_id: i for i, d in enumerate(self.docs)}
         self.lexical = LexicalIndex(self.docs)
         heads = self.lexical.head_of   # what each product is (跑步鞋)
-        self._pinyin = PinyinNames(len(self.docs), self.lexical.pinyin_spelling, self.lexical.name_piece)
+        self._pinyin = PinyinNames(len(self.docs), self.lexical.spelling, self.lexical.name_piece)
         self._families = HeadFamilies(self.docs, heads)
         self._short_forms = ShortForms(self.docs)
         self._english = EnglishEvidence(self.docs)

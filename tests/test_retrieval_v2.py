@@ -148,7 +148,7 @@ def test_pinyin_spells_names_jieba_cuts_apart(typed, spelled):
     docs = _demo_docs()
     names = ("山泉 苍穹 300毫升单层钛杯", "峰客 游隼 女款溯溪鞋", "江湖客 山脊 25升钓箱")
     lexical = LexicalIndex([*docs, *(replace(docs[0], product_id=f"X{k}", name=n) for k, n in enumerate(names))])
-    assert PinyinNames(lexical.size, lexical.pinyin_spelling, lexical.name_piece).spelled(typed) == spelled
+    assert PinyinNames(lexical.size, lexical.spelling, lexical.name_piece).spelled(typed) == spelled
 
 
 @pytest.mark.parametrize(("typed", "other"), [
