@@ -49,6 +49,7 @@ NAME_SENSES = 4       # a product's name word's first senses
 CHAR_SENSES = 3       # …and a single character's (服: clothes, dress, garment — not "to serve")
 BRIDGE_MAX_WORDS = 3   # read for queries of fewer content words: short noun phrases, as the gate's unexplained pair
 MAX_PIECE = 8         # the longest headword tried when cutting a text into dictionary words
+Senses = tuple[tuple[str, ...], ...]   # a word's English senses, each as its tokens
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _WORD = re.compile(r"[a-z]+")
 # notes inside a sense: (coll.), (bound form), (Tw); a sense that only points elsewhere says nothing
@@ -159,17 +160,25 @@ def pieces(run: str) -> list[str]:
     return out
 
 
+def _compound(word: str, heads: frozenset[str] | set[str]) -> tuple[Senses, Senses] | None:
+    """A word the dictionary does not know, ending as one of the catalog's head nouns (`heads`: their last
+    characters), read as a compound: (its head piece's senses, the senses of the dictionary word of two or more
+    characters before it, or ()); None for a known word or another ending."""
+    if not word or word[-1] not in heads or senses(word):
+        return None
+    cut = pieces(word)
+    return piece_senses(cut[-1]), senses(cut[-2]) if len(cut) > 1 and len(cut[-2]) > 1 else ()
+
+
 def reading(word: str, heads: frozenset[str] | set[str] = frozenset()) -> tuple[tuple[str, ...], ...]:
     """The senses of a Chinese word: its own when the dictionary holds it, else, when its last character ends
     one of the catalog's head nouns (`heads`: their last characters), those of its last piece (a compound's
     head: 球袜 → 袜 → socks; not 男薄款 → 款), each with the senses of the word before it when that is a
     dictionary word of two or more characters (旱冰鞋 → 旱冰 + 鞋 → roller skating shoe)."""
-    own = senses(word)
-    if own or not word or word[-1] not in heads:
-        return own
-    cut = pieces(word)
-    head = piece_senses(cut[-1])
-    qualifier = senses(cut[-2]) if len(cut) > 1 and len(cut[-2]) > 1 else ()
+    compound = _compound(word, heads)
+    if compound is None:
+        return senses(word)
+    head, qualifier = compound
     if not head or not qualifier:
         return head
     return tuple(tuple(dict.fromkeys(q + h)) for q in qualifier for h in head)[:MAX_SENSES]
@@ -184,6 +193,7 @@ class ChineseBridge:
         self.size = len(docs)
         self._docs = docs
         self._endings = frozenset(h[-1] for h in heads if h)
+        self._head_end = np.array([ord(h[-1]) if h else 0 for h in heads], dtype=np.int32)   # 鞋 of 轮滑鞋
         self._built = Once(self._build)   # on the first query that needs it (or `ready`); others wait for it
 
     def ready(self) -> None:
@@ -308,9 +318,27 @@ class ChineseBridge:
                     out[i, 1] = max(float(out[i, 1]), self._dice(sense, name))
                     if set(sense) == set(name):
                         out[i, 2] = 1.0
+        for word in words:
+            self._compound_exact(word, out[:, 2])
         if not out.any():
             return None
         return out
+
+    def _compound_exact(self, word: str, exact: np.ndarray) -> None:
+        """The exact link of a compound the dictionary does not know: a sense of its qualifier is, word for word,
+        one of a product's English names while its head character ends the product's head noun (旱冰鞋: 旱冰 →
+        roller skating, `roller skates` of 成人轮滑鞋, head 鞋) — a synonym built as the catalog builds the name
+        (轮滑 → roller skating). A qualifier saying another thing (篮球架: basketball, the name of 篮球, whose head
+        ends in 球) links nothing."""
+        compound = _compound(word, self._endings)
+        if compound is None or not compound[1]:
+            return
+        same_head = self._head_end == ord(word[-1])
+        for sense in compound[1]:
+            for k in {int(k) for t in sense for k in self._named.get(t, ())}:
+                i = int(self._owners[k])
+                if same_head[i] and set(self._names[k]) == set(sense):
+                    exact[i] = 1.0
 
 
 def foreign_words(folded: str, words: Sequence[str], unknown: Sequence[str],

@@ -65,6 +65,23 @@ def test_a_query_word_outside_the_catalog_reaches_its_product_through_the_dictio
     assert bridge.match(["杠铃"]) is None   # barbell: nothing of this catalog says it
 
 
+def test_a_compound_whose_qualifier_names_the_product_links_it_exactly_when_its_head_is_the_products():
+    """旱冰鞋 is no dictionary word, but 旱冰 is (roller skating) and 鞋 ends 轮滑鞋: the catalog's own way of
+    building the name (轮滑 → roller skating), so `roller skates` is linked as exactly as 溜冰鞋's own sense."""
+    docs = BAGS + [_doc("ball", "篮球", ("basketball",)), _doc("net", "羽毛球网架", ("badminton net",))]
+    search = ProductSearch(docs)
+    bridge = ChineseBridge(docs, search.lexical.head_of)
+    exact = BRIDGE_FEATURES.index("bridge_exact")
+    for word in ("旱冰鞋", "滑旱冰鞋"):   # 滑 + 旱冰 + 鞋: the qualifier is the dictionary word before the head
+        found = bridge.match([word])
+        assert found is not None and found[:, exact].nonzero()[0].tolist() == [5], word
+    # a qualifier naming another thing than the head says: basketball is 篮球's name, but 篮球 ends in 球, not 架
+    stand = bridge.match(["篮球架"])
+    assert stand is None or not stand[:, exact].any()
+    # a head character of the product's with a qualifier naming nothing of it links nothing exactly
+    assert (bridge.match(["毛线鞋"]) is None) or not bridge.match(["毛线鞋"])[:, exact].any()
+
+
 async def test_a_query_the_bridge_does_not_read_scores_exactly_as_without_it():
     search = ProductSearch(BAGS)
     known = await search.signals("双肩运动背包")
@@ -193,9 +210,10 @@ def test_the_gate_reads_the_english_explanation_only_in_full_and_only_for_a_lack
 
 async def test_the_shipped_search_finds_a_boot_its_english_name_says_and_refuses_a_ski(search):
     """The demo catalog with the shipped ranker: 登山靴 and 足球靴 are the hiking and football shoes their aliases
-    call boots; 滑雪板 (ski, snowboard) is not 滑板 (skateboard) — nothing is proposed for it."""
+    call boots, 旱冰鞋 the skates its qualifier names; 滑雪板 (ski, snowboard) is not 滑板 (skateboard) — nothing is proposed for it."""
     assert [c.product_name for c in await search.search("登山靴", 3)][:1] == ["徒步登山鞋"]
     assert [c.product_name for c in await search.search("足球靴", 3)][:1] == ["足球鞋"]
+    assert [c.product_name for c in await search.search("旱冰鞋", 3)][:1] == ["成人轮滑鞋"]   # 旱冰 + 鞋
     assert await search.search("滑雪板", 3) == []
 
 
