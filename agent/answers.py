@@ -35,7 +35,7 @@ from db.facts import (
 )
 from db.pricing import measure_word, yuan
 from guardrails.figures import NUM, find_mentions
-from retrieval.bridge import senses, tokens
+from retrieval.bridge import qualifier_senses, senses, tokens
 from retrieval.text import fold, is_han
 
 REFUSE_CHANGE = ("抱歉，我只能查询商品信息，不能修改商品价格、库存或优惠活动。"
@@ -453,11 +453,17 @@ def same_kind(subject: str, product_name: str) -> bool:
 
 def dictionary_synonym(subject: str, product: Product) -> bool:
     """Whether the dictionary gives the word one of the product's own English names as a sense (背囊 →
-    backpack, 溜冰鞋 → roller skates): another name for the same thing, not a near miss."""
+    backpack, 溜冰鞋 → roller skates), or, for a compound it does not hold that ends as the product's name
+    does, gives its qualifier one (旱冰鞋 → 旱冰: roller skating; 成人轮滑鞋 is `roller skates`): another name
+    for the same thing, not a near miss (retrieval/bridge.py links the search's evidence the same way)."""
     if not all(is_han(ch) for ch in subject):
         return False
     names = {frozenset(tokens(fold(a))) for a in product.aliases if a and not any(is_han(ch) for ch in a)}
-    return any(frozenset(sense) in names for sense in senses(subject)) if names else False
+    if not names:
+        return False
+    base = base_name(product.product_name) or product.product_name
+    said = senses(subject) or (qualifier_senses(subject) if base.endswith(subject[-1:]) else ())
+    return any(frozenset(sense) in names for sense in said)
 
 
 def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:

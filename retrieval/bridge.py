@@ -170,6 +170,14 @@ def _compound(word: str, heads: frozenset[str] | set[str]) -> tuple[Senses, Sens
     return piece_senses(cut[-1]), senses(cut[-2]) if len(cut) > 1 and len(cut[-2]) > 1 else ()
 
 
+def qualifier_senses(word: str) -> Senses:
+    """A compound the dictionary does not hold, read by what qualifies its head: the senses of the dictionary
+    word of two or more characters before its last piece (旱冰鞋 → 旱冰: roller skating); () otherwise. Whether
+    that head is the product's is the caller's to say (ChineseBridge: its head noun's last character)."""
+    compound = _compound(word, {word[-1]}) if word else None
+    return compound[1] if compound is not None else ()
+
+
 def reading(word: str, heads: frozenset[str] | set[str] = frozenset()) -> tuple[tuple[str, ...], ...]:
     """The senses of a Chinese word: its own when the dictionary holds it, else, when its last character ends
     one of the catalog's head nouns (`heads`: their last characters), those of its last piece (a compound's
@@ -330,11 +338,11 @@ class ChineseBridge:
         roller skating, `roller skates` of 成人轮滑鞋, head 鞋) — a synonym built as the catalog builds the name
         (轮滑 → roller skating). A qualifier saying another thing (篮球架: basketball, the name of 篮球, whose head
         ends in 球) links nothing."""
-        compound = _compound(word, self._endings)
-        if compound is None or not compound[1]:
+        qualifier = qualifier_senses(word) if word and word[-1] in self._endings else ()
+        if not qualifier:
             return
         same_head = self._head_end == ord(word[-1])
-        for sense in compound[1]:
+        for sense in qualifier:
             for k in {int(k) for t in sense for k in self._named.get(t, ())}:
                 i = int(self._owners[k])
                 if same_head[i] and set(self._names[k]) == set(sense):

@@ -375,9 +375,14 @@ async def test_words_that_find_nothing_within_a_budget_fall_back_to_the_budget(a
 
 async def test_a_word_the_dictionary_reads_as_a_products_english_name_is_that_product(agent):
     """背囊 (CC-CEDICT: backpack) is 双肩运动背包's English name: another name for it, answered as what the
-    shop has, not as "not sold"; 杠铃 (barbell) names none of the shop's products."""
+    shop has, not as "not sold", as is 旱冰鞋 (旱冰: roller skating) for 成人轮滑鞋; 杠铃 (barbell) names none of the
+    shop's products."""
     answer = (await agent.answer("背囊有吗", user_id="u")).answer
     assert "双肩运动背包" in answer and "没有销售" not in answer
+    # a compound the dictionary lacks, whose qualifier it reads as the name (旱冰 → roller skating) and whose head
+    # is the product's (鞋): the skates, with their price, not "not sold" before them
+    answer = (await agent.answer("有旱冰鞋吗", user_id="u")).answer
+    assert "成人轮滑鞋" in answer and "599元" in answer and "没有销售" not in answer
     assert "没有销售" in (await agent.answer("杠铃有吗", user_id="u")).answer
 
 
