@@ -16,13 +16,14 @@ from dataclasses import dataclass
 import jieba
 import jieba.posseg
 
-from retrieval.bridge import senses
+from retrieval.bridge import names_a_thing, senses
 
 jieba.setLogLevel(logging.WARNING)
 
 # Tags of words that can be part of the name of goods (jieba/ICTCLAS tag set): nouns, idiomatic nouns,
 # proper nouns a customer coins for goods (滑雪板/nr, 高尔夫球/nr), English words, verbal nouns.
 _NOUN_TAGS = frozenset({"n", "nz", "ng", "nr", "nrt", "nrfg", "l", "eng", "vn"})   # not ns (places), nt, t
+_THING_TAGS = frozenset({"n", "nz", "ng"})   # …of which common nouns only (毛 of 搞毛 is tagged a name)
 
 # Nouns that are never goods, by family. A family is a kind of word, not a phrasing: every member of it
 # reads the same way in any message.
@@ -198,11 +199,22 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
 def _tokens(text: str) -> list:
     """jieba's tagged words of a message, except that a message never starts with a bare measure word: 台球杆
     is cut 台 (a measure) + 球杆, but 台球 is a word of the dictionary, so 台 begins the noun (台球杆, 双杠).
-    (Inside a message 有台球杆吗 is left as jieba cuts it: 来把手套 is 把 + 手套 though 把手 is a word too.)"""
+    (Inside a message 有台球杆吗 is left as jieba cuts it: 来把手套 is 把 + 手套 though 把手 is a word too.)
+    Nor is a thing the dictionary names cut after a one-character verb (打底裤, not 打 + 底裤)."""
     tokens = jieba.posseg.lcut(text)
     if len(tokens) >= 2 and tokens[0].flag == "q" and tokens[1].flag.startswith("n") \
             and senses(tokens[0].word + tokens[1].word[0]):
         tokens[:2] = [jieba.posseg.pair(tokens[0].word + tokens[1].word, "n")]
+    # a one-character verb that jieba cut off the front of a thing the dictionary names (打 + 底裤: 打底裤,
+    # leggings — not underpants), joined back; 打篮球 (to play basketball) stays an action
+    k = 0
+    while k < len(tokens) - 1:
+        verb, noun = tokens[k], tokens[k + 1]
+        if len(verb.word) == 1 and verb.flag.startswith("v") and verb.word not in _ASKING_VERBS \
+                and noun.flag in _THING_TAGS and _is_goods_word(noun.word, noun.flag) \
+                and names_a_thing(verb.word + noun.word):
+            tokens[k:k + 2] = [jieba.posseg.pair(verb.word + noun.word, "n")]
+        k += 1
     return tokens
 
 

@@ -141,6 +141,17 @@ def senses(word: str, limit: int = MAX_SENSES) -> tuple[tuple[str, ...], ...]:
     return tuple(out[:limit])
 
 
+def names_a_thing(word: str) -> bool:
+    """Whether the dictionary holds the word and its first sense names a thing, not an action (打底裤: leggings;
+    not 打篮球: to play basketball)."""
+    text = _dictionary().get(word)
+    if not text:
+        return False
+    first = next((s.strip() for s in text.split("/") if s.strip() and not _POINTER.match(s.strip().lower())), "")
+    first = _NOTES.sub(" ", first).strip().lower()   # (of money) to arrive in an account: an action
+    return bool(first) and not first.startswith("to ")
+
+
 def piece_senses(piece: str) -> tuple[tuple[str, ...], ...]:
     """A dictionary piece's senses: a single character's first few only (服: clothes, not "to serve")."""
     return senses(piece, CHAR_SENSES if len(piece) == 1 else MAX_SENSES)

@@ -46,9 +46,18 @@ def test_pronouns_verbs_places_people_and_asking_words_name_no_goods(text):
                                              ("有没有拳击手套", "拳击手套"), ("想买个冲浪板", "冲浪板"),
                                              ("台球杆多少钱", "台球杆"), ("双杠多少钱", "双杠"),   # not 台 / 双 counted
                                              ("买把雨伞", "雨伞"), ("有没有冰镐卖", "冰镐"),   # 卖 after it: no part
-                                             ("有护目镜卖不", "护目镜")])
+                                             ("有护目镜卖不", "护目镜"),
+                                             # a one-character verb jieba cut off the front of a thing the dictionary
+                                             # names: 打底裤 (leggings), not 底裤 (underpants); 护胫 (shin pad)
+                                             ("打底裤有吗", "打底裤"), ("护胫", "护胫"), ("溯溪鞋", "溯溪鞋")])
 def test_a_noun_phrase_for_a_thing_is_goods(text, goods):
     assert goods_phrases(text, []) == [goods]
+
+
+@pytest.mark.parametrize("text", ["没问题了，谢谢", "退款多久到账", "我单子咋还没发货啊 搞毛啊", "看鱼有没有咬钩的那根漂"])
+def test_a_verb_and_a_noun_the_dictionary_joins_into_no_thing_stay_apart(text):
+    """没问题 (问题 is no goods), 到账 ((of money) to arrive), 搞毛 (毛 tagged a name), 咬钩 (to bite): not goods."""
+    assert not {"没问题", "到账", "搞毛", "咬钩"} & set(goods_phrases(text, []))
 
 
 async def test_words_around_a_product_name_stay_out_of_it(vocabulary):
