@@ -214,7 +214,13 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
     return "".join(parts), list(dict.fromkeys(cites))
 
 
-NO_LISTING = "抱歉，没有找到符合这些条件的商品。您可以放宽价格范围，或换个品牌、类别再问我。"
+def no_listing(asked: Intent) -> str:
+    """Nothing the filters allow: say so, suggesting to loosen only the conditions the customer set (no price
+    range to widen for 跑步穿的紧身裤)."""
+    loosen = [word for word, given in (("价格范围", asked.max_price is not None or asked.min_price is not None),
+                                       ("品牌", bool(asked.brand)), ("类别", bool(asked.category))) if given]
+    return "抱歉，没有找到符合这些条件的商品。" + (f"您可以放宽{'、'.join(loosen)}，或换个说法再问我。" if loosen
+                                               else "您可以换个说法，或告诉我商品名称再问我。")
 
 
 def over_budget_answer(products: list[Product]) -> tuple[str, list[str]]:
@@ -229,7 +235,7 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     a customer's figure is not evidence)."""
     products = [findings.products[pid] for pid in findings.candidates if pid in findings.products]
     if not products:
-        return NO_LISTING, []
+        return no_listing(asked), []
     what = ("符合您预算的" if asked.max_price is not None or asked.min_price is not None else "") \
         + (asked.brand or "") + (asked.category or "") + "商品"
     lines = [f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"

@@ -503,7 +503,10 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
         word = m.group(0)
         if _CATEGORY_TAIL.match(text, m.end()):
             return vocabulary.category_of[word]
-        if alone is None and listing and (word not in vocabulary.names or _USE_OF.match(text, m.end())) \
+        use = _USE_OF.match(text, m.end())
+        if use and any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:], [])):
+            continue   # 跑步穿的紧身裤: tights worn for running, of whatever category the shop files them under
+        if alone is None and listing and (word not in vocabulary.names or use) \
                 and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
     return alone

@@ -192,7 +192,7 @@ class OfflineModel:
             if not kept:
                 named = [findings.products[p] for p in asked.products if p in findings.products]
                 return (*answers.over_budget_answer(named), AnswerStatus.GROUNDED) if named else \
-                    (answers.NO_LISTING, [], AnswerStatus.INSUFFICIENT)
+                    (answers.no_listing(asked), [], AnswerStatus.INSUFFICIENT)
             within = dataclasses.replace(findings, candidates=kept)
             if len(kept) == 1:
                 return self._about_one(dataclasses.replace(asked, products=tuple(kept)), within, called)

@@ -774,6 +774,11 @@ async def test_a_product_named_as_the_use_of_other_goods_is_the_use_not_the_prod
     assert "羽毛球鞋" in said.split("。")[0] and "没有销售" not in said
     said = (await agent.answer("包子有吗", user_id="u")).answer
     assert "没有销售“包子”" in said
+    # goods named after the use (跑步穿的紧身裤): tights worn for running, filed under 服饰 — the use is no category
+    # to list from ("nothing in 跑步" before), while 健身用的小东西 names no goods and is the category's
+    said = (await agent.answer("跑步穿的紧身裤", user_id="u")).answer
+    assert "压缩紧身裤" in said and "没有找到" not in said
+    assert "计数跳绳" in (await agent.answer("预算40以内，想买个健身用的小东西", user_id="u")).answer
 
 
 async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_looks_up_no_product(agent):
@@ -788,10 +793,19 @@ async def test_goods_found_only_above_the_budget_are_not_replaced_by_whatever_fi
     cost less; a need whose extracted words find nothing is searched by its sentence before any such list."""
     said = (await agent.answer("一百五以内的跑步鞋有吗", user_id="u")).answer
     assert "没有找到" in said and "足球" not in said and "瑜伽垫" not in said
+    assert "放宽价格范围" in said   # …and the customer set a price range: that is what to loosen
+
     said = (await agent.answer("平时骑车通勤，膝盖老是发酸，想买个护着点的，一百以内", user_id="u")).answer
     assert "运动护膝" in said.splitlines()[1] or "运动护膝" in said.splitlines()[0]
     said = (await agent.answer("六十以下的跑步小东西有什么", user_id="u")).answer   # 小东西 names no kind: the category's
     assert "符合您预算的跑步商品" in said and "跑步腰包" in said                        # list within the budget
+
+
+def test_nothing_listed_suggests_loosening_only_what_the_customer_set(vocabulary):
+    from agent.answers import no_listing
+    assert "价格范围" not in no_listing(read("健身类的帐篷有哪些", vocabulary))
+    assert "类别" in no_listing(read("健身类的帐篷有哪些", vocabulary))
+    assert "放宽" not in no_listing(read("有哪些帐篷", vocabulary))
 
 
 async def test_the_shops_premises_are_not_goods_it_does_not_sell(agent):
