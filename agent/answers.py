@@ -35,7 +35,7 @@ from db.facts import (
 )
 from db.pricing import measure_word, yuan
 from guardrails.figures import NUM, find_mentions
-from retrieval.bridge import qualifier_senses, senses, tokens
+from retrieval.bridge import pieces, qualifier_senses, senses, tokens
 from retrieval.text import fold, is_han
 
 REFUSE_CHANGE = ("抱歉，我只能查询商品信息，不能修改商品价格、库存或优惠活动。"
@@ -455,6 +455,23 @@ def same_kind(subject: str, product_name: str) -> bool:
     base = base_name(product_name) or product_name
     stem = noun_stem(subject)   # 鞋子 → 鞋
     return len(subject) >= 2 and "\u4e00" <= stem[-1] <= "\u9fff" and base.endswith(stem[-1])
+
+
+def written_in_full(subject: str, product_name: str) -> bool:
+    """Whether the product's name ends in a dictionary word made of one character of each of the subject's
+    dictionary words, in order (游泳眼镜 → 泳镜 of 防雾泳镜; 腰带包 → 腰包 of 跑步腰包): the subject is what the
+    product is, written in full — not a near miss. A subject the dictionary holds is a word of its own (滑雪板 is
+    no 滑板); a short form written inside the subject is a part of it, not its abbreviation (篮球鞋 holds 球鞋 of
+    足球鞋, 手表表带 holds 手表)."""
+    if len(subject) < 3 or not all(map(is_han, subject)) or senses(subject):
+        return False
+    cut = pieces(subject)
+    if len(cut) < 2:
+        return False
+    base = base_name(product_name) or product_name
+    short = base[-len(cut):]   # what the product is: the end of its name
+    return (len(base) >= len(cut) and short not in subject and bool(senses(short))
+            and all(c in piece for c, piece in zip(short, cut, strict=True)))
 
 
 def dictionary_synonym(subject: str, product: Product) -> bool:

@@ -310,7 +310,8 @@ class OfflineModel:
             # (运动鞋 → 跑步鞋, 越野跑鞋): those products, not "not sold"; else a near miss (篮球架 → 篮球)
             def alike(product: Product) -> bool:   # the same kind by its head, or by the dictionary (背囊 → backpack)
                 return (answers.same_kind(subject, product.product_name) and not asked.foreign_qualifier) \
-                    or answers.dictionary_synonym(subject, product)
+                    or answers.dictionary_synonym(subject, product) \
+                    or answers.written_in_full(subject, product.product_name)   # 游泳眼镜: 泳镜
             kind = [findings.products[p] for p in order if alike(findings.products[p])]
             if kind and alike(main):
                 return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)

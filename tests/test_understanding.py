@@ -392,6 +392,9 @@ async def test_a_word_the_dictionary_reads_as_a_products_english_name_is_that_pr
     # is the product's (鞋): the skates, with their price, not "not sold" before them
     answer = (await agent.answer("有旱冰鞋吗", user_id="u")).answer
     assert "成人轮滑鞋" in answer and "599元" in answer and "没有销售" not in answer
+    # the product's name, written in full (游泳眼镜 → 泳镜 of 防雾泳镜): that product, not a near miss of it
+    answer = (await agent.answer("游泳眼镜有吗", user_id="u")).answer
+    assert "防雾泳镜" in answer and "没有销售" not in answer
     assert "没有销售" in (await agent.answer("杠铃有吗", user_id="u")).answer
 
 
@@ -828,3 +831,13 @@ async def test_a_budget_is_met_by_what_a_unit_costs_now_not_its_list_price(agent
     assert "足球（耐克）" in said and "实付108元" in said
     said = (await agent.answer("一百五以内的篮球有吗", user_id="u")).answer
     assert "篮球（斯伯丁）" not in said
+
+
+@pytest.mark.parametrize(("subject", "name", "same"), [
+    ("游泳眼镜", "防雾泳镜", True), ("腰带包", "跑步腰包", True),
+    ("滑雪板", "滑板", False),            # a word of the dictionary's own: a snowboard
+    ("篮球鞋", "足球鞋", False),          # 球鞋 is written inside it: a part, not an abbreviation
+    ("手表表带", "GPS心率运动手表", False), ("乒乓球网架", "羽毛球网架", False), ("女士连体泳衣", "男士泳裤", False)])
+def test_a_name_written_in_full_is_that_product_and_a_thing_holding_it_is_not(subject, name, same):
+    from agent.answers import written_in_full
+    assert written_in_full(subject, name) is same
