@@ -318,13 +318,14 @@ def _with_paid(cites: list[str], products: list[Product], paid: Basket | None) -
 
 
 def each_answer(products: list[Product], findings: Findings, question: str,
-                spec: bool) -> tuple[str, list[str]]:
+                spec: bool, priced: bool = False) -> tuple[str, list[str]]:
     """Several products each asked about (滑板和泳镜各还剩多少, 手表有货吗？篮球鞋有啥活动): each one's own
-    facts — the attribute asked (`spec`), else its price, stock and promotions — and no total nobody asked for."""
+    facts — the attribute asked (`spec`, with its price when `priced`), else its price, stock and promotions —
+    and no total nobody asked for."""
     texts, cites = [], []
     for product in products:
         if spec:
-            text, found = spec_answer(product, question, with_price=False)
+            text, found = spec_answer(product, question, with_price=priced)
         else:
             alone = replace(findings, candidates=[product.product_id], calculation=None)
             text, found = product_answer(alone, wants_price=False, wants_alternatives=False)

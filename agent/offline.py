@@ -225,7 +225,8 @@ class OfflineModel:
                         AnswerStatus.GROUNDED)
             if self._each_asked(asked):
                 return (*answers.each_answer([findings.products[p] for p in several], findings, asked.text,
-                                             spec=Ask.SPEC in asked.asks), AnswerStatus.GROUNDED)
+                                             spec=Ask.SPEC in asked.asks, priced=Ask.PRICE in asked.asks),
+                        AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
         thing, related = ("", "") if asked.tells_need else asked.related   # 滑雪板 → 滑板, 击剑用的手套 → 手套
@@ -263,10 +264,11 @@ class OfflineModel:
 
     @staticmethod
     def _each_asked(asked: Intent) -> bool:
-        """Several products each asked about — their stock, promotions or an attribute — with no price, total
-        or quantity asked (the router's reading decides: 各还剩多少 asks stock, though 多少 may ask a price)."""
-        priced = {"price", "basket"} & asked.labels if asked.labels else asked.asks & {Ask.PRICE, Ask.BASKET}
-        return not priced and not asked.quantities and not asked.first_purchase \
+        """Several products each asked about — their stock, promotions or an attribute, beside their price or
+        not (足球多少钱，篮球有货吗: two questions, not a sum) — with no total or quantity asked (the router's
+        reading decides: 各还剩多少 asks stock, though 多少 may ask a price). A price alone is priced together."""
+        total = "basket" in asked.labels if asked.labels else Ask.BASKET in asked.asks
+        return not total and not asked.quantities and not asked.first_purchase \
             and bool(asked.asks & {Ask.STOCK, Ask.PROMOTION, Ask.SPEC})
 
     @staticmethod

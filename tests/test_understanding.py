@@ -622,7 +622,8 @@ async def test_a_first_purchase_told_is_who_buys_not_what_nor_spending(agent):
 
 async def test_several_products_each_asked_about_get_each_ones_facts_and_no_total(agent):
     """护膝和登山杖还有货吗 asks two stocks, not what both cost together; an attribute asked of one product beside
-    another named for context is answered from the records, not as a basket."""
+    another named for context is answered from the records, not as a basket; so is a price asked beside a stock
+    or a promotion (足球多少钱，篮球有货吗), which a basket answered without the stock."""
     said = (await agent.answer("护膝和登山杖现在都还有货不", user_id="u")).answer
     assert "合计" not in said and said.count("库存") == 2
     said = (await agent.answer("哑铃有优惠吗？壶铃呢，有啥活动", user_id="u")).answer
@@ -631,6 +632,11 @@ async def test_several_products_each_asked_about_get_each_ones_facts_and_no_tota
     assert "合计" not in said and "EVA" in said
     said = (await agent.answer("护膝和登山杖一共多少钱", user_id="u")).answer   # a total asked: still the basket
     assert "合计" in said
+    # two questions, one of each product: the price of one and the stock of the other, not a sum of both
+    said = (await agent.answer("足球多少钱，篮球有货吗", user_id="u")).answer
+    assert "合计" not in said and "售价120元" in said and "库存30个" in said
+    said = (await agent.answer("瑜伽垫有优惠吗？哑铃多少钱", user_id="u")).answer   # the mat's gift was left out
+    assert "合计" not in said and "赠送教程视频" in said and "售价299元" in said
 
 
 async def test_kuai_right_before_a_product_counts_pieces(agent):
