@@ -97,7 +97,8 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
-_SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格低|便宜的排前")),
+# 便宜点的跑鞋 / 有没有更便宜的: cheaper goods asked for (not 能便宜点吗, a lower price asked, nor 便宜的话)
+_SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格低|便宜的排前|更便宜|便宜(?:一)?[点些]?的(?!话)|平价")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
           ("stock_desc", re.compile(r"库存最多|货最多")))
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
@@ -340,7 +341,11 @@ class Intent:
     def listing(self) -> bool:
         """A request for a list of products by budget, brand or category (or of a kind of goods named,
         有哪些跑鞋) rather than one product."""
-        filtered = self.filtered
+        # the cheapest or cheaper of a kind (最便宜的足球, 跑鞋哪双最便宜, 篮球有没有便宜点的): a list by price
+        by_price = self.sort in ("price_asc", "price_desc") and Ask.COMPARE not in self.asks \
+            and len(self.products) <= 1 and bool(self.products or self.goods) \
+            and self.reference is None   # 最便宜的那个: the cheapest of a list shown
+        filtered = self.filtered or by_price
         if not filtered:   # 有哪些跑鞋: a kind of goods named, not a product, and a list asked for
             return bool(Ask.LIST in self.asks and self.goods and not self.products and Ask.COMPARE not in self.asks
                         and _ASK_PATTERNS[Ask.LIST].search(self.text))
@@ -349,7 +354,7 @@ class Intent:
                 and _ASK_PATTERNS[Ask.SPEC].search(self.text):
             return False   # 想买个帐篷去露营，weight多少: an attribute of the product named, not the category's list
         return bool(filtered) and (len(self.products) <= 1 or budget) and Ask.COMPARE not in self.asks \
-            and (Ask.LIST in self.asks or not self.products or self.max_price is not None)
+            and (Ask.LIST in self.asks or not self.products or self.max_price is not None or by_price)
 
     @property
     def several(self) -> bool:

@@ -415,10 +415,14 @@ class ToolRunner:
         candidates: tuple[Candidate, ...] = ()
         rows: dict[str, Product] | None = None   # the product rows SQL read for a filter: not read again below
         outside = 0
-        wide = bool(where) or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
+        by_price = args.sort in ("price_asc", "price_desc")   # the cheapest (or dearest) of a kind
+        wide = bool(where) or by_price or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
         lexical_only = ""
         words = args.query.strip()
-        of_kind = await products_of_kind(self.conn, words) if len(words) == 1 and is_han(words) else []
+        of_kind = await products_of_kind(self.conn, words) \
+            if words and all(map(is_han, words)) and (len(words) == 1 or by_price) else []
+        if len(words) > 1 and len(of_kind) < 2:
+            of_kind = []   # 最便宜的足球: the names ending in 足球; 跑鞋 ends one name only: the search's kind
         if of_kind:   # 鞋, 包, 球: a kind of goods in one character; the catalog's names say which, SQL filters
             listed = await find_products(self.conn, where, of_kind, args.sort, args.top_k, self._paid_now)
             candidates, rows = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed), _by_id(listed)
@@ -426,7 +430,7 @@ class ToolRunner:
             search = await self.search.find(args.query, 10 if where else args.top_k,
                                             within=FILTERED_WITHIN if wide else None)
             found, lexical_only = search.candidates, search.lexical_only
-            if where:   # SQL keeps those that meet the filter, in retrieval order or the order asked
+            if where or by_price:   # SQL keeps those that meet the filter, in retrieval order or the order asked
                 by_id = {c.product_id: c for c in found}
                 kept = await find_products(self.conn, where, list(by_id), args.sort, paid_now=self._paid_now)
                 outside, rows = len(by_id) - len(kept), _by_id(kept)

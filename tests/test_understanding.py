@@ -847,3 +847,18 @@ async def test_a_budget_is_met_by_what_a_unit_costs_now_not_its_list_price(agent
 def test_a_name_written_in_full_is_that_product_and_a_thing_holding_it_is_not(subject, name, same):
     from agent.answers import written_in_full
     assert written_in_full(subject, name) is same
+
+
+async def test_the_cheapest_or_a_cheaper_one_of_a_kind_is_a_list_by_price(agent):
+    """最便宜的足球: the names ending in 足球, cheapest first (not the product called 足球); 篮球有没有便宜点的: the
+    cheaper basketball first; 跑鞋哪双最便宜: the search's running shoes by price. 能便宜点吗 still asks a lower price,
+    and 最便宜的那个 after a list points back at it."""
+    said = (await agent.answer("最便宜的足球多少钱", user_id="u")).answer
+    assert said.index("青少年训练足球") < said.index("室内五人制足球") and "89元" in said and "足球护腿板" not in said
+    said = (await agent.answer("篮球有没有便宜点的", user_id="u")).answer
+    assert said.index("室外耐磨篮球") < said.index("篮球（斯伯丁）")
+    said = (await agent.answer("跑鞋哪双最便宜", user_id="u")).answer
+    assert said.splitlines()[1].startswith("跑步鞋")
+    assert "无法议价" in (await agent.answer("能便宜点吗", user_id="u")).answer
+    said = await converse(agent, ["你们有哪些跑鞋", "最便宜的那个多少钱"])
+    assert "500元" in said[1]
