@@ -139,7 +139,7 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
         if any(s < end and start < e for s, e in covered):
             continue
         tokens, position = [], start
-        for token in _tokens(text[start:end]) if start == 0 else jieba.posseg.lcut(text[start:end]):
+        for token in _tokens(text[start:end]) if start == 0 else _asking_tail_apart(jieba.posseg.lcut(text[start:end])):
             tokens.append((position, position + len(token.word), token.word, token.flag))
             position += len(token.word)
         while tokens and (tokens[0][3] in {"r", "d", "p", "c", "u", "y", "m", "q"} or tokens[0][2] in _ASKING_VERBS
@@ -205,6 +205,7 @@ def _tokens(text: str) -> list:
     if len(tokens) >= 2 and tokens[0].flag == "q" and tokens[1].flag.startswith("n") \
             and senses(tokens[0].word + tokens[1].word[0]):
         tokens[:2] = [jieba.posseg.pair(tokens[0].word + tokens[1].word, "n")]
+    tokens = _asking_tail_apart(tokens)
     # a one-character verb that jieba cut off the front of a thing the dictionary names (打 + 底裤: 打底裤,
     # leggings — not underpants), joined back; 打篮球 (to play basketball) stays an action
     k = 0
@@ -216,6 +217,21 @@ def _tokens(text: str) -> list:
             tokens[k:k + 2] = [jieba.posseg.pair(verb.word + noun.word, "n")]
         k += 1
     return tokens
+
+
+def _asking_tail_apart(tokens: list) -> list:
+    """jieba's words with an asking tail cut off a word that names no goods (货不 of 还有货不, 有货不): 货 and 不,
+    and a having verb before it apart too (有 + 货 + 不)."""
+    out = []
+    for token in tokens:
+        word, tail = token.word[:-1], token.word[-1:]
+        having = "有" if word.startswith("有") and word[1:] in _NOT_GOODS else ""
+        if tail and tail in "不没吗" and (word in _NOT_GOODS or having):
+            out += [jieba.posseg.pair("有", "v")] if having else []
+            out += [jieba.posseg.pair(word[len(having):], "n"), jieba.posseg.pair(tail, "d")]
+        else:
+            out.append(token)
+    return out
 
 
 def _tagged_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:

@@ -306,7 +306,10 @@ class OfflineModel:
                 return itself
             return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
-        if subject and not asked.products and not asked.describes_need \
+        # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
+        synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
+                                     or answers.written_in_full(subject, main.product_name))
+        if subject and not asked.products and not asked.describes_need and not synonym \
                 and (not covers(subject, main.product_name) or asked.foreign_qualifier):   # 拳击手套 is not 健身手套
             # the search was confident, and what it found is the kind of thing asked for under another name
             # (运动鞋 → 跑步鞋, 越野跑鞋): those products, not "not sold"; else a near miss (篮球架 → 篮球)

@@ -54,6 +54,14 @@ def test_a_noun_phrase_for_a_thing_is_goods(text, goods):
     assert goods_phrases(text, []) == [goods]
 
 
+@pytest.mark.parametrize("text", ["多少钱 有优惠不 有货不", "还有货没"])
+def test_asking_about_stock_with_a_tail_names_no_goods(text):
+    """jieba writes 货不 and 有货不 as words: the stock asked (货) and the asking tail, no goods (运动发带还有货不 was
+    answered "not sold 货不")."""
+    assert goods_phrases(text, []) == []
+    assert "货不" not in "".join(goods_phrases("运动发带还有货不", []))
+
+
 @pytest.mark.parametrize("text", ["没问题了，谢谢", "退款多久到账", "我单子咋还没发货啊 搞毛啊", "看鱼有没有咬钩的那根漂"])
 def test_a_verb_and_a_noun_the_dictionary_joins_into_no_thing_stay_apart(text):
     """没问题 (问题 is no goods), 到账 ((of money) to arrive), 搞毛 (毛 tagged a name), 咬钩 (to bite): not goods."""
@@ -389,9 +397,11 @@ async def test_a_word_the_dictionary_reads_as_a_products_english_name_is_that_pr
     answer = (await agent.answer("背囊有吗", user_id="u")).answer
     assert "双肩运动背包" in answer and "没有销售" not in answer
     # a compound the dictionary lacks, whose qualifier it reads as the name (旱冰 → roller skating) and whose head
-    # is the product's (鞋): the skates, with their price, not "not sold" before them
+    # is the product's (鞋): the skates, answered as if named (their stock when asked), not "not sold" before them
     answer = (await agent.answer("有旱冰鞋吗", user_id="u")).answer
-    assert "成人轮滑鞋" in answer and "599元" in answer and "没有销售" not in answer
+    assert "成人轮滑鞋" in answer and "没有销售" not in answer
+    answer = (await agent.answer("旱冰鞋还有货没", user_id="u")).answer
+    assert "成人轮滑鞋" in answer and "库存15" in answer
     # the product's name, written in full (游泳眼镜 → 泳镜 of 防雾泳镜): that product, not a near miss of it
     answer = (await agent.answer("游泳眼镜有吗", user_id="u")).answer
     assert "防雾泳镜" in answer and "没有销售" not in answer
