@@ -35,7 +35,7 @@ from db.facts import (
 )
 from db.pricing import measure_word, yuan
 from guardrails.figures import NUM, find_mentions
-from retrieval.bridge import pieces, qualifier_senses, senses, tokens
+from retrieval.bridge import pieces, qualifier_senses, reading, senses, tokens
 from retrieval.text import fold, is_han
 
 REFUSE_CHANGE = ("抱歉，我只能查询商品信息，不能修改商品价格、库存或优惠活动。"
@@ -318,14 +318,14 @@ def _with_paid(cites: list[str], products: list[Product], paid: Basket | None) -
 
 
 def each_answer(products: list[Product], findings: Findings, question: str,
-                spec: bool, priced: bool = False) -> tuple[str, list[str]]:
+                spec: bool, priced: bool = False, stocked: bool = False) -> tuple[str, list[str]]:
     """Several products each asked about (滑板和泳镜各还剩多少, 手表有货吗？篮球鞋有啥活动): each one's own
     facts — the attribute asked (`spec`, with its price when `priced`), else its price, stock and promotions —
     and no total nobody asked for."""
     texts, cites = [], []
     for product in products:
         if spec:
-            text, found = spec_answer(product, question, with_price=priced)
+            text, found = spec_answer(product, question, with_price=priced, with_stock=stocked)
         else:
             alone = replace(findings, candidates=[product.product_id], calculation=None)
             text, found = product_answer(alone, wants_price=False, wants_alternatives=False)
@@ -408,9 +408,11 @@ def counts_a_unit_of(product: Product, question: str) -> bool:
     return any(re.search(f"{NUM}{re.escape(u)}", record) for u in units)
 
 
-def spec_answer(product: Product, question: str = "", with_price: bool = True) -> tuple[str, list[str]]:
+def spec_answer(product: Product, question: str = "", with_price: bool = True,
+                with_stock: bool = False) -> tuple[str, list[str]]:
     """The attribute asked about, quoted from whichever field of the record states it (description,
-    specifications or usage), then the record's specifications and use, then (if asked) the price."""
+    specifications or usage), then the record's specifications and use, then (if asked) the stock and the price
+    (哑铃套装总共多重 还剩几套: the weight, then how many are left)."""
     found: list[str] = []
     for part in re.split("[，,。？?！!；;]", question):   # each question of the message, each its attribute
         known = [words for asked, words in ATTRIBUTE_WORDS if asked.search(part)]
@@ -427,9 +429,12 @@ def spec_answer(product: Product, question: str = "", with_price: bool = True) -
     if not lead:
         lead = f"{_label(product)}：{product.description}。" if product.description else f"{_label(product)}。"
     body = "；".join(record) + "。" if record else ""
+    stock = "" if not with_stock or product.stock_quantity is None else \
+        f"{product.product_name}库存{product.stock_quantity}{measure_word(product.product_name)}。" \
+        if product.stock_quantity > 0 else f"{product.product_name}目前缺货。"
     price = "" if not with_price else f"{product.product_name}售价{yuan(product.price)}。" \
         if product.price is not None else f"{product.product_name}{NO_PRICE}。"
-    return lead + body + price, [product.evidence_id]
+    return lead + body + stock + price, [product.evidence_id]
 
 
 def brand_answer(product: Product) -> tuple[str, list[str]]:
@@ -478,15 +483,19 @@ def written_in_full(subject: str, product_name: str) -> bool:
 def dictionary_synonym(subject: str, product: Product) -> bool:
     """Whether the dictionary gives the word one of the product's own English names as a sense (背囊 →
     backpack, 溜冰鞋 → roller skates), or, for a compound it does not hold that ends as the product's name
-    does, gives its qualifier one (旱冰鞋 → 旱冰: roller skating; 成人轮滑鞋 is `roller skates`): another name
-    for the same thing, not a near miss (retrieval/bridge.py links the search's evidence the same way)."""
+    does, gives its qualifier one (旱冰鞋 → 旱冰: roller skating; 成人轮滑鞋 is `roller skates`) or the qualifier
+    and the head together (门将手套 → goalkeeper + glove: `goalkeeper gloves` of 守门员手套): another name for the
+    same thing, not a near miss (retrieval/bridge.py links the search's evidence the same way)."""
     if not all(is_han(ch) for ch in subject):
         return False
     names = {frozenset(tokens(fold(a))) for a in product.aliases if a and not any(is_han(ch) for ch in a)}
     if not names:
         return False
     base = base_name(product.product_name) or product.product_name
-    said = senses(subject) or (qualifier_senses(subject) if base.endswith(subject[-1:]) else ())
+    said = senses(subject)
+    if not said and base.endswith(subject[-1:]) and qualifier_senses(subject):
+        # the qualifier's senses alone (旱冰鞋 → roller skating) and with the head's (门将手套 → goalkeeper gloves)
+        said = (*qualifier_senses(subject), *reading(subject, {subject[-1]}))
     return any(frozenset(sense) in names for sense in said)
 
 

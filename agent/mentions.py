@@ -206,6 +206,10 @@ def _tokens(text: str) -> list:
             and senses(tokens[0].word + tokens[1].word[0]):
         tokens[:2] = [jieba.posseg.pair(tokens[0].word + tokens[1].word, "n")]
     tokens = _asking_tail_apart(tokens)
+    # 那缓震的呢 / 那大号的呢: jieba reads 那缓震 as a person's name, 那大 as a place — the pointer 那 and what follows
+    tokens = [part for t in tokens for part in
+              ([jieba.posseg.pair(t.word[0], "r"), jieba.posseg.pair(t.word[1:], "n")]
+               if len(t.word) >= 2 and t.word[0] in "那这" and t.flag in ("nr", "ns") else [t])]
     # a one-character verb that jieba cut off the front of a thing the dictionary names (打 + 底裤: 打底裤,
     # leggings — not underpants), joined back; 打篮球 (to play basketball) stays an action
     k = 0

@@ -225,7 +225,8 @@ class OfflineModel:
                         AnswerStatus.GROUNDED)
             if self._each_asked(asked):
                 return (*answers.each_answer([findings.products[p] for p in several], findings, asked.text,
-                                             spec=Ask.SPEC in asked.asks, priced=Ask.PRICE in asked.asks),
+                                             spec=Ask.SPEC in asked.asks, priced=Ask.PRICE in asked.asks,
+                                             stocked=Ask.STOCK in asked.asks),
                         AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
@@ -326,7 +327,7 @@ class OfflineModel:
                            or _HAS_ONE_THAT.search(asked.text))
         attribute: tuple[str, list[str]] | None = None
         if Ask.SPEC in asked.asks or answers.counts_a_unit_of(main, asked.text):
-            attribute = answers.spec_answer(main, asked.text, with_price=False)
+            attribute = answers.spec_answer(main, asked.text, with_price=False, with_stock=Ask.STOCK in asked.asks)
             if not wants_price and not _THRESHOLD.search(asked.text):
                 return (*attribute, AnswerStatus.GROUNDED)
         elif Ask.BRAND in asked.asks and not asked.asks & {Ask.PRICE, Ask.PROMOTION}:

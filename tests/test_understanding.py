@@ -402,6 +402,11 @@ async def test_a_word_the_dictionary_reads_as_a_products_english_name_is_that_pr
     assert "成人轮滑鞋" in answer and "没有销售" not in answer
     answer = (await agent.answer("旱冰鞋还有货没", user_id="u")).answer
     assert "成人轮滑鞋" in answer and "库存15" in answer
+    # …and a compound whose qualifier and head read together as the product's English name (门将 goalkeeper + 手套
+    # glove: `goalkeeper gloves`), while 拳击手套 (boxing + glove) names nothing the shop sells
+    answer = (await agent.answer("门将手套多少钱", user_id="u")).answer
+    assert "守门员手套" in answer and "199元" in answer and "没有销售" not in answer
+    assert "没有销售“拳击手套”" in (await agent.answer("拳击手套有吗", user_id="u")).answer
     # the product's name, written in full (游泳眼镜 → 泳镜 of 防雾泳镜): that product, not a near miss of it
     answer = (await agent.answer("游泳眼镜有吗", user_id="u")).answer
     assert "防雾泳镜" in answer and "没有销售" not in answer
@@ -647,6 +652,11 @@ async def test_several_products_each_asked_about_get_each_ones_facts_and_no_tota
     assert "合计" not in said and "售价120元" in said and "库存30个" in said
     said = (await agent.answer("瑜伽垫有优惠吗？哑铃多少钱", user_id="u")).answer   # the mat's gift was left out
     assert "合计" not in said and "赠送教程视频" in said and "售价299元" in said
+    # an attribute and the stock, of one product or of each: both answered (the stock was left out)
+    said = (await agent.answer("哑铃套装总共多重 还剩几套", user_id="u")).answer
+    assert "20公斤" in said and "库存20套" in said
+    said = (await agent.answer("登山杖能调多长 登山鞋还有货没", user_id="u")).answer
+    assert "100-130厘米" in said and "库存14双" in said
 
 
 async def test_kuai_right_before_a_product_counts_pieces(agent):
@@ -872,3 +882,10 @@ async def test_the_cheapest_or_a_cheaper_one_of_a_kind_is_a_list_by_price(agent)
     assert "无法议价" in (await agent.answer("能便宜点吗", user_id="u")).answer
     said = await converse(agent, ["你们有哪些跑鞋", "最便宜的那个多少钱"])
     assert "500元" in said[1]
+
+
+async def test_a_pointer_jieba_reads_into_a_name_still_points_back(agent):
+    """那缓震的呢 after 越野跑鞋: jieba cuts 那缓震 as a person's name; it is 那 + 缓震, the cushioned running shoe."""
+    said = await converse(agent, ["越野跑鞋多少钱", "那缓震的呢"])
+    assert "缓震跑步鞋" in said[1] and "759元" in said[1] and "没有销售" not in said[1]
+
