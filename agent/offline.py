@@ -249,6 +249,11 @@ class OfflineModel:
                 return self._price_each(listed, asked)   # a listing says what each costs now
             answer, cites = answers.listing_answer(findings, asked)
             return answer, cites, AnswerStatus.GROUNDED if cites else AnswerStatus.INSUFFICIENT
+        if asked.listing and asked.describes_need and not findings.products and searched \
+                and asked.text[:200] not in searched:
+            # 我打羽毛球老崴脚 有啥能护一下的: the words read as goods (羽毛球老崴) found nothing with no filter to list
+            # by; the need told in the sentence is searched by its meaning
+            return self._call("search_products", {"query": asked.text[:200], "top_k": 3})
         if findings.products:
             return self._about_one(asked, findings, called)
         if focus and asked.follow_up and "get_product_details" not in called:

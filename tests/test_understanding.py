@@ -889,3 +889,12 @@ async def test_a_pointer_jieba_reads_into_a_name_still_points_back(agent):
     said = await converse(agent, ["越野跑鞋多少钱", "那缓震的呢"])
     assert "缓震跑步鞋" in said[1] and "759元" in said[1] and "没有销售" not in said[1]
 
+
+
+async def test_a_need_whose_words_find_nothing_is_searched_by_its_sentence(agent):
+    """打排球老崴脚 有啥能护一下的: the words read as goods (排球老崴) find nothing and no filter lists anything; the
+    need told in the sentence finds the ankle brace by its meaning instead of "nothing fits"."""
+    said = (await agent.answer("我打排球老崴脚 有啥能护一下的", user_id="u")).answer
+    assert "护踝" in said and "没有找到" not in said
+    said = (await agent.answer("打篮球手腕老受伤 有啥能护着的", user_id="u")).answer
+    assert "运动护腕" in said and "没有找到" not in said
