@@ -344,7 +344,7 @@ class Intent:
         # the cheapest or cheaper of a kind (最便宜的足球, 跑鞋哪双最便宜, 篮球有没有便宜点的): a list by price
         by_price = self.sort in ("price_asc", "price_desc") and Ask.COMPARE not in self.asks \
             and len(self.products) <= 1 and bool(self.products or self.goods) \
-            and self.reference is None   # 最便宜的那个: the cheapest of a list shown
+            and (self.reference is None or bool(self.goods))   # 最便宜的那个: the cheapest of a list shown
         filtered = self.filtered or by_price
         if not filtered:   # 有哪些跑鞋: a kind of goods named, not a product, and a list asked for
             return bool(Ask.LIST in self.asks and self.goods and not self.products and Ask.COMPARE not in self.asks
@@ -614,8 +614,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     labels = frozenset(labels or ())
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
+    sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
+    by_price = sort in ("price_asc", "price_desc")   # 护具里最便宜的, 最便宜的包: the cheapest of a category or kind
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
-                         or low is not None)
+                         or low is not None or by_price)
     if not labels and _GREETING.match(folded):
         asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
     parts: tuple[str, ...] = ()
@@ -626,7 +628,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
                   and not _asked_of_goods(g)) if not products else ()
     if not products and not any(is_han(ch) for g in goods for ch in g) \
-            and (high is not None or low is not None or Ask.LIST in asks | by_rules):
+            and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
     if not products and not parts:   # 有冰爪和冰镐吗: each of the goods joined is asked about
         goods = tuple(piece for g in goods for piece in joined_goods(g))
@@ -653,6 +655,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) < 2 and not parts:
         asks.discard(Ask.COMPARE)   # 600到780之间的跑鞋有哪个: 哪个 picks from a list, nothing to compare
+    if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts and (goods or category or products):
+        asks.discard(Ask.COMPARE)   # 护具里最便宜的是哪个: the cheapest of a kind, not two things compared
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)
@@ -683,7 +687,6 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not products and not qualifier and not any(map(is_han, folded)):
         english, sense = _english_near_miss(folded, vocabulary)   # boxing gloves: not the fitness gloves
         subject, qualifier = (english, sense) if english else (subject, qualifier)
-    sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
     activity = (category, *CATEGORY_WORDS.get(category, ())) if category else ()
     if any(word in wanted for word in activity):
         if _says_more(wanted, activity):

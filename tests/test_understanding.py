@@ -882,6 +882,12 @@ async def test_the_cheapest_or_a_cheaper_one_of_a_kind_is_a_list_by_price(agent)
     assert "无法议价" in (await agent.answer("能便宜点吗", user_id="u")).answer
     said = await converse(agent, ["你们有哪些跑鞋", "最便宜的那个多少钱"])
     assert "500元" in said[1]
+    # …of a kind in one character or of a category, asked with 哪个 (one of a list, not two things compared)
+    said = (await agent.answer("最便宜的包是哪个", user_id="u")).answer
+    assert said.splitlines()[1].startswith("跑步腰包")
+    said = (await agent.answer("护具里最便宜的是哪个", user_id="u")).answer
+    assert said.splitlines()[1].startswith("运动头带")
+    assert "足球更便宜" in (await agent.answer("足球和篮球哪个便宜", user_id="u")).answer
 
 
 async def test_a_pointer_jieba_reads_into_a_name_still_points_back(agent):
