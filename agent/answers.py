@@ -71,7 +71,6 @@ class Findings:
     outside_filters: int = 0   # products the last search's words found that its filters left out
     orders: list[Order] | None = None
     candidates: list[str] = field(default_factory=list)
-    sure: set[str] = field(default_factory=set)   # products a search was sure are the thing asked for (search.SURE)
     searched_knowledge: bool = False   # the policy search ran (whether or not it found a passage)
     document_sets: list[list[PolicyDocument]] = field(default_factory=list)   # each policy search's chunks
     plans: list[object] = field(default_factory=list)   # promotion plans: ReceivePlan, ThresholdPlan,
@@ -88,7 +87,6 @@ class Findings:
         match result:
             case SearchResult(candidates=candidates, prepared_evidence=prepared, outside_filters=outside):
                 self.candidates = [c.product_id for c in candidates]
-                self.sure.update(c.product_id for c in candidates if c.sure)
                 self.outside_filters = outside
                 self.searches.append(self.candidates)
                 if prepared:

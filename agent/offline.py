@@ -30,7 +30,6 @@ from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, Rece
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions
 from guardrails.validator import AnswerStatus
-from retrieval.text import is_han
 
 # A question about reaching a promotion's threshold (买几个能包邮, 还差多少能减, 凑单).
 # 有没有轻一点的 / 有防水的吗 / 有能计数的吗: does the shop have one with this property (a product wanted, not a fact)
@@ -315,10 +314,7 @@ class OfflineModel:
         subject = asked.subject
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
-                                     or answers.written_in_full(subject, main.product_name)
-                                     # 撸铁手套: the search is sure — of a Chinese name (boxing gloves, read through
-                                     # the dictionary by the reader, is a near miss the search cannot tell)
-                                     or (main.product_id in findings.sure and all(map(is_han, subject))))
+                                     or answers.written_in_full(subject, main.product_name))
         if subject and not asked.products and not asked.describes_need and not synonym \
                 and (not covers(subject, main.product_name) or asked.foreign_qualifier):   # 拳击手套 is not 健身手套
             # the search was confident, and what it found is the kind of thing asked for under another name

@@ -169,11 +169,6 @@ class Signals:
 
 
 CONFIDENCE_POOL = 64
-# The gate's probability from which the best candidate is the thing asked for itself, under whatever name (减震跑鞋
-# for 缓震跑步鞋, 撸铁手套 for 健身手套), not a near miss the reply should call unsold: on the train split 0.8% of
-# the absent queries of either catalog reach it (demo 1/132, outdoor 1/129) against 54% / 70% of the queries it
-# ranks right (retrieval/models/ranker.json's gate; the threshold that answers at all is ~0.30)
-SURE = 0.9
 
 
 def _spread(vector: np.ndarray, stats: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
@@ -232,7 +227,6 @@ class Candidate:
     product_id: str
     product_name: str
     retrieval_score: float
-    sure: bool = False   # the best candidate of a search whose gate is at least SURE: the thing asked for itself
 
     def as_tool_result(self) -> dict:
         return {"product_id": self.product_id, "product_name": self.product_name,
@@ -597,15 +591,10 @@ class ProductSearch:
     def fuse(self, s: Signals) -> tuple[np.ndarray, bool]:
         """(scores, confident?): the learned ranker's score per product, and the learned gate's verdict on
         the best one — something the shop does not sell should not be confident."""
-        scores, gate = self._fused(s)
-        return scores, gate >= self.ranker(s).gate_threshold
-
-    def _fused(self, s: Signals) -> tuple[np.ndarray, float]:
-        """(scores, the gate's probability that the best product is what the query asks for)."""
         ranker = self.ranker(s)
         scores, gate_scores, best, runner_up = ranker.gate_view(s.features(), s.english, s.bridge)
         bridge = s.bridge[best] if s.bridge is not None else None
-        return scores, ranker.gate(s.gate_features(gate_scores, best, runner_up), bridge)
+        return scores, ranker.gate(s.gate_features(gate_scores, best, runner_up), bridge) >= ranker.gate_threshold
 
     async def search(self, query: str, top_k: int = 5, within: float | None = None) -> list[Candidate]:
         """The best candidates for `query`; `within` widens the band below the best one that is kept
@@ -640,8 +629,8 @@ class ProductSearch:
         top_k = max(1, min(int(top_k), 10))
         words = await self._word_vectors(unknown) if vector is not None else {}
         signals = await asyncio.to_thread(self._signals, query, vector, words)
-        fused, gate = self._fused(signals)
-        if gate < self.ranker(signals).gate_threshold:
+        fused, confident = self.fuse(signals)
+        if not confident:
             if signals.family is None or not signals.family.any():
                 return []
             # a hypernym of a family the shop sells (运动鞋 → 跑步鞋, 篮球鞋…): that family, best first, never
@@ -651,9 +640,9 @@ class ProductSearch:
             return [self._candidate(signals, i, fused) for i in order]
         order = _top_indices(fused, top_k)
         best = float(fused[order[0]])
-        return [self._candidate(signals, i, fused, sure=k == 0 and gate >= SURE)
-                for k, i in enumerate(order) if float(fused[i]) >= best - (within or self.ranker(signals).keep_within)]
+        return [self._candidate(signals, i, fused)
+                for i in order if float(fused[i]) >= best - (within or self.ranker(signals).keep_within)]
 
-    def _candidate(self, signals: Signals, i: int, fused: np.ndarray, sure: bool = False) -> Candidate:
+    def _candidate(self, signals: Signals, i: int, fused: np.ndarray) -> Candidate:
         doc = self.docs[signals.position(i)]
-        return Candidate(doc.product_id, doc.name, float(fused[i]), sure)
+        return Candidate(doc.product_id, doc.name, float(fused[i]))
