@@ -318,7 +318,8 @@ def _with_paid(cites: list[str], products: list[Product], paid: Basket | None) -
 
 
 def each_answer(products: list[Product], findings: Findings, question: str,
-                spec: bool, priced: bool = False, stocked: bool = False) -> tuple[str, list[str]]:
+                spec: bool, priced: bool = False, stocked: bool = False,
+                promoted: bool = False) -> tuple[str, list[str]]:
     """Several products each asked about (滑板和泳镜各还剩多少, 手表有货吗？篮球鞋有啥活动): each one's own
     facts — the attribute asked (`spec`, with its price when `priced`), else its price, stock and promotions —
     and no total nobody asked for."""
@@ -326,6 +327,9 @@ def each_answer(products: list[Product], findings: Findings, question: str,
     for product in products:
         if spec:
             text, found = spec_answer(product, question, with_price=priced, with_stock=stocked)
+            if promoted:   # …and its promotions, asked beside (乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍)
+                sentence, promo_cites = _promotion_sentence(product, findings.promotions.get(product.product_id, []))
+                text, found = text + sentence, [*found, *promo_cites]
         else:
             alone = replace(findings, candidates=[product.product_id], calculation=None)
             text, found = product_answer(alone, wants_price=False, wants_alternatives=False)

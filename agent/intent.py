@@ -657,6 +657,11 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.discard(Ask.COMPARE)   # 600到780之间的跑鞋有哪个: 哪个 picks from a list, nothing to compare
     if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts and (goods or category or products):
         asks.discard(Ask.COMPARE)   # 护具里最便宜的是哪个: the cheapest of a kind, not two things compared
+    if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) >= 2 \
+            and not any(_ASK_PATTERNS[Ask.COMPARE].search(c.group()) and len({pid for s, e, pid in spans
+                                                                            if c.start() <= s < c.end()}) >= 2
+                        for c in _CLAUSE.finditer(folded)):
+        asks.discard(Ask.COMPARE)   # 乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍: 还是 between two values of one product
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)

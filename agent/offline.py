@@ -226,7 +226,7 @@ class OfflineModel:
             if self._each_asked(asked):
                 return (*answers.each_answer([findings.products[p] for p in several], findings, asked.text,
                                              spec=Ask.SPEC in asked.asks, priced=Ask.PRICE in asked.asks,
-                                             stocked=Ask.STOCK in asked.asks),
+                                             stocked=Ask.STOCK in asked.asks, promoted=Ask.PROMOTION in asked.asks),
                         AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})

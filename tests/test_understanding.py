@@ -904,3 +904,12 @@ async def test_a_need_whose_words_find_nothing_is_searched_by_its_sentence(agent
     assert "护踝" in said and "没有找到" not in said
     said = (await agent.answer("打篮球手腕老受伤 有啥能护着的", user_id="u")).answer
     assert "运动护腕" in said and "没有找到" not in said
+
+
+async def test_or_between_two_values_of_one_product_is_no_comparison_of_two(agent):
+    """跑步鞋有优惠吗 护膝是单只还是一对: two questions, one of each product; 还是 offers two values of the knee pad,
+    not a choice between the products — the shoe's promotion and the pad's packing, not a verdict on which fits."""
+    said = (await agent.answer("跑步鞋有优惠吗 护膝是单只还是一对", user_id="u")).answer
+    assert "首次购买8折" in said and "单只装" in said and "更符合" not in said
+    said = (await agent.answer("护膝还是护踝 哪个适合打篮球", user_id="u")).answer   # the products themselves: compared
+    assert "更符合" in said
