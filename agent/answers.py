@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from agent.intent import Intent, base_name, noun_stem
+from agent.intent import Ask, Intent, base_name, noun_stem
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
     PRICE_TYPES,
@@ -318,16 +318,15 @@ def _with_paid(cites: list[str], products: list[Product], paid: Basket | None) -
 
 
 def each_answer(products: list[Product], findings: Findings, question: str,
-                spec: bool, priced: bool = False, stocked: bool = False,
-                promoted: bool = False) -> tuple[str, list[str]]:
+                asks: frozenset[Ask]) -> tuple[str, list[str]]:
     """Several products each asked about (滑板和泳镜各还剩多少, 手表有货吗？篮球鞋有啥活动): each one's own
-    facts — the attribute asked (`spec`, with its price when `priced`), else its price, stock and promotions —
-    and no total nobody asked for."""
+    facts — the attribute asked, with the price, stock and promotions asked beside it; else its price, stock
+    and promotions — and no total nobody asked for."""
     texts, cites = [], []
     for product in products:
-        if spec:
-            text, found = spec_answer(product, question, with_price=priced, with_stock=stocked)
-            if promoted:   # …and its promotions, asked beside (乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍)
+        if Ask.SPEC in asks:
+            text, found = spec_answer(product, question, with_price=Ask.PRICE in asks, with_stock=Ask.STOCK in asks)
+            if Ask.PROMOTION in asks:   # …and its promotions, asked beside (乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍)
                 sentence, promo_cites = _promotion_sentence(product, findings.promotions.get(product.product_id, []))
                 text, found = text + sentence, [*found, *promo_cites]
         else:
@@ -497,9 +496,9 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
         return False
     base = base_name(product.product_name) or product.product_name
     said = senses(subject)
-    if not said and base.endswith(subject[-1:]) and qualifier_senses(subject):
+    if not said and base.endswith(subject[-1:]) and (qualifier := qualifier_senses(subject)):
         # the qualifier's senses alone (旱冰鞋 → roller skating) and with the head's (门将手套 → goalkeeper gloves)
-        said = (*qualifier_senses(subject), *reading(subject, {subject[-1]}))
+        said = (*qualifier, *reading(subject, {subject[-1]}))
     return any(frozenset(sense) in names for sense in said)
 
 

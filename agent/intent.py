@@ -31,6 +31,7 @@ from agent.mentions import (
     reference,
     without_asking_lead,
 )
+from db.catalog import PRICE_SORTS
 from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
@@ -342,7 +343,7 @@ class Intent:
         """A request for a list of products by budget, brand or category (or of a kind of goods named,
         有哪些跑鞋) rather than one product."""
         # the cheapest or cheaper of a kind (最便宜的足球, 跑鞋哪双最便宜, 篮球有没有便宜点的): a list by price
-        by_price = self.sort in ("price_asc", "price_desc") and Ask.COMPARE not in self.asks \
+        by_price = self.sort in PRICE_SORTS and Ask.COMPARE not in self.asks \
             and len(self.products) <= 1 and bool(self.products or self.goods) \
             and (self.reference is None or bool(self.goods))   # 最便宜的那个: the cheapest of a list shown
         filtered = self.filtered or by_price
@@ -615,7 +616,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
-    by_price = sort in ("price_asc", "price_desc")   # 护具里最便宜的, 最便宜的包: the cheapest of a category or kind
+    by_price = sort in PRICE_SORTS   # 护具里最便宜的, 最便宜的包: the cheapest of a category or kind
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
                          or low is not None or by_price)
     if not labels and _GREETING.match(folded):
@@ -658,9 +659,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts and (goods or category or products):
         asks.discard(Ask.COMPARE)   # 护具里最便宜的是哪个: the cheapest of a kind, not two things compared
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) >= 2 \
-            and not any(_ASK_PATTERNS[Ask.COMPARE].search(c.group()) and len({pid for s, e, pid in spans
-                                                                            if c.start() <= s < c.end()}) >= 2
-                        for c in _CLAUSE.finditer(folded)):
+            and not _compares_named(folded, spans):
         asks.discard(Ask.COMPARE)   # 乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍: 还是 between two values of one product
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
@@ -705,6 +704,14 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""))
+
+
+def _compares_named(text: str, spans: list[tuple[int, int, str]]) -> bool:
+    """Whether some clause holds a comparing word and names two products (足球和篮球哪个好), not two values of
+    one product beside another's question (乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍)."""
+    return any(_ASK_PATTERNS[Ask.COMPARE].search(clause.group())
+               and len({pid for s, _, pid in spans if clause.start() <= s < clause.end()}) >= 2
+               for clause in _CLAUSE.finditer(text))
 
 
 def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],

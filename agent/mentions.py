@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import jieba
 import jieba.posseg
 
-from retrieval.bridge import names_a_thing, senses
+from retrieval.bridge import names_an_object, senses
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -217,7 +217,7 @@ def _tokens(text: str) -> list:
         verb, noun = tokens[k], tokens[k + 1]
         if len(verb.word) == 1 and verb.flag.startswith("v") and verb.word not in _ASKING_VERBS \
                 and noun.flag in _THING_TAGS and _is_goods_word(noun.word, noun.flag) \
-                and names_a_thing(verb.word + noun.word):
+                and names_an_object(verb.word + noun.word):
             tokens[k:k + 2] = [jieba.posseg.pair(verb.word + noun.word, "n")]
         k += 1
     return tokens

@@ -225,9 +225,7 @@ class OfflineModel:
                         AnswerStatus.GROUNDED)
             if self._each_asked(asked):
                 return (*answers.each_answer([findings.products[p] for p in several], findings, asked.text,
-                                             spec=Ask.SPEC in asked.asks, priced=Ask.PRICE in asked.asks,
-                                             stocked=Ask.STOCK in asked.asks, promoted=Ask.PROMOTION in asked.asks),
-                        AnswerStatus.GROUNDED)
+                                             asked.asks), AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
         thing, related = ("", "") if asked.tells_need else asked.related   # 滑雪板 → 滑板, 击剑用的手套 → 手套

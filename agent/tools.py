@@ -17,6 +17,7 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from db.catalog import (
+    PRICE_SORTS,
     ProductFilter,
     details_from,
     fetch_products,
@@ -415,14 +416,14 @@ class ToolRunner:
         candidates: tuple[Candidate, ...] = ()
         rows: dict[str, Product] | None = None   # the product rows SQL read for a filter: not read again below
         outside = 0
-        by_price = args.sort in ("price_asc", "price_desc")   # the cheapest (or dearest) of a kind
+        by_price = args.sort in PRICE_SORTS
         wide = bool(where) or by_price or args.top_k > LIST_TOP_K   # a list asked for keeps more of the kind named
         lexical_only = ""
         words = args.query.strip()
         of_kind = await products_of_kind(self.conn, words) \
             if words and all(map(is_han, words)) and (len(words) == 1 or by_price) else []
-        if len(words) > 1 and len(of_kind) < 2:
-            of_kind = []   # 最便宜的足球: the names ending in 足球; 跑鞋 ends one name only: the search's kind
+        if len(words) > 1 and len(of_kind) < 2:   # 最便宜的足球: the names ending in 足球; 跑鞋 ends one name
+            of_kind = []                          # only: the search's kind, ordered by price
         if of_kind:   # 鞋, 包, 球: a kind of goods in one character; the catalog's names say which, SQL filters
             listed = await find_products(self.conn, where, of_kind, args.sort, args.top_k, self._paid_now)
             candidates, rows = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed), _by_id(listed)

@@ -86,6 +86,7 @@ async def products_for_retrieval(conn: aiosqlite.Connection) -> list[dict[str, A
 
 
 SORTS = ("relevance", "price_asc", "price_desc", "stock_desc")
+PRICE_SORTS = frozenset({"price_asc", "price_desc"})   # the orders by price: the cheapest (or dearest) of a kind
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def senses(word: str, limit: int = MAX_SENSES) -> tuple[tuple[str, ...], ...]:
     return tuple(out[:limit])
 
 
-def names_a_thing(word: str) -> bool:
+def names_an_object(word: str) -> bool:
     """Whether the dictionary holds the word and its first sense names a thing, not an action (打底裤: leggings;
     not 打篮球: to play basketball)."""
     text = _dictionary().get(word)
@@ -212,7 +212,7 @@ class ChineseBridge:
         self.size = len(docs)
         self._docs = docs
         self._endings = frozenset(h[-1] for h in heads if h)
-        self._head_end = np.array([ord(h[-1]) if h else 0 for h in heads], dtype=np.int32)   # 鞋 of 轮滑鞋
+        self._heads = heads
         self._built = Once(self._build)   # on the first query that needs it (or `ready`); others wait for it
 
     def ready(self) -> None:
@@ -352,11 +352,10 @@ class ChineseBridge:
         qualifier = qualifier_senses(word) if word and word[-1] in self._endings else ()
         if not qualifier:
             return
-        same_head = self._head_end == ord(word[-1])
         for sense in qualifier:
             for k in {int(k) for t in sense for k in self._named.get(t, ())}:
                 i = int(self._owners[k])
-                if same_head[i] and set(self._names[k]) == set(sense):
+                if self._heads[i].endswith(word[-1]) and set(self._names[k]) == set(sense):
                     exact[i] = 1.0
 
 
