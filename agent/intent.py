@@ -601,9 +601,10 @@ def _joined(text: str, goods: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = False,
-         labels: Iterable[str] | None = None) -> Intent:
+         labels: Iterable[str] | None = None, own: frozenset[str] = frozenset()) -> Intent:
     """Read one customer message against the catalog's vocabulary. `labels`: what the router (a model
-    learned from examples) read the message to ask; without them the asks come from word rules alone."""
+    learned from examples) read the message to ask; without them the asks come from word rules alone.
+    `own`: words after a product's name that its own record holds (a part or aspect of it, not a near miss)."""
     vocabulary = vocabulary or Vocabulary({})
     folded = english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个")
     spans = _named(folded, vocabulary)
@@ -636,7 +637,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         parts = _joined(folded, goods)
         goods = (*parts, *(g for g in goods if g not in parts))   # the goods listed are what is asked about,
         category = None if parts else category                      # not a category the story names (去露营)
-    near = extended_names(folded, spans, set(vocabulary.names)) if products else ""
+    near = extended_names(folded, spans, set(vocabulary.names), own) if products else ""
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""
     elif near and len(products) >= 2:   # 有乒乓球台吗？乒乓球拍多少钱: 乒乓球 is only inside the table

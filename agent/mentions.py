@@ -33,7 +33,7 @@ _PEOPLE = set("我 你 您 他 她 人 大人 小孩 孩子 儿子 女儿 宝宝
               "新人 会员 粉丝 买家 卖家".split())
 # The words of asking about an aspect: never a thing (多长 is tagged as a noun).
 _ASPECT = set("价 价格 价钱 售价 原价 到手价 单价 总价 报价 货 现货 库存 尺码 尺寸 号 码 码数 鞋码 颜色 材质 面料 重量 容量 "
-              "长度 宽度 高度 厚度 规格 参数 型号 款式 质量 续航 多长 多大 多重 多宽 多高 多厚 多久 多少 几号 首次 第一次 "
+              "长度 宽度 高度 厚度 度数 规格 参数 型号 款式 质量 续航 多长 多大 多重 多宽 多高 多厚 多久 多少 几号 首次 第一次 "
               "首单 新客 优惠 活动 折扣 赠品 包邮 运费".split())
 _SHOP = set("店 店里 店铺 本店 贵店 你们家 网店 线上 线下 实体 门店 官方 平台 系统 指令 提示词 规则 设定 管理 后台 数据库 程序 代码 "
             "订单 单 单号 快递 物流 发票 抬头 税号 运费 邮费 地址 售后 质保 保修 退货 换货 退款 发货 收货 包邮 "
@@ -264,9 +264,11 @@ def _tagged_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     return [p for p in phrases if len(p) >= 2 or re.fullmatch(r"[a-z]{3,}", p)]
 
 
-def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]) -> str:
-    """A catalog name written as part of a longer noun for another thing ('足球门', '篮球架'): that noun,
-    or '' when every catalog mention stands as itself."""
+def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str],
+                   own: frozenset[str] = frozenset()) -> str:
+    """A catalog name written as part of a longer noun for another thing ('足球门', '篮球架', '篮球打气筒'): that
+    noun, or '' when every catalog mention stands as itself. `own`: words after a name that its product's record
+    holds (弹力带阻力: the band's own resistance, not another thing)."""
     tokens, position = [], 0
     for token in jieba.posseg.lcut(text):
         tokens.append((position, position + len(token.word), token.word, token.flag))
@@ -280,6 +282,10 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
             if s == end and flag in ("n", "ng", "q") and len(word) == 1 and word not in _NOT_GOODS \
                     and word not in names and not any(word.startswith(n) for n in names):
                 return text[start:e]  # 足球 + 门
+            if s == end and flag in _THING_TAGS and len(word) > 1 and word not in _NOT_GOODS and word not in own \
+                    and not any(n in word for n in names) and names_an_object(word) \
+                    and not any(end <= s2 < e for s2, _, _ in spans):
+                return text[start:e]  # 篮球 + 打气筒, 轮滑鞋 + 轮子: a thing for the product, not the product
     return ""
 
 

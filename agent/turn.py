@@ -42,6 +42,7 @@ from guardrails.validator import AnswerStatus, Verdict, validate
 from retrieval.embedders import EmbeddingError, LocalE5Embedder
 from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
+from retrieval.text import fold
 from retrieval.service import load_passages
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ class Agent:
         labels = await self._labels(text, memory, vocabulary)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
+        asked = await self._own_part(text, asked, vocabulary, memory, labels)
         asked = await self._qualify(text, asked, vocabulary)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
@@ -225,6 +227,28 @@ class Agent:
         return dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
                                    quantities={p: asked.quantity or 1 for p in each},
                                    asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
+
+    async def _own_part(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,
+                        labels: frozenset[str]) -> intent.Intent:
+        """篮球打气筒 is another thing; 弹力带阻力, 篮球半价 are the product's own: a word written after a product's
+        name that its record (description, specifications, usage, promotions) holds is a part or aspect of it,
+        so the message is read again with that word kept to the product."""
+        if not asked.near_miss or len(asked.products) != 1:
+            return asked
+        name = next((n for n in asked.named if asked.near_miss.startswith(n)), "")
+        rest = asked.near_miss[len(name):]
+        if not name or len(rest) < 2:
+            return asked
+        pid = asked.products[0]
+        product = (await fetch_products(self.conn, [pid])).get(pid)
+        if product is None:
+            return asked
+        record = " ".join([product.description, product.specifications, product.usage,
+                           *(p.promotion_text for p in await fetch_promotions(self.conn, [pid]))])
+        if rest not in fold(record):
+            return asked
+        return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
+                           own=frozenset({rest}))
 
     async def _sized(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states

@@ -603,6 +603,21 @@ async def test_a_near_miss_beside_a_question_about_the_product_itself_answers_bo
     assert "相关的商品有" in said
 
 
+async def test_a_thing_named_after_a_product_is_another_thing_unless_the_products_record_holds_it(agent):
+    """篮球打气筒: a pump for the ball, not the ball; 弹力带阻力 and 篮球半价 are written in the band's own
+    specifications and the ball's own promotion, so they are the product's."""
+    said = (await agent.answer("篮球打气筒有吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“篮球打气筒”") and "200元" not in said
+    said = (await agent.answer("跑步鞋鞋垫有吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“跑步鞋鞋垫”")
+    said = (await agent.answer("弹力带阻力多大呀", user_id="u")).answer
+    assert "5-40磅" in said and "没有销售" not in said
+    said = (await agent.answer("篮球半价要满多少钱才行", user_id="u")).answer
+    assert "满300元" in said and "没有销售" not in said
+    said = (await agent.answer("跳绳弹力带泡沫轴各一个总共多少", user_id="u")).answer   # a name after a name
+    assert "197元" in said
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
