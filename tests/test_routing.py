@@ -47,6 +47,8 @@ BEHAVIOURS = [   # written from the label guide (/work/brief/LABELS.md), not fro
     ("今天股市会涨吗", {"off_topic"}, {"price"}),
     ("你好，羽毛球拍有什么优惠活动", {"greeting", "promotion"}, set()),
     ("这件冲锋衣防水吗？不合身可以退吗", {"attribute", "policy:returns"}, {"price"}),
+    ("请问有轮滑鞋卖吗", {"listing"}, {"attribute"}),    # whether the shop has a thing, not what it is like
+    ("亲 店里有没有跳绳", {"listing"}, {"greeting", "attribute"}),
 ]
 
 
