@@ -170,10 +170,11 @@ def _calculation_sentence(product: Product, calc: Quote | QuoteRefusal,
 
 
 def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives: bool,
-                   claimed_other_figure: bool = False, per_unit: bool = False) -> tuple[str, list[str]]:
+                   claimed_other_figure: bool = False, per_unit: bool = False, subject: str = "") -> tuple[str, list[str]]:
     """Describe the most likely verified product: facts, promotions and the prepared calculation.
     `claimed_other_figure`: the customer stated a figure of their own; say whose data this is. `per_unit`:
-    the average asked for (平均一支多少钱), stated when the calculation's total divides evenly."""
+    the average asked for (平均一支多少钱), stated when the calculation's total divides evenly. `subject`: the
+    kind of thing asked for; the alternatives offered are of that kind when the recommended one is."""
     order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
     main = findings.products[order[0]]
     pid, unit = main.product_id, measure_word(main.product_name)
@@ -203,7 +204,11 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
         parts.append(sentence)
         cites += calc_cites
     if wants_alternatives:
-        others = [findings.products[o] for o in order[1:3]]
+        # of the kind asked and of the recommended one's sport or use (足球用的手套: not the ball, nor fitness gloves)
+        kind = subject if subject and same_kind(subject, main.product_name) else ""
+        others = [findings.products[o] for o in order[1:]
+                  if not kind or (same_kind(kind, findings.products[o].product_name)
+                                  and (not main.category or findings.products[o].category == main.category))][:2]
         if others:
             lines = []
             for other in others:

@@ -354,7 +354,8 @@ class OfflineModel:
         claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT)
                       and not (m.text.rstrip().endswith("块") and m.value in counts) for m in find_mentions(question))
         return (*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
-                                        claimed_other_figure=claimed, per_unit=bool(_PER_UNIT.search(question))),
+                                        claimed_other_figure=claimed, per_unit=bool(_PER_UNIT.search(question)),
+                                        subject=asked.subject),
                 AnswerStatus.GROUNDED)
 
     def _promotion_plan(self, asked: Intent, main: Product, findings: answers.Findings,
