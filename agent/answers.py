@@ -36,7 +36,7 @@ from db.facts import (
 from db.pricing import measure_word, yuan
 from guardrails.figures import NUM, find_mentions
 from retrieval.bridge import pieces, qualifier_senses, reading, senses, tokens
-from retrieval.text import fold, is_han
+from retrieval.text import fold, is_han, plain_words
 
 REFUSE_CHANGE = ("抱歉，我只能查询商品信息，不能修改商品价格、库存或优惠活动。"
                  "商品数据以店铺系统为准，如需调整请联系店铺管理人员。")
@@ -505,6 +505,19 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
         # the qualifier's senses alone (旱冰鞋 → roller skating) and with the head's (门将手套 → goalkeeper gloves)
         said = (*qualifier, *reading(subject, {subject[-1]}))
     return any(frozenset(sense) in names for sense in said)
+
+
+def described_by_record(subject: str, product: Product) -> bool:
+    """Whether a name is the product's own, qualified as its record describes it: the same kind by the head,
+    and every word before the head written in the product's name or record (撸铁手套: 健身手套 is described for
+    撸铁; 减震跑鞋: 缓震跑步鞋 for 减震) — not a near miss (拳击手套: no 拳击 in 健身手套's record)."""
+    words = plain_words(subject)
+    qualifier = subject[:-len(words[-1])] if words else ""
+    if len(qualifier) < 2 or not same_kind(subject, product.product_name):
+        return False
+    record = fold(" ".join([product.product_name, *product.aliases, product.description,
+                            product.specifications, product.usage]))
+    return fold(qualifier) in record
 
 
 def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:

@@ -312,7 +312,8 @@ class OfflineModel:
         subject = asked.subject
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
-                                     or answers.written_in_full(subject, main.product_name))
+                                     or answers.written_in_full(subject, main.product_name)
+                                     or answers.described_by_record(subject, main))   # 撸铁手套: 健身手套
         if subject and not asked.products and not asked.describes_need and not synonym \
                 and (not covers(subject, main.product_name) or asked.foreign_qualifier):   # 拳击手套 is not 健身手套
             # the search was confident, and what it found is the kind of thing asked for under another name

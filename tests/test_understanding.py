@@ -618,6 +618,17 @@ async def test_a_thing_named_after_a_product_is_another_thing_unless_the_product
     assert "197元" in said
 
 
+async def test_a_name_qualified_as_the_products_own_record_describes_it_is_that_product(agent):
+    """撸铁手套: 健身手套's record says it is for 撸铁; 减震跑鞋: 缓震跑步鞋's says 减震. 拳击手套 stays a near miss:
+    nothing in the fitness gloves' record says 拳击."""
+    said = (await agent.answer("撸铁手套卖多少", user_id="u")).answer
+    assert "健身手套" in said and "59元" in said and "没有销售" not in said
+    said = (await agent.answer("减震跑鞋还有货吗", user_id="u")).answer
+    assert "缓震跑步鞋" in said and "没有销售" not in said
+    said = (await agent.answer("拳击手套有吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“拳击手套”")
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
