@@ -74,7 +74,7 @@ PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRA
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品|金额|订单|数据)"
                             r"|(价格|库存|优惠|活动|金额|数据库).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
-    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的单|到哪了|发货了吗|物流|单号|上次买|买过什么|买过哪些|最近买了|上一单")),
+    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的单|到哪了|发货了吗|物流|单号|上次买|买过(?:什么|啥)|买过哪些|最近买了|上一单")),
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
@@ -82,13 +82,13 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                              r"|\bwhich (?:one|is)\b|\bcompared?\b|\bdifference\b|\bversus\b|\bvs\b")),
     (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
-                          r"什么码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|装(?:多少|几|得下)|"
+                          r"(?:什么|啥)码|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|装(?:多少|几|得下)|"
                           r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
-                          r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|什么人)|"
+                          r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|(?:什么|啥)人)|"
                           r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
     (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
-    (Ask.BRAND, re.compile(r"什么牌子|哪个牌子|品牌|牌子")),
-    (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送什么|包邮|划算|新客|首单|首次|第一次")),
+    (Ask.BRAND, re.compile(r"(?:什么|啥)牌子|哪个牌子|品牌|牌子")),
+    (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥)|包邮|划算|新客|首单|首次|第一次")),
     (Ask.PRICE, re.compile(r"多少钱|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
 )
 _ASK_PATTERNS = dict(_ASKS)

@@ -629,6 +629,12 @@ async def test_a_name_qualified_as_the_products_own_record_describes_it_is_that_
     assert said.startswith("抱歉，本店没有销售“拳击手套”")
 
 
+async def test_a_colloquial_what_asks_as_the_written_one_does(agent):
+    """啥 is 什么 as people type it: 有啥码 asks the sizes as 有什么码 does, beside another product's price."""
+    said = (await agent.answer("护膝有啥码 跳绳多少钱", user_id="u")).answer
+    assert "S-XL" in said and "39元" in said
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
