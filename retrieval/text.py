@@ -35,6 +35,9 @@ STOPWORDS = frozenset(
     # whether it is in stock is the question, not the thing asked for (篮球有货吗, 还有没有货, 现在有现货没)
     "有货 货 现货 存货 库存 没货 缺货 到货 补货 还有 现在 目前 没 the a an for of to and with in on".split()
 )
+# How a having question ends, as words of their own: jieba glues 有 to the word before (鞋有, 表有, 带有).
+ASKING = ("有吗", "有么", "有嘛", "有没有", "有木有", "有冇", "有卖", "有啥")
+STOPWORDS = STOPWORDS | frozenset(ASKING)
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _converter = opencc.OpenCC("t2s")
 _tokenizer_lock = threading.Lock()
@@ -102,6 +105,8 @@ class Tokenizer:
             word = compact(word)
             if len(word) >= 2:
                 self._jieba.add_word(word, freq=20000)
+        for word in ASKING:   # 跑步鞋有吗 is 跑步鞋 + 有吗, not jieba's 鞋有 (导汗带有没有: not 带有, to carry)
+            self._jieba.add_word(word, freq=20000)
 
     def words(self, text: str) -> list[str]:
         """Precise-mode words (no overlapping sub-words), stopwords kept: for word-order checks."""

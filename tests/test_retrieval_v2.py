@@ -94,6 +94,13 @@ def test_homophones_of_catalog_names_are_respelled(lexical_index, typed, spelled
     assert lexical_index.analyze(typed).folded == spelled
 
 
+@pytest.mark.parametrize(("query", "words"), [("GPS表有吗", ["gps", "表"]), ("导汗带有没有", ["导汗", "带"]),
+                                              ("护膝有卖吗", ["护膝"])])
+def test_a_having_question_is_cut_off_the_goods_before_it(lexical_index, query, words):
+    """jieba glues 有 to the word before it (表有, 带有: to carry); the asking words stand apart and say nothing."""
+    assert lexical_index.tokenizer.tokens(query) == words
+
+
 @pytest.mark.parametrize(("typed", "spelled"), [
     ("水代", "水袋"), ("睡代", "睡袋"),   # both shui dai: the spelling that keeps the typed character
     ("水带", "水袋"), ("睡带", "睡袋"),
