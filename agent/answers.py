@@ -241,10 +241,14 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     products = [findings.products[pid] for pid in findings.candidates if pid in findings.products]
     if not products:
         return no_listing(asked), []
-    what = ("符合您预算的" if asked.max_price is not None or asked.min_price is not None else "") \
-        + (asked.brand or "") + (asked.category or "") + "商品"
+    budget = "符合您预算的" if asked.max_price is not None or asked.min_price is not None else ""
+    what = (f"比{asked.too_dear}便宜的" if asked.too_dear else budget) + (asked.brand or "") + (asked.category or "") + "商品"
     lines = [f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"
              if p.price is not None else f"{_label(p)}，{NO_PRICE}" for p in products]
+    if asked.superlative and products[0].price is not None:   # 最便宜的球拍是哪个: the one, not the whole order
+        top = "最便宜" if asked.sort == "price_asc" else "最贵"
+        return f"为您找到的{what}里，{top}的是{lines[0]}。", \
+            _with_paid([products[0].evidence_id], products[:1], findings.basket)
     return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", \
         _with_paid([p.evidence_id for p in products], products, findings.basket)
 

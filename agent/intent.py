@@ -294,6 +294,10 @@ class Intent:
     # the thing asked for and what of it the shop sells, its qualifier aside, when a search refuses the thing:
     # (滑雪板, 滑板) — 雪 is in no product name; (击剑用的手套, 手套) — gloves are sold, not for fencing
     related: tuple[str, str] = ("", "")
+    # what is too dear, when cheaper goods are asked for after it (斯伯丁那个篮球有点贵 → 斯伯丁那个篮球): the
+    # clause as written; the turn reads its product and caps the price there (then: that product's name)
+    too_dear: str = ""
+    superlative: bool = False   # 最便宜的球拍是哪个: the one at the top of the order by price, not the list
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -361,6 +365,26 @@ class Intent:
     def several(self) -> bool:
         return len(self.products) >= 2 or len(self.parts) >= 2
 
+
+
+# Goods said to be too dear (太贵了, 有点贵, 贵了点), not a question about it (贵不贵, 不贵, 多贵)
+_TOO_DEAR = re.compile(r"(?<![不多])贵(?![不吗么])(?:了|一?点|一?些)*")
+_SUPERLATIVE = re.compile(r"最(?:便宜|贵)|价格最[低高]")   # the one cheapest or dearest, not a list by price
+_CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|平价")
+
+
+def _too_dear_apart(folded: str) -> tuple[str, str] | None:
+    """(what is too dear, the rest) when cheaper goods are asked for after goods said to be too dear (加厚健身垫199有点贵
+    有便宜点的垫子吗); None otherwise."""
+    cheaper = _CHEAPER_GOODS.search(folded)
+    dear = _TOO_DEAR.search(folded, 0, cheaper.start()) if cheaper else None
+    if dear is None:
+        return None
+    what, rest = folded[:dear.start()].strip(" ，,。！!～~"), folded[dear.end():].strip(" ，,。！!～~")
+    what = re.sub(r"(?:太|有点|有些|好|真|挺|蛮|就是|还是|实在)+$", "", what).strip()
+    if not re.sub(f"[这那哪个款种一{MEASURE_WORDS}]", "", what):
+        return None   # 这款太贵了: the product in focus, read as it was
+    return (what, rest) if rest else None
 
 
 def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
@@ -607,6 +631,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     `own`: words after a product's name that its own record holds (a part or aspect of it, not a near miss)."""
     vocabulary = vocabulary or Vocabulary({})
     folded = english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个")
+    if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
+        dear, ask = apart
+        return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
     spans, products = _playing(folded, spans, products)
@@ -704,7 +731,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
-                  _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""))
+                  _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
+                  superlative=sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)))
 
 
 def _compares_named(text: str, spans: list[tuple[int, int, str]]) -> bool:

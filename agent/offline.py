@@ -21,6 +21,7 @@ from agent.intent import (
     Intent,
     covers,
     goods_head,
+    noun_stem,
     need_in_comparison,
     unspecific,
 )
@@ -451,13 +452,14 @@ class OfflineModel:
         # 200以内的篮球 (a word that ends longer names) or 200以内有啥: a list of the kind, not those products
         return bool(asked.products) and (asked.max_price is not None or asked.min_price is not None) \
             and Ask.COMPARE not in asked.asks and not asked.category and not asked.describes_need \
-            and not asked.names_a_kind and not LIST_REQUEST.search(asked.text)
+            and not asked.names_a_kind and not LIST_REQUEST.search(asked.text) \
+            and not asked.too_dear   # 那个篮球有点贵 有没有便宜点的篮球: basketballs below its price
 
     @staticmethod
     def _listing_words(asked: Intent) -> str:
         """What a listing searches for: the goods named (within the category, when one is named too: 跑步用的
         腰包, 游泳用的眼镜), unless a category or brand says it all."""
-        named = " ".join(g for g in (*asked.named, *asked.goods) if not unspecific(g))
+        named = " ".join(noun_stem(g) for g in (*asked.named, *asked.goods) if not unspecific(g))   # 垫子: 垫
         if asked.category and named and not asked.brand:
             return named
         if asked.category or (asked.brand and not asked.products):

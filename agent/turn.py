@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Callable
 from datetime import date
+from decimal import Decimal
 
 import aiosqlite
 
@@ -106,6 +107,7 @@ class Agent:
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
+        asked = await self._cheaper_than(asked, vocabulary)
         asked = await self._qualify(text, asked, vocabulary)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
@@ -249,6 +251,22 @@ class Agent:
             return asked
         return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
                            own=frozenset({rest}))
+
+    async def _cheaper_than(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
+        """斯伯丁那个篮球有点贵 有没有便宜点的篮球: the goods asked for, below the price of the product said to be too
+        dear — the one it names (of the brand it names), else the search's best for it; its brand is no filter."""
+        if not asked.too_dear:
+            return asked
+        dear = intent.read(asked.too_dear, vocabulary)
+        ids = list(dear.products) or [c.product_id for c in (await self.search.find(asked.too_dear[:200], top_k=5)).candidates]
+        found = await fetch_products(self.conn, ids)
+        priced = [found[p] for p in ids if p in found and found[p].price is not None]
+        product = next((p for p in priced if dear.brand and p.brand == dear.brand), priced[0] if priced else None)
+        if product is None:
+            return dataclasses.replace(asked, too_dear="")
+        cap = product.price - Decimal("0.01")   # strictly cheaper: SQL keeps prices at most the cap
+        return dataclasses.replace(asked, too_dear=product.product_name,
+                                   max_price=cap if asked.max_price is None else min(asked.max_price, cap))
 
     async def _sized(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states
