@@ -112,9 +112,13 @@ def _premises(word: str) -> bool:
     return word.endswith("店")
 
 
+_WHICH = re.compile(r"哪|什么|啥")
+
+
 def _is_goods_word(word: str, flag: str) -> bool:
     return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not _premises(word) and not _reduplicated(word)
-            and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not _is_amount(word))
+            and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not _is_amount(word)
+            and not _WHICH.match(word))   # 哪几个 (tagged an idiom): a question word, never goods
 
 
 def _is_amount(word: str) -> bool:
@@ -154,6 +158,8 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
             # it into another word: 工具有 → 工 / 具有)
             while last - first > 2 and text[last - 1] == "有":
                 last -= 1
+            if text[first:last].lstrip(MEASURE_WORDS) in _NOT_GOODS:
+                continue   # 有几个码: the frame opened inside the count (个 + 码), and 码 is asked of goods
             spans.append((first, last))
     return spans
 
@@ -183,6 +189,9 @@ def joined_goods(phrase: str) -> list[str]:
     return [*pieces, phrase[start:]] if pieces else [phrase]
 
 
+_SIZE_CODE = re.compile(r"\d?x{0,3}[sml]")   # xs, m, xxl, 3xl: a size, never goods
+
+
 def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     """Noun phrases of `text` (folded) outside the catalog spans `covered` that may name goods, in order:
     runs of nouns, with a modifier verb kept when a noun follows it (拳击手套); the whole thing asked for
@@ -192,6 +201,7 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     for phrase in _tagged_phrases(text, covered):
         if not any(phrase in whole or whole in phrase for whole in phrases):
             phrases.append(phrase)
+    phrases = [p for p in phrases if not _SIZE_CODE.fullmatch(p)]   # 有XXL吗: a size asked, not goods
     order = {phrase: text.find(phrase) for phrase in phrases}
     return sorted(phrases, key=order.__getitem__)
 

@@ -650,6 +650,17 @@ async def test_the_cheapest_or_dearest_of_a_kind_is_the_one_at_the_top(agent):
     assert "最便宜的是乒乓球拍" in said and "899元" not in said
 
 
+async def test_a_size_asked_by_its_value_or_its_count_is_the_products_sizes(agent):
+    """有XL的吗, 有哪几个码, 有XXXL吗: the sizes the record states — never goods called 哪几个 or XXXL, and 我比较胖
+    tells about the customer, it compares nothing."""
+    said = (await agent.answer("运动护膝有XL的吗 多少钱", user_id="u")).answer
+    assert "S-XL" in said and "79元" in said
+    said = await converse(agent, ["瑜伽服多少钱", "有哪几个码"])
+    assert "XS-XL" in said[1] and "没有销售" not in said[1]
+    said = (await agent.answer("我比较胖 速干T恤有XXXL吗", user_id="u")).answer
+    assert "S-XXXL" in said
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
