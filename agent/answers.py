@@ -513,15 +513,18 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
 
 def described_by_record(subject: str, product: Product) -> bool:
     """Whether a name is the product's own, qualified as its record describes it: the same kind by the head,
-    and every word before the head written in the product's name or record (撸铁手套: 健身手套 is described for
-    撸铁; 减震跑鞋: 缓震跑步鞋 for 减震) — not a near miss (拳击手套: no 拳击 in 健身手套's record)."""
-    words = plain_words(subject)
-    qualifier = subject[:-len(words[-1])] if words else ""
-    if len(qualifier) < 2 or not same_kind(subject, product.product_name):
+    and what comes before the head written in the product's name or record (撸铁手套: 健身手套 is described for
+    撸铁; 减震跑鞋: 缓震跑步鞋 for 减震; 平花鞋: 成人轮滑鞋 is 专业平花轮滑鞋) — not a near miss (拳击手套: no 拳击 in
+    健身手套's record)."""
+    if not same_kind(subject, product.product_name):
         return False
+    words = plain_words(subject)
+    # the words before the head word (撸铁 + 手套), or the characters before the head character (平花 + 鞋: jieba
+    # cuts 平 / 花鞋)
+    qualifiers = {subject[:-len(words[-1])] if len(words) > 1 else "", noun_stem(subject)[:-1]}
     record = fold(" ".join([product.product_name, *product.aliases, product.description,
                             product.specifications, product.usage]))
-    return fold(qualifier) in record
+    return any(len(q) >= 2 and fold(q) in record for q in qualifiers)
 
 
 def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:

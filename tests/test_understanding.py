@@ -627,6 +627,17 @@ async def test_a_name_qualified_as_the_products_own_record_describes_it_is_that_
     assert "缓震跑步鞋" in said and "没有销售" not in said
     said = (await agent.answer("拳击手套有吗", user_id="u")).answer
     assert said.startswith("抱歉，本店没有销售“拳击手套”")
+    said = (await agent.answer("刷街鞋多少钱", user_id="u")).answer
+    assert "成人轮滑鞋" in said and "599元" in said and "没有销售" not in said
+
+
+def test_a_name_jieba_holds_as_one_word_is_read_by_its_head_character():
+    """越野车 is one jieba word: what is before its head character (越野) is what the record must say."""
+    from agent.answers import described_by_record
+    from db.facts import Product
+    bike = Product("B1", "山地自行车", description="越野骑行用的山地车，前后避震")
+    assert described_by_record("越野车", bike) and described_by_record("避震车", bike)
+    assert not described_by_record("折叠车", bike) and not described_by_record("越野鞋", bike)
 
 
 async def test_a_colloquial_what_asks_as_the_written_one_does(agent):
