@@ -122,7 +122,7 @@ def _is_goods_word(word: str, flag: str) -> bool:
 
 
 def _is_amount(word: str) -> bool:
-    return bool(re.fullmatch(r"[\d.一二两三四五六七八九十百千万几多]+[个件双支盒块元钱斤公斤米号码岁人天]?", word))
+    return bool(re.fullmatch(r"[\d.一二两三四五六七八九十百千万几多]+(?:块钱|[个件双支盒块元钱斤公斤米号码岁人天筒])?", word))
 
 
 # The thing asked for in a question about having, selling or a price (有X吗, 有没有X, 卖X吗, X多少钱): the
@@ -292,10 +292,15 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
             if s == end and flag in ("n", "ng", "q") and len(word) == 1 and word not in _NOT_GOODS \
                     and word not in names and not any(word.startswith(n) for n in names):
                 return text[start:e]  # 足球 + 门
-            if s == end and flag in _THING_TAGS and len(word) > 1 and word not in _NOT_GOODS and word not in own \
-                    and not any(n in word for n in names) and names_an_object(word) \
+            of = s == end + 1 and text[end] == "的" and asks_for_goods(text)   # 乒乓拍的胶皮有单卖的吗
+            if (s == end or of) and flag in _THING_TAGS and (len(word) > 1 or of) and word not in _NOT_GOODS \
+                    and word not in own and not any(n in word for n in names) \
+                    and (names_an_object(word) or (not senses(word) and _is_goods_word(word, flag)
+                                                   and (len(word) >= 3 or of))) \
                     and not any(end <= s2 < e for s2, _, _ in spans):
-                return text[start:e]  # 篮球 + 打气筒, 轮滑鞋 + 轮子: a thing for the product, not the product
+                # 篮球 + 打气筒, 轮滑鞋 + 轮子: a thing for the product, not the product; a word the dictionary lacks
+                # counts when it is long (网球拍 + 避震器) or follows 的 (乒乓拍的胶皮): jieba calls 能装, 几筒 nouns
+                return text[start:e]
     return ""
 
 
@@ -307,7 +312,7 @@ def _measure_tail(rest: str) -> bool:
 # How a message asks for goods (a question about having, selling, price or stock, or an order). A noun
 # phrase outside these is part of a need told (孩子十岁想踢球, 爬山下坡膝盖疼): never "not sold".
 _ASKING_FOR_GOODS = re.compile(
-    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|多少|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
+    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|单独?买|多少|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
     f"|[要买订拿]\\s*[一两二三四五六七八九十几\\d]*\\s*[{MEASURE_WORDS}]|\\b(?:sell|have|how much|price|cost|any)\\b")
 
 

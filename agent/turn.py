@@ -56,6 +56,9 @@ QUALIFIED_MARGIN = 0.4
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
 
 
+_SOLD_APART = re.compile(r"单[卖买]|单独(?:卖|买|购买|出售)|另外[卖买]|零[卖买]|配件")
+
+
 class Agent:
     """Answers one customer message. Dependencies are passed in; nothing here knows Telegram."""
 
@@ -238,8 +241,8 @@ class Agent:
         if not asked.near_miss or len(asked.products) != 1:
             return asked
         name = next((n for n in asked.named if asked.near_miss.startswith(n)), "")
-        rest = asked.near_miss[len(name):]
-        if not name or len(rest) < 2:
+        rest = asked.near_miss[len(name):].removeprefix("的")
+        if not name or len(rest) < 2 or _SOLD_APART.search(asked.text):   # 滑板轮子能单买吗: the wheels as goods
             return asked
         pid = asked.products[0]
         product = (await fetch_products(self.conn, [pid])).get(pid)

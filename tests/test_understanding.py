@@ -618,6 +618,17 @@ async def test_a_thing_named_after_a_product_is_another_thing_unless_the_product
     assert "197元" in said
 
 
+async def test_a_part_of_a_product_asked_for_as_goods_is_not_the_product(agent):
+    """泳镜的镜片有单卖的吗: the lenses, not the goggles; 轮滑鞋的轮子 is the skates' own (85A轮子 in its record) when
+    asked about, but goods of their own when asked to be bought apart."""
+    said = (await agent.answer("泳镜的镜片有单卖的吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“泳镜的镜片”") and "129元" not in said
+    said = (await agent.answer("轮滑鞋的轮子能单独买吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“轮滑鞋的轮子”")
+    said = (await agent.answer("轮滑鞋的轮子是多少A的", user_id="u")).answer
+    assert "85A" in said and "没有销售" not in said
+
+
 async def test_a_name_qualified_as_the_products_own_record_describes_it_is_that_product(agent):
     """撸铁手套: 健身手套's record says it is for 撸铁; 减震跑鞋: 缓震跑步鞋's says 减震. 拳击手套 stays a near miss:
     nothing in the fitness gloves' record says 拳击."""
