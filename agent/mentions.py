@@ -192,6 +192,13 @@ def joined_goods(phrase: str) -> list[str]:
 _SIZE_CODE = re.compile(r"\d?x{0,3}[sml]")   # xs, m, xxl, 3xl: a size, never goods
 
 
+def _ends_in_action(phrase: str) -> bool:
+    """Whether a phrase's last word is one the dictionary reads as an action (爬山: to climb a mountain): goods
+    are named by a thing (登山包 ends in 包)."""
+    last = jieba.lcut(phrase)[-1] if phrase else ""
+    return len(last) >= 2 and bool(senses(last)) and not names_an_object(last)
+
+
 def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     """Noun phrases of `text` (folded) outside the catalog spans `covered` that may name goods, in order:
     runs of nouns, with a modifier verb kept when a noun follows it (拳击手套); the whole thing asked for
@@ -201,7 +208,8 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     for phrase in _tagged_phrases(text, covered):
         if not any(phrase in whole or whole in phrase for whole in phrases):
             phrases.append(phrase)
-    phrases = [p for p in phrases if not _SIZE_CODE.fullmatch(p)]   # 有XXL吗: a size asked, not goods
+    phrases = [p for p in phrases if not _SIZE_CODE.fullmatch(p)   # 有XXL吗: a size asked, not goods
+               and not _ends_in_action(p)]                      # 背着爬山: an activity, not goods
     order = {phrase: text.find(phrase) for phrase in phrases}
     return sorted(phrases, key=order.__getitem__)
 

@@ -683,6 +683,13 @@ async def test_a_size_asked_by_its_value_or_its_count_is_the_products_sizes(agen
     assert "S-XXXL" in said
 
 
+async def test_an_activity_told_beside_an_attribute_question_is_no_goods(agent):
+    """多重 背着爬山沉不沉 after the trekking poles: their weight — 背着爬山 is what the customer will do, not goods
+    (爬山 is an action by the dictionary; goods end in a thing)."""
+    said = await converse(agent, ["登山杖多少钱", "多重 背着爬山沉不沉"])
+    assert "碳纤维登山杖" in said[1] and "没有找到" not in said[1]
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
