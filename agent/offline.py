@@ -21,8 +21,8 @@ from agent.intent import (
     Intent,
     covers,
     goods_head,
-    noun_stem,
     need_in_comparison,
+    noun_stem,
     unspecific,
 )
 from agent.models import Message, ModelReply, ToolCall

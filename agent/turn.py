@@ -43,8 +43,8 @@ from guardrails.validator import AnswerStatus, Verdict, validate
 from retrieval.embedders import EmbeddingError, LocalE5Embedder
 from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
-from retrieval.text import fold
 from retrieval.service import load_passages
+from retrieval.text import fold
 
 log = logging.getLogger(__name__)
 
