@@ -33,7 +33,9 @@ STOPWORDS = frozenset(
     # asking words (想问下, 咨询下, 打听一下): how the customer asks, not what
     "问下 问问 想问 咨询 打听 打听一下 请教 "
     # whether it is in stock is the question, not the thing asked for (篮球有货吗, 还有没有货, 现在有现货没)
-    "有货 货 现货 存货 库存 没货 缺货 到货 补货 还有 现在 目前 没 the a an for of to and with in on".split()
+    "有货 货 现货 存货 库存 没货 缺货 到货 补货 还有 现在 目前 没 the a an for of to and with in on "
+    # particles as people type them, Cantonese ones too (发带还有货冇: 冇 is 没有)
+    "冇 咩 唔 嘅 啲 咗 嘞 啦 呗 咯 喔 哦".split()
 )
 # How a having question ends, as words of their own: jieba glues 有 to the word before (鞋有, 表有, 带有).
 ASKING = ("有吗", "有么", "有嘛", "有没有", "有木有", "有冇", "有卖", "有啥")

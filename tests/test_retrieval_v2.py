@@ -95,9 +95,10 @@ def test_homophones_of_catalog_names_are_respelled(lexical_index, typed, spelled
 
 
 @pytest.mark.parametrize(("query", "words"), [("GPS表有吗", ["gps", "表"]), ("导汗带有没有", ["导汗", "带"]),
-                                              ("护膝有卖吗", ["护膝"])])
+                                              ("护膝有卖吗", ["护膝"]), ("护膝还有货冇", ["护膝"])])
 def test_a_having_question_is_cut_off_the_goods_before_it(lexical_index, query, words):
-    """jieba glues 有 to the word before it (表有, 带有: to carry); the asking words stand apart and say nothing."""
+    """jieba glues 有 to the word before it (表有, 带有: to carry); the asking words stand apart and say nothing,
+    nor do the particles people type (冇, Cantonese for 没有)."""
     assert lexical_index.tokenizer.tokens(query) == words
 
 
