@@ -56,6 +56,7 @@ QUALIFIED_MARGIN = 0.4
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
 
 
+_DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
 _SOLD_APART = re.compile(r"单[卖买]|单独(?:卖|买|购买|出售)|另外[卖买]|零[卖买]|配件")
 
 
@@ -111,6 +112,7 @@ class Agent:
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
         asked = await self._cheaper_than(asked, vocabulary)
+        asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
         asked = await self._qualify(text, asked, vocabulary)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
@@ -270,6 +272,26 @@ class Agent:
         cap = product.price - Decimal("0.01")   # strictly cheaper: SQL keeps prices at most the cap
         return dataclasses.replace(asked, too_dear=product.product_name,
                                    max_price=cap if asked.max_price is None else min(asked.max_price, cap))
+
+    async def _described_pointer(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary,
+                                 memory: ChatMemory, labels: frozenset[str]) -> intent.Intent:
+        """给小孩踢的那个呢 after 足球: the kind in focus, described — read as if its name were written there
+        (给小孩踢的足球); when the description fits another product of that kind (青少年训练足球), that one."""
+        if asked.reference is None or asked.reference.kind != "this" or asked.products \
+                or len(memory.focus_product_ids) != 1:
+            return asked
+        pointer = _DESCRIBED_POINTER.search(asked.text)
+        focus = memory.focus_product_ids[0]
+        names = vocabulary.chinese_names.get(focus, ())
+        if pointer is None or not names:
+            return asked
+        kind = min(names, key=len)
+        again = intent.read(asked.text[:pointer.start() + 1] + kind + asked.text[pointer.end():], vocabulary,
+                            has_focus=True, labels=labels)
+        if again.products != (focus,):
+            return asked
+        again = await self._qualify(text, again, vocabulary)
+        return again if again.products != (focus,) else asked
 
     async def _sized(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states

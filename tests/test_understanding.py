@@ -690,6 +690,15 @@ async def test_an_activity_told_beside_an_attribute_question_is_no_goods(agent):
     assert "碳纤维登山杖" in said[1] and "没有找到" not in said[1]
 
 
+async def test_a_pointer_with_a_description_is_the_kind_in_focus_so_described(agent):
+    """水泥地上打的那个呢 after 篮球: the basketball for concrete courts, not the one in focus; 红色的那个呢 fits no
+    other product of the kind, so it stays the one in focus."""
+    said = await converse(agent, ["有篮球吗", "水泥地上打的那个呢 多少钱"])
+    assert "室外耐磨篮球" in said[1] and "169元" in said[1]
+    said = await converse(agent, ["有足球吗", "红色的那个呢"])
+    assert "足球（耐克）" in said[1]
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
