@@ -168,7 +168,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test2.jsonl", 0.97, 0.6),
     ("dialogues-understanding-test3.jsonl", 0.95, 0.75),
     ("dialogues-understanding-test4.jsonl", 0.85, 0.5),
-    ("dialogues-understanding-test5.jsonl", 0.82, 0.7),
+    ("dialogues-understanding-test5.jsonl", 0.85, 0.75),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -178,7 +178,7 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     near misses, cheaper goods, goods for someone, follow-ups: 0.625 at its first run, 0.764 when added, 0.806 at the sitting's end,
     0.889 at the next one's; test5, 72 more written the next sitting the same way — colloquial names, having
     questions, near misses and a product's own parts, two questions, cheaper goods, follow-ups: 0.611 at its
-    first run, 0.847 at that sitting's end),
+    first run, 0.889 at that sitting's end),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
