@@ -699,6 +699,12 @@ async def test_a_pointer_with_a_description_is_the_kind_in_focus_so_described(ag
     assert "足球（耐克）" in said[1]
 
 
+async def test_a_count_written_after_goods_no_catalog_word_names_is_read_apart(agent):
+    """羽球两筒多少钱: 羽球 is searched (the badminton shuttles) and 两筒 is the count, not part of the goods."""
+    said = (await agent.answer("羽球两筒多少钱", user_id="u")).answer
+    assert "羽毛球（12只装）" in said and "196元" in said and "没有销售" not in said
+
+
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
     said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
     assert said.startswith("非常抱歉") and "质量问题" in said
