@@ -206,9 +206,9 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
     if wants_alternatives:
         # of the kind asked and of the recommended one's sport or use (足球用的手套: not the ball, nor fitness gloves)
         kind = subject if subject and same_kind(subject, main.product_name) else ""
-        others = [findings.products[o] for o in order[1:]
-                  if not kind or (same_kind(kind, findings.products[o].product_name)
-                                  and (not main.category or findings.products[o].category == main.category))][:2]
+        others = [p for p in (findings.products[o] for o in order[1:])
+                  if not kind or (same_kind(kind, p.product_name)
+                                  and (not main.category or p.category == main.category))][:2]
         if others:
             lines = []
             for other in others:
@@ -522,9 +522,15 @@ def described_by_record(subject: str, product: Product) -> bool:
     # the words before the head word (撸铁 + 手套), or the characters before the head character (平花 + 鞋: jieba
     # cuts 平 / 花鞋)
     qualifiers = {subject[:-len(words[-1])] if len(words) > 1 else "", noun_stem(subject)[:-1]}
-    record = fold(" ".join([product.product_name, *product.aliases, product.description,
-                            product.specifications, product.usage]))
+    record = record_text(product)
     return any(len(q) >= 2 and fold(q) in record for q in qualifiers)
+
+
+def record_text(product: Product, *more: str) -> str:
+    """What the product's record writes of it — its names, description, specifications and use, and `more` (its
+    promotions' texts) — folded: where a word written beside its name is looked up (撸铁, 阻力, 半价)."""
+    return fold(" ".join([product.product_name, *product.aliases, product.description, product.specifications,
+                          product.usage, *more]))
 
 
 def kind_answer(subject: str, products: list[Product]) -> tuple[str, list[str]]:

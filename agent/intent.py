@@ -100,7 +100,8 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
 # 便宜点的跑鞋 / 有没有更便宜的: cheaper goods asked for (not 能便宜点吗, a lower price asked, nor 便宜的话)
-_SORTS = (("price_asc", re.compile(r"最便宜|从低到高|由低到高|价格低|便宜的排前|更便宜|便宜(?:一)?[点些]?的(?!话)|平价")),
+_CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|平价")
+_SORTS = (("price_asc", re.compile(rf"最便宜|从低到高|由低到高|价格低|便宜的排前|{_CHEAPER_GOODS.pattern}")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
           ("stock_desc", re.compile(r"库存最多|货最多")))
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
@@ -371,7 +372,6 @@ class Intent:
 # Goods said to be too dear (太贵了, 有点贵, 贵了点), not a question about it (贵不贵, 不贵, 多贵)
 _TOO_DEAR = re.compile(r"(?<![不多])贵(?![不吗么])(?:了|一?点|一?些)*")
 _SUPERLATIVE = re.compile(r"最(?:便宜|贵)|价格最[低高]")   # the one cheapest or dearest, not a list by price
-_CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|平价")
 
 
 def _too_dear_apart(folded: str) -> tuple[str, str] | None:

@@ -293,6 +293,7 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
     for token in jieba.posseg.lcut(text):
         tokens.append((position, position + len(token.word), token.word, token.flag))
         position += len(token.word)
+    asking = asks_for_goods(text)
     for start, end, _ in spans:
         for s, e, word, flag in tokens:
             if s <= start and end <= e and (s, e) != (start, end) and flag in _NOUN_TAGS \
@@ -302,7 +303,7 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
             if s == end and flag in ("n", "ng", "q") and len(word) == 1 and word not in _NOT_GOODS \
                     and word not in names and not any(word.startswith(n) for n in names):
                 return text[start:e]  # 足球 + 门
-            of = s == end + 1 and text[end] == "的" and asks_for_goods(text)   # 乒乓拍的胶皮有单卖的吗
+            of = asking and s == end + 1 and text[end] == "的"   # 乒乓拍的胶皮有单卖的吗
             if (s == end or of) and flag in _THING_TAGS and (len(word) > 1 or of) and word not in _NOT_GOODS \
                     and word not in own and not any(n in word for n in names) \
                     and (names_an_object(word) or (not senses(word) and _is_goods_word(word, flag)

@@ -44,7 +44,6 @@ from retrieval.embedders import EmbeddingError, LocalE5Embedder
 from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
 from retrieval.service import load_passages
-from retrieval.text import fold
 
 log = logging.getLogger(__name__)
 
@@ -250,10 +249,10 @@ class Agent:
         product = (await fetch_products(self.conn, [pid])).get(pid)
         if product is None:
             return asked
-        record = " ".join([product.description, product.specifications, product.usage,
-                           *(p.promotion_text for p in await fetch_promotions(self.conn, [pid]))])
-        if rest not in fold(record):
-            return asked
+        if rest not in answers.record_text(product):   # its promotions read only when the record itself is silent
+            promotions = await fetch_promotions(self.conn, [pid])
+            if rest not in answers.record_text(product, *(p.promotion_text for p in promotions)):
+                return asked
         return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
                            own=frozenset({rest}))
 

@@ -25,7 +25,9 @@ BRAND_ALIASES = {
     "ua": "安德玛", "garmin": "佳明", "black diamond": "黑钻", "mobi garden": "牧高笛", "puma": "彪马",
 }
 
-STOPWORDS = frozenset(
+# How a having question ends, as words of their own: jieba glues 有 to the word before (鞋有, 表有, 带有).
+ASKING = ("有吗", "有么", "有嘛", "有没有", "有木有", "有冇", "有卖", "有啥")
+STOPWORDS = frozenset(ASKING) | frozenset(
     "的 了 吗 呢 吧 啊 呀 嘛 么 我 你 您 他 她 它 我们 你们 想 要 想要 需要 有 有没有 没有 是 不是 在 和 与 或 及 "
     "请问 请 问 一下 一个 个 什么 怎么 怎样 如何 哪个 哪些 哪款 哪种 多少 多少钱 钱 价格 价钱 售价 卖 卖不卖 买 "
     "推荐 介绍 能 可以 可 吗? 店里 店 本店 你们家 贵店 用 用的 给 找 还 也 都 就 很 太 比较 挺 啥 这 那 这个 那个 "
@@ -37,9 +39,6 @@ STOPWORDS = frozenset(
     # particles as people type them, Cantonese ones too (发带还有货冇: 冇 is 没有)
     "冇 咩 唔 嘅 啲 咗 嘞 啦 呗 咯 喔 哦".split()
 )
-# How a having question ends, as words of their own: jieba glues 有 to the word before (鞋有, 表有, 带有).
-ASKING = ("有吗", "有么", "有嘛", "有没有", "有木有", "有冇", "有卖", "有啥")
-STOPWORDS = STOPWORDS | frozenset(ASKING)
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _converter = opencc.OpenCC("t2s")
 _tokenizer_lock = threading.Lock()
