@@ -497,7 +497,9 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
     backpack, 溜冰鞋 → roller skates), or, for a compound it does not hold that ends as the product's name
     does, gives its qualifier one (旱冰鞋 → 旱冰: roller skating; 成人轮滑鞋 is `roller skates`) or the qualifier
     and the head together (门将手套 → goalkeeper + glove: `goalkeeper gloves` of 守门员手套): another name for the
-    same thing, not a near miss (retrieval/bridge.py links the search's evidence the same way)."""
+    same thing, not a near miss (retrieval/bridge.py links the search's evidence the same way); or, for one
+    that ends otherwise, its qualifier with a sense of its last character (乒乓球板 → table tennis + bat:
+    `table tennis bat` of 乒乓球拍)."""
     if not all(is_han(ch) for ch in subject):
         return False
     names = {frozenset(tokens(fold(a))) for a in product.aliases if a and not any(is_han(ch) for ch in a)}
@@ -505,9 +507,13 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
         return False
     base = base_name(product.product_name) or product.product_name
     said = senses(subject)
-    if not said and base.endswith(subject[-1:]) and (qualifier := qualifier_senses(subject)):
-        # the qualifier's senses alone (旱冰鞋 → roller skating) and with the head's (门将手套 → goalkeeper gloves)
-        said = (*qualifier, *reading(subject, {subject[-1]}))
+    if not said and (qualifier := qualifier_senses(subject)):
+        if base.endswith(subject[-1:]):
+            # the qualifier's senses alone (旱冰鞋 → roller skating) and with the head's (门将手套 → goalkeeper gloves)
+            said = (*qualifier, *reading(subject, {subject[-1]}))
+        else:   # another head: the qualifier with each sense of it (乒乓球板 → table tennis + bat: 乒乓球拍)
+            said = tuple(tuple(dict.fromkeys(q + h)) for q in qualifier for h in senses(subject[-1])
+                         if not set(h) <= set(q))   # 乒乓球桌: table tennis + table says no more than 乒乓球
     return any(frozenset(sense) in names for sense in said)
 
 

@@ -133,12 +133,38 @@ _FRAMED = re.compile(
     f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|怎么卖|什么价|几块钱|价格)")
 
 
+def _opens_another_word(text: str, at: int) -> bool:
+    """Whether the 有 at `at` begins a dictionary word that does not mean to have (有些 some, 有点 a little,
+    有时 sometimes): then it opens no question about having."""
+    if text[at] != "有":
+        return False
+    position = 0
+    for word in jieba.lcut(text):
+        if position == at:
+            meanings = senses(word) if len(word) > 1 else ()
+            return bool(meanings) and meanings[0][0] not in ("have", "ther", "do")
+        position += len(word)
+        if position > at:
+            return False
+    return False
+
+
+def _measure_head(tokens: list, k: int) -> bool:
+    """Whether the k-th of a phrase's tagged words is a one-character measure word that ends it after a noun:
+    the thing's own head (瑜伽块, a yoga block), not money (几块) or a count."""
+    word = tokens[k][2]
+    return k == len(tokens) - 1 and k > 0 and len(word) == 1 and word in MEASURE_WORDS \
+        and tokens[k - 1][3] in _NOUN_TAGS
+
+
 def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Spans of the things asked for in `text` (folded), outside the catalog spans `covered`; leading words
     that are not the thing (请问, 你们, 这个, asking verbs) are left out; a span must hold a noun."""
     spans = []
     for match in _FRAMED.finditer(text):
         group = "object" if match.group("object") else "priced"
+        if group == "object" and _opens_another_word(text, match.start()):
+            continue   # 有些动作手够不到: 有些 (some) opens no question about having
         start, end = match.span(group)
         if any(s < end and start < e for s, e in covered):
             continue
@@ -152,7 +178,7 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
         if "的" in (words := [t[2] for t in tokens]) and len("".join(words[len(words) - words[::-1].index("的"):])) >= 2:
             tokens = tokens[len(words) - words[::-1].index("的"):]   # 适合跑步的耳机: the thing is 耳机
         if tokens and tokens[-1][1] - tokens[0][0] >= 2 and any(t[3] in _NOUN_TAGS or t[3] == "ns" for t in tokens) \
-                and not any(t[2] in _NOT_GOODS for t in tokens):
+                and not any(t[2] in _NOT_GOODS and not _measure_head(tokens, k) for k, t in enumerate(tokens)):
             first, last = tokens[0][0], tokens[-1][1]
             # 有氧运动用的垫子有吗: the frame opened at 有氧, so the object ends with the asking 有 (jieba may cut
             # it into another word: 工具有 → 工 / 具有)
@@ -328,8 +354,14 @@ _ASKING_FOR_GOODS = re.compile(
 
 
 def asks_for_goods(text: str) -> bool:
-    """Whether `text` (folded) asks for goods — 有X吗, X多少钱, 卖X吗, 来一副X — rather than telling a need."""
-    return bool(_ASKING_FOR_GOODS.search(text))
+    """Whether `text` (folded) asks for goods — 有X吗, X多少钱, 卖X吗, 来一副X — rather than telling a need
+    (有些动作够不到: 有些, some, asks nothing)."""
+    at = 0
+    while (match := _ASKING_FOR_GOODS.search(text, at)) is not None:
+        if not _opens_another_word(text, match.start()):
+            return True
+        at = match.start() + 1
+    return False
 
 
 # Tags of the words that can say what goods are for or whom: nouns (people too), places, adjectives, verbs.

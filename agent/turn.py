@@ -110,6 +110,7 @@ class Agent:
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
+        asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)
         asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
         asked = await self._qualify(text, asked, vocabulary)
@@ -255,6 +256,20 @@ class Agent:
                 return asked
         return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
                            own=frozenset({rest}))
+
+    async def _another_name(self, asked: intent.Intent) -> intent.Intent:
+        """乒乓球板 holds the name 乒乓球 but is no near miss: the dictionary reads it as another product's own
+        English name (table tennis bat: 乒乓球拍). Of the search's best few for the thing written, the first the
+        dictionary names so is the product asked about."""
+        if not asked.near_miss or len(asked.products) != 1:
+            return asked
+        found = await self.search.find(asked.near_miss[:200], top_k=3, gated=False)   # the dictionary decides
+        ids = [c.product_id for c in found.candidates]
+        records = await fetch_products(self.conn, ids)
+        same = next((p for p in ids if p in records and answers.dictionary_synonym(asked.near_miss, records[p])), None)
+        if same is None:
+            return asked
+        return dataclasses.replace(asked, products=(same,), near_miss="", subject="", goods=(), named=())
 
     async def _cheaper_than(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """斯伯丁那个篮球有点贵 有没有便宜点的篮球: the goods asked for, below the price of the product said to be too

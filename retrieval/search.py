@@ -606,9 +606,10 @@ class ProductSearch:
         meant, unknown = await state._read(query)
         return await state._rank(query, top_k, within, await state.query_vector(meant), unknown)
 
-    async def find(self, query: str, top_k: int = 5, within: float | None = None) -> Found:
+    async def find(self, query: str, top_k: int = 5, within: float | None = None, *, gated: bool = True) -> Found:
         """`search` for a customer's turn: when the embedder fails (a remote endpoint down, its circuit
-        open) the query is ranked by its lexical side alone, and the result says why."""
+        open) the query is ranked by its lexical side alone, and the result says why. `gated=False`: the best
+        ranked even when the gate finds nothing the shop sells (for a caller with other evidence to decide)."""
         state = self._snapshot()
         if not state.docs or not (query or "").strip():
             return Found([])
@@ -617,20 +618,20 @@ class ProductSearch:
             vector = await state.query_vector(meant)
         except EmbeddingError as exc:
             log.warning("lexical search only for this query (%s)", exc)
-            return Found(await state._rank(query, top_k, within, None, []), str(exc))
-        return Found(await state._rank(query, top_k, within, vector, unknown))
+            return Found(await state._rank(query, top_k, within, None, [], gated), str(exc))
+        return Found(await state._rank(query, top_k, within, vector, unknown, gated))
 
     async def _read(self, query: str) -> tuple[str, list[str]]:
         """`_reading` off the event loop; the query as it is when nothing is embedded."""
         return await asyncio.to_thread(self._reading, query) if self._cache is not None else (query, [])
 
     async def _rank(self, query: str, top_k: int, within: float | None, vector: np.ndarray | None,
-                    unknown: Sequence[str]) -> list[Candidate]:
+                    unknown: Sequence[str], gated: bool = True) -> list[Candidate]:
         top_k = max(1, min(int(top_k), 10))
         words = await self._word_vectors(unknown) if vector is not None else {}
         signals = await asyncio.to_thread(self._signals, query, vector, words)
         fused, confident = self.fuse(signals)
-        if not confident:
+        if not confident and gated:
             if signals.family is None or not signals.family.any():
                 return []
             # a hypernym of a family the shop sells (运动鞋 → 跑步鞋, 篮球鞋…): that family, best first, never

@@ -1015,3 +1015,40 @@ async def test_or_between_two_values_of_one_product_is_no_comparison_of_two(agen
     assert "首次购买8折" in said and "单只装" in said and "更符合" not in said
     said = (await agent.answer("护膝还是护踝 哪个适合打篮球", user_id="u")).answer   # the products themselves: compared
     assert "更符合" in said
+
+
+async def test_a_name_the_dictionary_reads_as_another_products_english_name_is_that_product(agent):
+    """乒乓球板 holds 乒乓球 but the dictionary reads it table tennis + bat, an English name of 乒乓球拍: the bat's
+    price, not "not sold". 乒乓球桌 (table tennis + table) says nothing the balls' names do not: still a near miss."""
+    said = (await agent.answer("乒乓球板多少钱一个", user_id="u")).answer
+    assert "乒乓球拍" in said and "129元" in said and "没有销售" not in said
+    said = (await agent.answer("乒乓球桌多少钱", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“乒乓球桌”")
+
+
+def test_another_head_joins_the_dictionarys_qualifier_only_when_it_adds_a_sense():
+    from agent.answers import dictionary_synonym
+    from db.facts import Product
+    bat = Product("B", "乒乓球拍", aliases=("table tennis bat",))
+    balls = Product("C", "乒乓球", aliases=("table tennis",))
+    assert dictionary_synonym("乒乓球板", bat) and not dictionary_synonym("乒乓球桌", balls)
+
+
+def test_some_or_a_little_opens_no_question_about_having():
+    """有些 (some), 有点 (a little): the 有 of another word asks for no goods; 有护膝吗 and 还有货吗 do."""
+    from agent.mentions import asks_for_goods, framed_objects
+    assert not asks_for_goods("柔韧性差 有些动作手够不到地") and not asks_for_goods("有点贵不")
+    assert asks_for_goods("有护膝吗") and asks_for_goods("还有货吗") and asks_for_goods("有些动作做不到 有没有瑜伽砖")
+    assert framed_objects("有些动作手够不到地", []) == []
+
+
+async def test_a_need_told_with_some_is_searched_not_called_unsold(agent):
+    said = (await agent.answer("女朋友刚学瑜伽 柔韧性差 有些动作手够不到地", user_id="u")).answer
+    assert "没有销售" not in said and "瑜伽砖" in said
+
+
+def test_a_measure_word_ending_goods_after_a_noun_is_their_head_not_money():
+    """瑜伽块怎么卖: the block is the goods asked about (块 after a noun), while 足球几块 asks a price in 块."""
+    v = intent.Vocabulary({"足球": "001"})
+    assert intent.read("瑜伽块怎么卖的", v).goods == ("瑜伽块",)
+    assert intent.read("足球几块", v).goods == ()
