@@ -338,7 +338,33 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
                 # 篮球 + 打气筒, 轮滑鞋 + 轮子: a thing for the product, not the product; a word the dictionary lacks
                 # counts when it is long (网球拍 + 避震器) or follows 的 (乒乓拍的胶皮): jieba calls 能装, 几筒 nouns
                 return text[start:e]
+        if asking and (thing := _thing_after(text, end, own)):
+            return text[start:thing]   # 足球 + 打气针, 网球拍 + 手胶, 手表 + 的 + 充电线: jieba cuts the thing apart
     return ""
+
+
+def _thing_after(text: str, end: int, own: frozenset[str]) -> int:
+    """Where a thing written right after a product's name (or after its 的) ends, when jieba cuts the thing
+    apart as it never cuts a name: an action and the one-character object it is done with (打气 + 针, 充电 + 线),
+    or a two-character noun the dictionary does not hold, made of nouns (手 + 胶); 0 when none is (打折吗, 黑色,
+    男款, a word its record holds)."""
+    at = end + 1 if text[end:end + 1] == "的" else end
+    tokens = jieba.posseg.lcut(text[at:at + 8])
+    first, second = (tokens + [None, None])[:2]
+    if first is None or len(first.word) != 2:
+        return 0
+    if first.flag in ("v", "vn") and second is not None and len(second.word) == 1 and second.flag in ("n", "ng") \
+            and second.word not in _NOT_GOODS and names_an_object(second.word):
+        word, rest = first.word + second.word, tokens[2:]
+    elif first.flag in _THING_TAGS and not senses(first.word) and first.word not in jieba.dt.FREQ \
+            and all(jieba.posseg.lcut(ch)[0].flag in ("n", "ng") for ch in first.word) \
+            and first.word[-1] not in _NOT_GOODS and first.word[-1] not in MEASURE_WORDS:
+        word, rest = first.word, tokens[1:]
+    else:
+        return 0
+    if word in own or (rest and rest[0].flag in _NOUN_TAGS):   # the thing goes on (训练服装): not read here
+        return 0
+    return at + len(word)
 
 
 def _measure_tail(rest: str) -> bool:

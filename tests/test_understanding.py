@@ -1052,3 +1052,15 @@ def test_a_measure_word_ending_goods_after_a_noun_is_their_head_not_money():
     v = intent.Vocabulary({"足球": "001"})
     assert intent.read("瑜伽块怎么卖的", v).goods == ("瑜伽块",)
     assert intent.read("足球几块", v).goods == ()
+
+
+async def test_a_thing_jieba_cuts_apart_after_a_products_name_is_another_thing(agent):
+    """篮球打气针: an action and the object it is done with (打气 + 针); 羽毛球拍手胶: a noun the dictionary lacks,
+    made of nouns; 手表的充电线: after 的 — things for the product, not the product. 足球打折吗 and 健身手套男款
+    ask about the product itself."""
+    for message, thing in (("篮球打气针有吗", "篮球打气针"), ("羽毛球拍手胶有卖吗", "羽毛球拍手胶"),
+                           ("手表的充电线多少钱", "手表的充电线")):
+        said = (await agent.answer(message, user_id="u")).answer
+        assert said.startswith(f"抱歉，本店没有销售“{thing}”"), said
+    v = intent.Vocabulary({"足球": "001", "健身手套": "021"})
+    assert intent.read("足球打折吗", v).near_miss == "" and intent.read("健身手套男款有吗", v).near_miss == ""
