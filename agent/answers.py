@@ -241,6 +241,11 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     products = [findings.products[pid] for pid in findings.candidates if pid in findings.products]
     if not products:
         return no_listing(asked), []
+    # 便宜点的运动包: of what the search found, the products of the kind asked for (包) when there are any, not
+    # every 运动… product the words matched
+    kind = noun_stem(asked.subject)[-1:]   # 鞋子 → 鞋; one character names a kind too (包)
+    products = [p for p in products if is_han(kind) and (base_name(p.product_name) or p.product_name).endswith(kind)] \
+        or products
     budget = "符合您预算的" if asked.max_price is not None or asked.min_price is not None else ""
     what = (f"比{asked.too_dear}便宜的" if asked.too_dear else budget) + (asked.brand or "") + (asked.category or "") + "商品"
     lines = [f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"

@@ -100,7 +100,8 @@ _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|�
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
 FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validator
 # 便宜点的跑鞋 / 有没有更便宜的: cheaper goods asked for (not 能便宜点吗, a lower price asked, nor 便宜的话)
-_CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|平价")
+# 有便宜点能装衣服的包吗: a having question about cheaper goods, described between 便宜点 and 的
+_CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|有(?:没有)?便宜(?:一)?[点些][^\s，,。？?！!的]{1,12}的(?!话)|平价")
 _SORTS = (("price_asc", re.compile(rf"最便宜|从低到高|由低到高|价格低|便宜的排前|{_CHEAPER_GOODS.pattern}")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
           ("stock_desc", re.compile(r"库存最多|货最多")))
@@ -494,6 +495,15 @@ def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
     return ()
 
 
+def _described_kind(text: str, phrase: str, vocabulary: Vocabulary) -> str:
+    """The kind of goods written as one character right after a goods phrase and its 的 (能装衣服的包 → 包): the
+    phrase describes it; else the phrase."""
+    after = text[text.find(phrase) + len(phrase):]
+    kind, then = after[1:2], after[2:3]
+    ends = not then or not is_han(then) or then in "吗么嘛呢啊呀"   # the kind stands as a word of its own
+    return kind if after[:1] == "的" and kind and kind in vocabulary.kind_characters and ends else phrase
+
+
 def _english_kind(word: str, vocabulary: Vocabulary) -> str | None:
     """The Chinese word of a kind of goods an English word names (gloves → 手套, balls → 球): one of its first
     dictionary senses, 子 aside, that ends with a character ending several products' names; None if none."""
@@ -537,10 +547,22 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
         use = _USE_OF.match(text, m.end())
         if use and any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:], [])):
             continue   # 跑步穿的紧身裤: tights worn for running, of whatever category the shop files them under
+        if text[m.end():m.end() + 1] == "的" and _after_verb(text, m.start()) \
+                and (text[m.end() + 1:m.end() + 2] in vocabulary.kind_characters
+                     or any(not unspecific(g) for g in goods_phrases(text[m.end() + 1:], []))):
+            continue   # 能装衣服的包: clothes are what the bag holds, not the category to list
         if alone is None and listing and (word not in vocabulary.names or use) \
                 and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
     return alone
+
+
+def _after_verb(text: str, at: int) -> bool:
+    """Whether the word right before `at` is a verb by jieba's dictionary (装 of 能装衣服; its tagger may call it a
+    noun in context): what follows is the verb's object."""
+    words = jieba.lcut(text[:at])
+    tags = jieba.posseg.dt.word_tag_tab
+    return bool(words) and (tags.get(words[-1]) or tags.get(words[-1][-1]) or "").startswith("v")
 
 
 _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
@@ -660,6 +682,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
+    goods = tuple(_described_kind(folded, g, vocabulary) for g in goods)   # 能装衣服的包: 包, described
     if not products and not parts:   # 有冰爪和冰镐吗: each of the goods joined is asked about
         goods = tuple(piece for g in goods for piece in joined_goods(g))
         parts = _joined(folded, goods)

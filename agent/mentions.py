@@ -239,6 +239,10 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     phrases = [p for p in phrases if not _SIZE_CODE.fullmatch(p)   # 有XXL吗: a size asked, not goods
                and not _ends_in_action(p)]                      # 背着爬山: an activity, not goods
     order = {phrase: text.find(phrase) for phrase in phrases}
+    starts = set(order.values())
+    # 能装衣服的运动包: what comes right before 的 and another phrase describes that one, it is no goods itself
+    phrases = [p for p in phrases if not (text[order[p] + len(p):order[p] + len(p) + 1] == "的"
+                                          and order[p] + len(p) + 1 in starts)]
     return sorted(phrases, key=order.__getitem__)
 
 

@@ -1064,3 +1064,15 @@ async def test_a_thing_jieba_cuts_apart_after_a_products_name_is_another_thing(a
         assert said.startswith(f"抱歉，本店没有销售“{thing}”"), said
     v = intent.Vocabulary({"足球": "001", "健身手套": "021"})
     assert intent.read("足球打折吗", v).near_miss == "" and intent.read("健身手套男款有吗", v).near_miss == ""
+
+
+async def test_cheaper_goods_described_between_cheaper_and_their_name_are_the_kind_asked(agent):
+    """有没有便宜些能装热水的杯子 after 保温杯太贵了: cheaper goods asked for with a description between 便宜些 and
+    的; the description (能装热水) is no goods itself, a category word in it (能装衣服的包: 衣服) is what the goods
+    hold, not a category to list, and the list keeps the kind asked for (杯, 壶 aside: a 运动水壶 is what is found)."""
+    said = (await agent.answer("越野跑鞋贵了 有便宜点适合跑步穿的鞋吗", user_id="u")).answer
+    assert "跑步鞋" in said and "500元" in said and "899元" not in said and "袜" not in said
+    said = (await agent.answer("耐克双肩包太贵了 有没有便宜些能装衣服的包", user_id="u")).answer
+    assert "259元" in said and "服饰" not in said and "运动袜" not in said and "299元" not in said
+    v = intent.Vocabulary({"保温运动水杯": "037"})
+    assert intent.read("保温运动水杯太贵了 有没有便宜些能装热水的杯子", v).goods == ("杯子",)
