@@ -375,6 +375,19 @@ _TOO_DEAR = re.compile(r"(?<![不多])贵(?![不吗么])(?:了|一?点|一?些)*
 _SUPERLATIVE = re.compile(r"最(?:便宜|贵)|价格最[低高]")   # the one cheapest or dearest, not a list by price
 
 
+_WOOD_HAS = re.compile("木有")
+
+
+def typed_spellings(text: str) -> str:
+    """没有 as people type it online: 木有 (有木有 = 有没有), unless 木 ends a word of the dictionary (积木有吗: building
+    blocks, asked for)."""
+    jieba.dt.check_initialized()   # its dictionary is read on first use
+    def spelled(match: re.Match[str]) -> str:
+        at = match.start()
+        return match.group() if at and jieba.dt.FREQ.get(text[at - 1:at + 1]) else "没有"
+    return _WOOD_HAS.sub(spelled, text)
+
+
 def _too_dear_apart(folded: str) -> tuple[str, str] | None:
     """(what is too dear, the rest) when cheaper goods are asked for after goods said to be too dear (加厚健身垫199有点贵
     有便宜点的垫子吗); None otherwise."""
@@ -653,7 +666,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     learned from examples) read the message to ask; without them the asks come from word rules alone.
     `own`: words after a product's name that its own record holds (a part or aspect of it, not a near miss)."""
     vocabulary = vocabulary or Vocabulary({})
-    folded = english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个")
+    folded = typed_spellings(english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个"))
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)

@@ -347,11 +347,15 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
     return ""
 
 
+_TAGS = jieba.posseg.dt.word_tag_tab   # a word's part of speech by the dictionary, out of context
+_NOT_A_MODIFIER = ("v", "d", "m", "q", "p", "r", "c", "a")   # 能装, 大绳: a verb or an adjective, no thing's name
+
+
 def _thing_after(text: str, end: int, own: frozenset[str]) -> int:
     """Where a thing written right after a product's name (or after its 的) ends, when jieba cuts the thing
     apart as it never cuts a name: an action and the one-character object it is done with (打气 + 针, 充电 + 线),
-    or a two-character noun the dictionary does not hold, made of nouns (手 + 胶); 0 when none is (打折吗, 黑色,
-    男款, a word its record holds)."""
+    or a two-character noun the dictionary does not hold, made of nouns (手 + 胶) or ending in an object (地 + 钉);
+    0 when none is (打折吗, 黑色, 男款, 能装, a word its record holds)."""
     at = end + 1 if text[end:end + 1] == "的" else end
     tokens = jieba.posseg.lcut(text[at:at + 8])
     first, second = (tokens + [None, None])[:2]
@@ -361,8 +365,9 @@ def _thing_after(text: str, end: int, own: frozenset[str]) -> int:
             and second.word not in _NOT_GOODS and names_an_object(second.word):
         word, rest = first.word + second.word, tokens[2:]
     elif first.flag in _THING_TAGS and not senses(first.word) and first.word not in jieba.dt.FREQ \
-            and all(jieba.posseg.lcut(ch)[0].flag in ("n", "ng") for ch in first.word) \
-            and first.word[-1] not in _NOT_GOODS and first.word[-1] not in MEASURE_WORDS:
+            and first.word[-1] not in _NOT_GOODS and first.word[-1] not in MEASURE_WORDS \
+            and (all(jieba.posseg.lcut(ch)[0].flag in ("n", "ng") for ch in first.word)
+                 or names_an_object(first.word[-1]) and not _TAGS.get(first.word[0], "").startswith(_NOT_A_MODIFIER)):
         word, rest = first.word, tokens[1:]
     else:
         return 0

@@ -179,6 +179,7 @@ class Agent:
     async def _labels(self, text: str, memory: ChatMemory, vocabulary: intent.Vocabulary) -> frozenset[str]:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
         the product in focus asks what the previous message asked, plus anything it asks itself."""
+        text = intent.typed_spellings(text)   # 瑜伽服有木有 asks what 瑜伽服有没有 asks
         labels = self.router.labels(text, await self._router_vector(text)).labels
         last = memory.turns[-1] if memory.turns else None
         asked_which = last is not None and (answers.CLARIFY in last.assistant or answers.NO_BARGAIN_WHICH in last.assistant)

@@ -1076,3 +1076,20 @@ async def test_cheaper_goods_described_between_cheaper_and_their_name_are_the_ki
     assert "259元" in said and "服饰" not in said and "运动袜" not in said and "299元" not in said
     v = intent.Vocabulary({"保温运动水杯": "037"})
     assert intent.read("保温运动水杯太贵了 有没有便宜些能装热水的杯子", v).goods == ("杯子",)
+
+
+async def test_no_typed_as_wood_has_asks_as_no_does(agent):
+    """木有 is 没有 as people type it online: 护膝有木有 asks what 护膝有没有 asks (its price and stock), 筋膜枪有木有
+    is a thing not sold; 积木 stays a word of its own."""
+    said = (await agent.answer("护膝有木有", user_id="u")).answer
+    assert "79元" in said and "库存" in said
+    said = (await agent.answer("筋膜枪有木有", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“筋膜枪”")
+    assert intent.typed_spellings("积木有吗") == "积木有吗" and intent.typed_spellings("有木有护膝") == "有没有护膝"
+
+
+def test_a_two_character_thing_ending_in_an_object_after_a_name_is_another_thing():
+    """帐篷地钉: 地 + 钉 (a nail), a thing for the tent; 双肩包能装电脑吗 asks what the bag holds."""
+    v = intent.Vocabulary({"帐篷": "050", "双肩包": "039"})
+    assert intent.read("帐篷地钉有卖吗", v).near_miss == "帐篷地钉"
+    assert intent.read("双肩包能装电脑吗", v).near_miss == ""
