@@ -90,7 +90,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
     (Ask.BRAND, re.compile(r"(?:什么|啥)牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥)|包邮|划算|新客|首单|首次|第一次")),
-    (Ask.PRICE, re.compile(r"多少钱|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
+    (Ask.PRICE, re.compile(r"多少钱|多钱|几多钱|几钱|(?:什么|啥)价|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
 )
 _ASK_PATTERNS = dict(_ASKS)
 # a request for a list, read by the offline model beside a budget: the reader's list words, any 推荐, English

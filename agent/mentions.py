@@ -130,7 +130,7 @@ def _is_amount(word: str) -> bool:
 _FRAMED = re.compile(
     f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{MEASURE_WORDS}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
     f"的?(?:吗|么|嘛|呢|卖吗|卖|没有|不|[？?。，,！!]|$)"
-    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|怎么卖|什么价|几块钱|价格)")
+    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|多钱|几多钱|几钱|怎么卖|(?:什么|啥)价|几块钱|价格)")
 
 
 def _opens_another_word(text: str, at: int) -> bool:
@@ -384,7 +384,7 @@ def _measure_tail(rest: str) -> bool:
 # How a message asks for goods (a question about having, selling, price or stock, or an order). A noun
 # phrase outside these is part of a need told (孩子十岁想踢球, 爬山下坡膝盖疼): never "not sold".
 _ASKING_FOR_GOODS = re.compile(
-    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|单独?买|多少|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
+    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|单独?买|多少|多钱|几钱|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
     f"|[要买订拿]\\s*[一两二三四五六七八九十几\\d]*\\s*[{MEASURE_WORDS}]|\\b(?:sell|have|how much|price|cost|any)\\b")
 
 
@@ -403,6 +403,23 @@ def asks_for_goods(text: str) -> bool:
 _QUALIFIER_TAGS = frozenset({*_NOUN_TAGS, "s", "a", "an", "v", "f"})
 _HELPING = frozenset("帮 帮忙 下 就 再 还 先 上 里 中 挑 选 挑选 今年 现在 开始 刚 加 再加 配 搭配 加上 外加 一起".split())
 # (帮我看看足球, 问下足球, 再加一个足球: words of asking and of adding to an order, never a qualifier)
+
+
+# Whom goods are for, in groups that exclude each other: a child's is no adult's, a man's no woman's.
+WHOM = (frozenset("儿童 童 小孩 孩子 少儿 幼儿 宝宝 小朋友 青少年 小学生 娃".split()), frozenset("成人 大人".split()),
+        frozenset("男 男士 男款 男式 男生 男性".split()), frozenset("女 女士 女款 女式 女生 女性".split()))
+_OPPOSITE = {0: 1, 1: 0, 2: 3, 3: 2}
+
+
+def contradicted(words: list[str], record: str) -> str:
+    """The first of `words` (what a product's name is qualified with) saying the goods are for someone the record
+    says they are not for (儿童 before 轮滑鞋 whose record says 成人, and nothing of a child's); '' when none is."""
+    for word in words:
+        group = next((k for k, members in enumerate(WHOM) if word in members), None)
+        if group is not None and any(w in record for w in WHOM[_OPPOSITE[group]]) \
+                and not any(w in record for w in WHOM[group]):
+            return word
+    return ""
 
 
 def qualifiers(text: str, start: int, since: int = 0) -> list[str]:

@@ -22,6 +22,7 @@ from agent.clock import today_shanghai
 from agent.context import TurnContext
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
+from agent.mentions import contradicted, qualifiers
 from agent.models import ChatModel, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
@@ -114,6 +115,7 @@ class Agent:
         asked = await self._cheaper_than(asked, vocabulary)
         asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
         asked = await self._qualify(text, asked, vocabulary)
+        asked = await self._for_someone_else(asked)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
             if asked.reference is not None and not asked.products else None
@@ -271,6 +273,22 @@ class Agent:
         if same is None:
             return asked
         return dataclasses.replace(asked, products=(same,), near_miss="", subject="", goods=(), named=())
+
+    async def _for_someone_else(self, asked: intent.Intent) -> intent.Intent:
+        """儿童轮滑鞋 when the only 轮滑鞋 is 成人轮滑鞋: goods for someone the product's record says it is not for are
+        a near miss (the child's skates are not sold), not that product."""
+        if len(asked.products) != 1 or len(asked.named) != 1 or asked.near_miss:
+            return asked
+        name = asked.named[0]
+        at = asked.text.find(name)
+        clause = max(asked.text.rfind(mark, 0, at) for mark in " ，,。.!！？?；;") + 1 if at > 0 else 0
+        words = qualifiers(asked.text, at, clause) if at > 0 else []
+        product = (await fetch_products(self.conn, list(asked.products))).get(asked.products[0]) if words else None
+        word = contradicted(words, answers.record_text(product)) if product is not None else ""
+        if not word:
+            return asked
+        near = asked.text[asked.text.rfind(word, clause, at):at + len(name)]
+        return dataclasses.replace(asked, near_miss=near, subject=near)
 
     async def _cheaper_than(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """斯伯丁那个篮球有点贵 有没有便宜点的篮球: the goods asked for, below the price of the product said to be too

@@ -1093,3 +1093,28 @@ def test_a_two_character_thing_ending_in_an_object_after_a_name_is_another_thing
     v = intent.Vocabulary({"帐篷": "050", "双肩包": "039"})
     assert intent.read("帐篷地钉有卖吗", v).near_miss == "帐篷地钉"
     assert intent.read("双肩包能装电脑吗", v).near_miss == ""
+
+
+async def test_goods_for_someone_the_record_excludes_are_a_near_miss(agent):
+    """小孩穿的轮滑鞋 when the only 轮滑鞋 is 成人轮滑鞋 (its record: adults'): the child's skates are not sold; the
+    adults' are asked about as before, and a qualifier the record does not exclude keeps the product."""
+    said = (await agent.answer("小孩穿的轮滑鞋有吗", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“小孩穿的轮滑鞋”") and "599元" not in said
+    said = (await agent.answer("成人轮滑鞋多钱", user_id="u")).answer
+    assert "599元" in said
+
+
+def test_whom_goods_are_for_contradicts_a_record_only_when_it_says_the_other_alone():
+    from agent.mentions import contradicted
+    assert contradicted(["儿童"], "成人轮滑鞋，适合成人初学") == "儿童"
+    assert contradicted(["男款"], "女款瑜伽服") == "男款" and contradicted(["男款"], "男女同款跑鞋") == ""
+    assert contradicted(["孩子"], "标准比赛用足球") == "" and contradicted(["红色"], "成人轮滑鞋") == ""
+
+
+async def test_prices_asked_the_short_way_are_price_questions(agent):
+    """多钱 / 几多钱 / 啥价 ask a price as 多少钱 does: the thing asked is read whole (阻力带一套多钱: 阻力带, the
+    resistance band set by its dictionary name), and a story after it (过年回东北) is why, not a need told."""
+    said = (await agent.answer("阻力带一套几多钱", user_id="u")).answer
+    assert "弹力带套装" in said and "69元" in said and "没有销售" not in said
+    said = (await agent.answer("雪地靴多钱啊 过年回东北", user_id="u")).answer
+    assert said.startswith("抱歉，本店没有销售“雪地靴”")
