@@ -630,12 +630,18 @@ def covers(subject: str, product_name: str) -> bool:
     return head in name or pinyin_of(head) in pinyin_of(name) or _in_order(head, name)
 
 
+ALL_SENSES = 40   # every sense a dictionary entry lists, not only its first few
+
+
 def noun_stem(word: str) -> str:
-    """A noun without its suffix 子 or 儿 where the dictionary says both mean one thing (鞋子 → 鞋, 袜子 → 袜);
-    包子, a bun, is not 包, a bag."""
+    """A noun without its suffix 子 or 儿 where the dictionary says both mean one thing (鞋子 → 鞋, 拍子 → 拍: a
+    racket), or holds it only without its 儿 (拐棍儿 → 拐棍); 包子, a bun, is not 包, a bag."""
     if len(word) < 2 or word[-1] not in NOUN_SUFFIXES:
         return word
-    return word[:-1] if set(senses(word)) & set(senses(word[:-1])) else word
+    whole, stem = senses(word, ALL_SENSES), senses(word[:-1], ALL_SENSES)   # 拍子 and 拍 share racket, far down 拍's
+    if word[-1] == "儿" and stem and not whole:
+        return word[:-1]   # 拐棍儿: the spoken 儿 typed after a word the dictionary holds without it
+    return word[:-1] if set(whole) & set(stem) else word
 
 
 def _in_order(short: str, long: str) -> bool:

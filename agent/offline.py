@@ -311,6 +311,10 @@ class OfflineModel:
                 return itself
             return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
+        if subject and not asked.products and len(noun_stem(subject)) == 1:   # 鞋子多少钱: which shoes? those found
+            kind = [findings.products[p] for p in order if answers.same_kind(subject, findings.products[p].product_name)]
+            if len(kind) >= 2:
+                return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
                                      or answers.written_in_full(subject, main.product_name)

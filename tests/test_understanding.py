@@ -1118,3 +1118,15 @@ async def test_prices_asked_the_short_way_are_price_questions(agent):
     assert "弹力带套装" in said and "69元" in said and "没有销售" not in said
     said = (await agent.answer("雪地靴多钱啊 过年回东北", user_id="u")).answer
     assert said.startswith("抱歉，本店没有销售“雪地靴”")
+
+
+def test_a_nouns_suffix_goes_when_the_dictionary_says_both_mean_one_thing_or_only_knows_it_without_er():
+    assert intent.noun_stem("拍子") == "拍" and intent.noun_stem("鞋子") == "鞋" and intent.noun_stem("拐棍儿") == "拐棍"
+    assert intent.noun_stem("包子") == "包子"
+
+
+async def test_a_bare_kind_asked_a_price_lists_that_kind(agent):
+    """鞋子多少钱 / 拍子多少钱: which shoes or rackets is not said, so those of the kind found, each with its price —
+    not one of them as if it had been named."""
+    said = (await agent.answer("拍子多少钱", user_id="u")).answer
+    assert said.startswith("您问的“拍子”") and all(p in said for p in ("网球拍", "羽毛球拍", "乒乓球拍"))
