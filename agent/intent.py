@@ -388,6 +388,17 @@ def typed_spellings(text: str) -> str:
     return _WOOD_HAS.sub(spelled, text)
 
 
+# Whether the shop has the thing named, and nothing else: 有吗, 有没有, 还有货吗, 你家有卖不
+_HAVING_ONLY = re.compile(r"(?:请问|你们|你家|店里|家里|这边)*还?有(?:没有|卖|货|现货)*(?:吗|么|嘛|不|没|没有|呢|啊|呀|哈|[?？!！~～]|\s)*")
+
+
+def _without(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """`text` without the catalog names found in it, and without spaces and punctuation."""
+    for start, end, _ in sorted(spans, reverse=True):
+        text = text[:start] + text[end:]
+    return re.sub(r"[\s，,。.!！?？~～]+", "", text)
+
+
 def _too_dear_apart(folded: str) -> tuple[str, str] | None:
     """(what is too dear, the rest) when cheaper goods are asked for after goods said to be too dear (加厚健身垫199有点贵
     有便宜点的垫子吗); None otherwise."""
@@ -685,6 +696,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     labels = frozenset(labels or ())
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
+    if Ask.SPEC in asks and products and _HAVING_ONLY.fullmatch(_without(folded, spans)):
+        asks = (asks - {Ask.SPEC}) | {Ask.STOCK}   # 压缩紧身裤有吗: whether the shop has it, no attribute asked
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
     by_price = sort in PRICE_SORTS   # 护具里最便宜的, 最便宜的包: the cheapest of a category or kind
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None

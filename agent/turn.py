@@ -45,6 +45,7 @@ from retrieval.embedders import EmbeddingError, LocalE5Embedder
 from retrieval.passages import PassageSearch
 from retrieval.search import ProductSearch
 from retrieval.service import load_passages
+from retrieval.text import plain_words
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +310,8 @@ class Agent:
     async def _described_pointer(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary,
                                  memory: ChatMemory, labels: frozenset[str]) -> intent.Intent:
         """给小孩踢的那个呢 after 足球: the kind in focus, described — read as if its name were written there
-        (给小孩踢的足球); when the description fits another product of that kind (青少年训练足球), that one."""
+        (给小孩踢的足球); when the description fits another product of that kind (青少年训练足球), that one — the one
+        whose name holds the description's words (越野的那款 → 越野跑鞋), else the one the embedder finds closest."""
         if asked.reference is None or asked.reference.kind != "this" or asked.products \
                 or len(memory.focus_product_ids) != 1:
             return asked
@@ -323,6 +325,12 @@ class Agent:
                             has_focus=True, labels=labels)
         if again.products != (focus,):
             return asked
+        description = asked.text[:pointer.start()]
+        # 越野的那款呢 after 跑步鞋: the one product of the kind (鞋) whose name holds the words of the description
+        written = {pid for name, pid in vocabulary.names.items() if pid != focus and name.endswith(kind[-1])
+                   and any(len(w) >= 2 and w in name for w in plain_words(description))}
+        if len(written) == 1:
+            return intent.replace_product(again, focus, written.pop())
         again = await self._qualify(text, again, vocabulary)
         return again if again.products != (focus,) else asked
 

@@ -1130,3 +1130,19 @@ async def test_a_bare_kind_asked_a_price_lists_that_kind(agent):
     not one of them as if it had been named."""
     said = (await agent.answer("拍子多少钱", user_id="u")).answer
     assert said.startswith("您问的“拍子”") and all(p in said for p in ("网球拍", "羽毛球拍", "乒乓球拍"))
+
+
+async def test_whether_the_shop_has_a_product_named_is_asked_whatever_the_router_reads(agent):
+    """护踝有吗 (the router reads an attribute question): nothing but whether the shop has it is asked, so its
+    price and stock; 压缩紧身裤有42码吗 still asks an attribute."""
+    said = (await agent.answer("护踝有吗", user_id="u")).answer
+    assert "99元" in said and "库存50" in said
+    v = intent.Vocabulary({"护踝": "031"})
+    assert intent.read("护踝有吗", v, labels=["attribute"]).asks == {intent.Ask.STOCK}
+    assert intent.Ask.SPEC in intent.read("护踝有42码吗", v, labels=["attribute"]).asks
+
+
+async def test_a_pointer_described_by_words_of_another_products_name_is_that_product(agent):
+    """训练用的那个呢 after 足球: the football whose name holds 训练 (青少年训练足球), not the one in focus."""
+    said = (await converse(agent, ["足球多少钱", "训练用的那个呢"]))[-1]
+    assert "青少年训练足球" in said and "89元" in said
