@@ -502,6 +502,12 @@ def _word_edges(text: str) -> frozenset[int]:
 _GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧"})
 
 
+def kind_written(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
+    """A kind of goods written as one Chinese character standing as a word (包多少钱, 鞋有吗): (kind,) or ()."""
+    kind = _kind_word(text, vocabulary)
+    return kind if kind and is_han(kind[0]) else ()
+
+
 def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
     """A kind of goods written as one character standing as a word (300以内的鞋, 有什么包): a character that ends
     several products' names; not a measure word after a count (一套, 两双)."""
@@ -730,6 +736,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if products and not near:   # 有冰球吗？没有的话足球多少钱: a thing asked for apart from the product named
         near = _asked_apart(folded, spans, vocabulary)
     pointer = reference(folded) if not products else None
+    if not products and not goods and not parts and pointer is None and not has_focus:
+        goods = kind_written(folded, vocabulary)   # 包多少钱: a kind of goods written as one character
     if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
                         for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽

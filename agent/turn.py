@@ -111,6 +111,9 @@ class Agent:
         labels = await self._labels(text, memory, vocabulary)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
+        if asked.follow_up and (kind := intent.kind_written(asked.text, vocabulary)) and not any(
+                name.endswith(kind[0]) for pid in memory.focus_product_ids for name in vocabulary.chinese_names.get(pid, ())):
+            asked = intent.read(text, vocabulary, labels=labels)   # 包多少钱 after rackets: bags, not the racket
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
         asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)

@@ -1146,3 +1146,11 @@ async def test_a_pointer_described_by_words_of_another_products_name_is_that_pro
     """训练用的那个呢 after 足球: the football whose name holds 训练 (青少年训练足球), not the one in focus."""
     said = (await converse(agent, ["足球多少钱", "训练用的那个呢"]))[-1]
     assert "青少年训练足球" in said and "89元" in said
+
+
+async def test_a_kind_written_as_one_character_after_another_kind_is_no_follow_up(agent):
+    """包多少钱 after 羽毛球拍: a bag, not the racket in focus; 包还有吗 after 双肩包 is about that bag."""
+    said = (await converse(agent, ["羽毛球拍多少钱", "包多少钱"]))[-1]
+    assert "包" in said.split("售价")[0] and "羽毛球拍" not in said
+    said = (await converse(agent, ["双肩包多少钱", "包还有吗"]))[-1]
+    assert "双肩运动背包" in said and "库存35" in said
