@@ -1154,3 +1154,9 @@ async def test_a_kind_written_as_one_character_after_another_kind_is_no_follow_u
     assert "包" in said.split("售价")[0] and "羽毛球拍" not in said
     said = (await converse(agent, ["双肩包多少钱", "包还有吗"]))[-1]
     assert "双肩运动背包" in said and "库存35" in said
+
+
+async def test_whichever_will_do_is_no_part_of_the_goods(vocabulary):
+    """啥球都行 / 啥鞋都可以: any ball or shoe will do — the goods are 球 and 鞋, not 球都行."""
+    assert intent.read("最贵的球是哪个 啥球都行", vocabulary).goods == ("球",)
+    assert goods_phrases("便宜的包有吗 啥包都行", []) == [] and goods_phrases("跑鞋也行 最便宜的是哪双", []) == ["跑鞋"]
