@@ -1160,3 +1160,11 @@ async def test_whichever_will_do_is_no_part_of_the_goods(vocabulary):
     """啥球都行 / 啥鞋都可以: any ball or shoe will do — the goods are 球 and 鞋, not 球都行."""
     assert intent.read("最贵的球是哪个 啥球都行", vocabulary).goods == ("球",)
     assert goods_phrases("便宜的包有吗 啥包都行", []) == [] and goods_phrases("跑鞋也行 最便宜的是哪双", []) == ["跑鞋"]
+
+
+async def test_whether_a_price_is_for_one_or_a_pair_is_answered_from_the_record(agent):
+    """护踝是一只还是一对 / 单只卖还是一副卖: the record's pack (单只装) with the price, not the price alone."""
+    said = (await agent.answer("护踝是一只还是一对", user_id="u")).answer
+    assert "单只装" in said
+    said = (await converse(agent, ["护膝多少钱", "单个的价还是两个的价"]))[-1]
+    assert "单只装" in said and "79元" in said
