@@ -111,9 +111,7 @@ class Agent:
         labels = await self._labels(text, memory, vocabulary)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
-        if asked.follow_up and (kind := intent.kind_written(asked.text, vocabulary)) and not any(
-                name.endswith(kind[0]) for pid in memory.focus_product_ids for name in vocabulary.chinese_names.get(pid, ())):
-            asked = intent.read(text, vocabulary, labels=labels)   # 包多少钱 after rackets: bags, not the racket
+        asked = self._another_kind(text, asked, vocabulary, memory, labels)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
         asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)
@@ -263,6 +261,17 @@ class Agent:
                 return asked
         return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
                            own=frozenset({rest}))
+
+    @staticmethod
+    def _another_kind(text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,
+                      labels: frozenset[str]) -> intent.Intent:
+        """包多少钱 after a racket: a kind written as one character that the product in focus is not of names new
+        goods (bags), so the message is no follow-up; 包还有吗 after 双肩包 stays one."""
+        kind = intent.kind_written(asked.text, vocabulary) if asked.follow_up else ()
+        focus_names = [n for pid in memory.focus_product_ids for n in vocabulary.chinese_names.get(pid, ())]
+        if not kind or any(name.endswith(kind[0]) for name in focus_names):
+            return asked
+        return intent.read(text, vocabulary, labels=labels)
 
     async def _another_name(self, asked: intent.Intent) -> intent.Intent:
         """乒乓球板 holds the name 乒乓球 but is no near miss: the dictionary reads it as another product's own
