@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from aiogram import Bot
 from aiogram.types import Update
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agent.conversation import Conversation, Limits
@@ -100,6 +100,7 @@ INTERNAL = re.compile(r"Traceback|Exception|Error\b|File \"|/work/|\.py\b|sqlite
                                                                    HealthCheck.too_slow])
 @given(shape=SHAPES, text=TEXT, entities=st.lists(ENTITY, max_size=3), chat=st.integers(1, 50),
        data=st.one_of(st.text(max_size=64), st.sampled_from(["fb:up:1", "fb:down:x", "ho:ask", "ho:claim:1", "::::"])))
+@example(shape="message", text="/start@0", entities=[], chat=1, data="")   # a command addressed to a bot: getMe
 def test_any_update_gets_a_polite_reply_or_none(world, shape, text, entities, chat, data):
     loop, dispatcher, bot, session = world
     before = len(session.requests)

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiogram import Bot
 from aiogram.client.session.base import BaseSession
-from aiogram.methods import SendChatAction, SendMessage, TelegramMethod
+from aiogram.methods import GetMe, SendChatAction, SendMessage, TelegramMethod
 from aiogram.types import Chat, Message, User
 
 BOT_USER = User(id=4242, is_bot=True, first_name="kefu", username="kefu_test_bot")
@@ -52,6 +52,8 @@ class RecordingSession(BaseSession):
         if isinstance(method, SendMessage):
             return Message(message_id=len(self.requests), date=int(time.time()),
                            chat=Chat(id=int(method.chat_id), type="private"), from_user=BOT_USER, text=method.text)
+        if isinstance(method, GetMe):   # a command addressed to a bot (/start@name) asks who the bot is
+            return BOT_USER
         if isinstance(method, SendChatAction):
             return True
         return True
