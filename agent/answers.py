@@ -244,7 +244,7 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     # 便宜点的运动包: of what the search found, the products of the kind asked for (包) when there are any, not
     # every 运动… product the words matched
     kind = noun_stem(asked.subject)[-1:]   # 鞋子 → 鞋; one character names a kind too (包)
-    products = [p for p in products if is_han(kind) and (base_name(p.product_name) or p.product_name).endswith(kind)] \
+    products = [p for p in products if is_han(kind) and of_kind(kind, p)] \
         or products
     budget = "符合您预算的" if asked.max_price is not None or asked.min_price is not None else ""
     what = (f"比{asked.too_dear}便宜的" if asked.too_dear else budget) + (asked.brand or "") + (asked.category or "") + "商品"
@@ -469,6 +469,11 @@ def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str
     names = "、".join(_label(p) for p in products)
     return (f"{not_sold_line(subject)}相关的商品有：{names}，需要的话可以问我它们的详情。",
             [p.evidence_id for p in products])
+
+
+def of_kind(kind: str, product: Product) -> bool:
+    """Whether the product's name (without its pack) ends with the character naming a kind (包, 鞋, 拍)."""
+    return bool(kind) and (base_name(product.product_name) or product.product_name).endswith(kind)
 
 
 def same_kind(subject: str, product_name: str) -> bool:

@@ -254,6 +254,10 @@ class OfflineModel:
             # by; the need told in the sentence is searched by its meaning
             return self._call("search_products", {"query": asked.text[:200], "top_k": 3})
         if findings.products:
+            kind = noun_stem(asked.subject) if asked.subject and not asked.products else ""
+            if len(kind) == 1 and kind not in searched \
+                    and sum(answers.of_kind(kind, p) for p in findings.products.values()) < 2:
+                return self._call("search_products", {"query": kind, "top_k": 10})   # 包多少钱: which bags there are
             return self._about_one(asked, findings, called)
         if focus and asked.follow_up and "get_product_details" not in called:
             return self._call("get_product_details", {"product_ids": focus})
@@ -312,7 +316,7 @@ class OfflineModel:
             return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
         if subject and not asked.products and len(noun_stem(subject)) == 1:   # 鞋子多少钱: which shoes? those found
-            kind = [findings.products[p] for p in order if answers.same_kind(subject, findings.products[p].product_name)]
+            kind = [findings.products[p] for p in order if answers.of_kind(noun_stem(subject), findings.products[p])]
             if len(kind) >= 2:
                 return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named

@@ -1168,3 +1168,10 @@ async def test_whether_a_price_is_for_one_or_a_pair_is_answered_from_the_record(
     assert "单只装" in said
     said = (await converse(agent, ["护膝多少钱", "单个的价还是两个的价"]))[-1]
     assert "单只装" in said and "79元" in said
+
+
+async def test_a_kind_written_as_one_character_is_answered_with_the_products_of_that_kind(agent):
+    """包多少钱 / 鞋有吗: which bag or shoe is not said — the kind searched by itself when the message's own search
+    found fewer than two of it, then those of the kind, each priced (not one bag as if it had been named)."""
+    said = (await agent.answer("包多少钱", user_id="u")).answer
+    assert said.startswith("您问的“包”") and sum(name in said for name in ("健身包", "腰包", "背包")) >= 2
