@@ -21,8 +21,10 @@ import jieba.posseg
 from agent.counts import budget, english_numbers, quantities
 from agent.mentions import (
     MEASURE_WORDS,
+    PRICE_WORDS,
     Reference,
     asks_for_goods,
+    dictionary_tag,
     extended_names,
     framed_objects,
     goods_phrases,
@@ -91,7 +93,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
     (Ask.BRAND, re.compile(r"(?:什么|啥)牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥)|包邮|划算|新客|首单|首次|第一次")),
-    (Ask.PRICE, re.compile(r"多少钱|多钱|几多钱|几钱|(?:什么|啥)价|价格|价钱|售价|几块|多少元|怎么卖|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
+    (Ask.PRICE, re.compile(PRICE_WORDS + r"|价钱|售价|几块|多少元|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
 )
 _ASK_PATTERNS = dict(_ASKS)
 # a request for a list, read by the offline model beside a budget: the reader's list words, any 推荐, English
@@ -592,8 +594,7 @@ def _after_verb(text: str, at: int) -> bool:
     """Whether the word right before `at` is a verb by jieba's dictionary (装 of 能装衣服; its tagger may call it a
     noun in context): what follows is the verb's object."""
     words = jieba.lcut(text[:at])
-    tags = jieba.posseg.dt.word_tag_tab
-    return bool(words) and (tags.get(words[-1]) or tags.get(words[-1][-1]) or "").startswith("v")
+    return bool(words) and (dictionary_tag(words[-1]) or dictionary_tag(words[-1][-1])).startswith("v")
 
 
 _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")

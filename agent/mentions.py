@@ -125,12 +125,15 @@ def _is_amount(word: str) -> bool:
     return bool(re.fullmatch(r"[\d.一二两三四五六七八九十百千万几多]+(?:块钱|[个件双支盒块元钱斤公斤米号码岁人天筒])?", word))
 
 
+# How a price is asked right after the thing priced (足球多少钱, 护膝多钱, 篮球啥价): shared by the reader's word rules.
+PRICE_WORDS = "多少钱|多钱|几多钱|几钱|怎么卖|(?:什么|啥)价|几块钱|价格"
+
 # The thing asked for in a question about having, selling or a price (有X吗, 有没有X, 卖X吗, X多少钱): the
 # whole object, where jieba's tags split a compound (瑜伽/垫, 登山/杖) or glue the verb to it (有泳/镜).
 _FRAMED = re.compile(
     f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{MEASURE_WORDS}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
     f"的?(?:吗|么|嘛|呢|卖吗|卖|没有|不|[？?。，,！!]|$)"
-    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:多少钱|多钱|几多钱|几钱|怎么卖|(?:什么|啥)价|几块钱|价格)")
+    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:{PRICE_WORDS})")
 
 
 def _opens_another_word(text: str, at: int) -> bool:
@@ -349,7 +352,12 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
     return ""
 
 
-_TAGS = jieba.posseg.dt.word_tag_tab   # a word's part of speech by the dictionary, out of context
+def dictionary_tag(word: str) -> str:
+    """A word's part of speech by jieba's dictionary, out of context ('' when it has none): its tagger may read
+    装 of 能装衣服 as a noun, the dictionary says a verb."""
+    return jieba.posseg.dt.word_tag_tab.get(word, "")
+
+
 _NOT_A_MODIFIER = ("v", "d", "m", "q", "p", "r", "c", "a")   # 能装, 大绳: a verb or an adjective, no thing's name
 
 
@@ -368,8 +376,8 @@ def _thing_after(text: str, end: int, own: frozenset[str]) -> int:
         word, rest = first.word + second.word, tokens[2:]
     elif first.flag in _THING_TAGS and not senses(first.word) and first.word not in jieba.dt.FREQ \
             and first.word[-1] not in _NOT_GOODS and first.word[-1] not in MEASURE_WORDS \
-            and (all(jieba.posseg.lcut(ch)[0].flag in ("n", "ng") for ch in first.word)
-                 or names_an_object(first.word[-1]) and not _TAGS.get(first.word[0], "").startswith(_NOT_A_MODIFIER)):
+            and (all(dictionary_tag(ch) in ("n", "ng") for ch in first.word)
+                 or names_an_object(first.word[-1]) and not dictionary_tag(first.word[0]).startswith(_NOT_A_MODIFIER)):
         word, rest = first.word, tokens[1:]
     else:
         return 0
@@ -386,7 +394,7 @@ def _measure_tail(rest: str) -> bool:
 # How a message asks for goods (a question about having, selling, price or stock, or an order). A noun
 # phrase outside these is part of a need told (孩子十岁想踢球, 爬山下坡膝盖疼): never "not sold".
 _ASKING_FOR_GOODS = re.compile(
-    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|单独?买|多少|多钱|几钱|几块|价|怎么卖|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
+    f"有.{{0,12}}[吗么嘛不没]|有没有|有无|卖|单独?买|{PRICE_WORDS}|多少|几块|价|报价|库存|有货|现货|来\\s*[一两二三四五六七八九十几\\d]+\\s*[{MEASURE_WORDS}]"
     f"|[要买订拿]\\s*[一两二三四五六七八九十几\\d]*\\s*[{MEASURE_WORDS}]|\\b(?:sell|have|how much|price|cost|any)\\b")
 
 

@@ -254,9 +254,8 @@ class OfflineModel:
             # by; the need told in the sentence is searched by its meaning
             return self._call("search_products", {"query": asked.text[:200], "top_k": 3})
         if findings.products:
-            kind = noun_stem(asked.subject) if asked.subject and not asked.products else ""
-            if len(kind) == 1 and kind not in searched \
-                    and sum(answers.of_kind(kind, p) for p in findings.products.values()) < 2:
+            kind = OfflineModel._bare_kind(asked)
+            if kind and kind not in searched and sum(answers.of_kind(kind, p) for p in findings.products.values()) < 2:
                 return self._call("search_products", {"query": kind, "top_k": 10})   # 包多少钱: which bags there are
             return self._about_one(asked, findings, called)
         if focus and asked.follow_up and "get_product_details" not in called:
@@ -270,6 +269,13 @@ class OfflineModel:
         listed = asked.parts[1:] if asked.parts and asked.parts[0] == asked.subject else ()   # 冰爪和冰镐
         return answers.not_sold_answer("" if asked.tells_need else asked.subject, *listed), [], \
             AnswerStatus.INSUFFICIENT
+
+    @staticmethod
+    def _bare_kind(asked: Intent) -> str:
+        """The kind asked about when it is written as one character and nothing is named (包多少钱, 鞋子有吗: 包, 鞋);
+        '' otherwise."""
+        kind = noun_stem(asked.subject) if asked.subject and not asked.products else ""
+        return kind if len(kind) == 1 else ""
 
     @staticmethod
     def _each_asked(asked: Intent) -> bool:
@@ -315,10 +321,10 @@ class OfflineModel:
                 return itself
             return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
-        if subject and not asked.products and len(noun_stem(subject)) == 1:   # 鞋子多少钱: which shoes? those found
-            kind = [findings.products[p] for p in order if answers.of_kind(noun_stem(subject), findings.products[p])]
-            if len(kind) >= 2:
-                return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)
+        if kind := self._bare_kind(asked):   # 鞋子多少钱: which shoes? those found
+            of_kind = [findings.products[p] for p in order if answers.of_kind(kind, findings.products[p])]
+            if len(of_kind) >= 2:
+                return (*answers.kind_answer(subject, of_kind[:5]), AnswerStatus.GROUNDED)
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
                                      or answers.written_in_full(subject, main.product_name)
