@@ -30,6 +30,11 @@ async def converse(agent, messages, user_id="console"):
     return answers
 
 
+async def reply(agent, text):
+    """What the bot says to one message, with nothing discussed before."""
+    return (await agent.answer(text, user_id="u")).answer
+
+
 def figures(text):
     return re.findall(r"\d+(?:\.\d+)?(?=元)", text)
 
@@ -606,39 +611,39 @@ async def test_a_near_miss_beside_a_question_about_the_product_itself_answers_bo
 async def test_a_thing_named_after_a_product_is_another_thing_unless_the_products_record_holds_it(agent):
     """篮球打气筒: a pump for the ball, not the ball; 弹力带阻力 and 篮球半价 are written in the band's own
     specifications and the ball's own promotion, so they are the product's."""
-    said = (await agent.answer("篮球打气筒有吗", user_id="u")).answer
+    said = await reply(agent, "篮球打气筒有吗")
     assert said.startswith("抱歉，本店没有销售“篮球打气筒”") and "200元" not in said
-    said = (await agent.answer("跑步鞋鞋垫有吗", user_id="u")).answer
+    said = await reply(agent, "跑步鞋鞋垫有吗")
     assert said.startswith("抱歉，本店没有销售“跑步鞋鞋垫”")
-    said = (await agent.answer("弹力带阻力多大呀", user_id="u")).answer
+    said = await reply(agent, "弹力带阻力多大呀")
     assert "5-40磅" in said and "没有销售" not in said
-    said = (await agent.answer("篮球半价要满多少钱才行", user_id="u")).answer
+    said = await reply(agent, "篮球半价要满多少钱才行")
     assert "满300元" in said and "没有销售" not in said
-    said = (await agent.answer("跳绳弹力带泡沫轴各一个总共多少", user_id="u")).answer   # a name after a name
+    said = await reply(agent, "跳绳弹力带泡沫轴各一个总共多少")   # a name after a name
     assert "197元" in said
 
 
 async def test_a_part_of_a_product_asked_for_as_goods_is_not_the_product(agent):
     """泳镜的镜片有单卖的吗: the lenses, not the goggles; 轮滑鞋的轮子 is the skates' own (85A轮子 in its record) when
     asked about, but goods of their own when asked to be bought apart."""
-    said = (await agent.answer("泳镜的镜片有单卖的吗", user_id="u")).answer
+    said = await reply(agent, "泳镜的镜片有单卖的吗")
     assert said.startswith("抱歉，本店没有销售“泳镜的镜片”") and "129元" not in said
-    said = (await agent.answer("轮滑鞋的轮子能单独买吗", user_id="u")).answer
+    said = await reply(agent, "轮滑鞋的轮子能单独买吗")
     assert said.startswith("抱歉，本店没有销售“轮滑鞋的轮子”")
-    said = (await agent.answer("轮滑鞋的轮子是多少A的", user_id="u")).answer
+    said = await reply(agent, "轮滑鞋的轮子是多少A的")
     assert "85A" in said and "没有销售" not in said
 
 
 async def test_a_name_qualified_as_the_products_own_record_describes_it_is_that_product(agent):
     """撸铁手套: 健身手套's record says it is for 撸铁; 减震跑鞋: 缓震跑步鞋's says 减震. 拳击手套 stays a near miss:
     nothing in the fitness gloves' record says 拳击."""
-    said = (await agent.answer("撸铁手套卖多少", user_id="u")).answer
+    said = await reply(agent, "撸铁手套卖多少")
     assert "健身手套" in said and "59元" in said and "没有销售" not in said
-    said = (await agent.answer("减震跑鞋还有货吗", user_id="u")).answer
+    said = await reply(agent, "减震跑鞋还有货吗")
     assert "缓震跑步鞋" in said and "没有销售" not in said
-    said = (await agent.answer("拳击手套有吗", user_id="u")).answer
+    said = await reply(agent, "拳击手套有吗")
     assert said.startswith("抱歉，本店没有销售“拳击手套”")
-    said = (await agent.answer("刷街鞋多少钱", user_id="u")).answer
+    said = await reply(agent, "刷街鞋多少钱")
     assert "成人轮滑鞋" in said and "599元" in said and "没有销售" not in said
 
 
@@ -653,33 +658,33 @@ def test_a_name_jieba_holds_as_one_word_is_read_by_its_head_character():
 
 async def test_a_colloquial_what_asks_as_the_written_one_does(agent):
     """啥 is 什么 as people type it: 有啥码 asks the sizes as 有什么码 does, beside another product's price."""
-    said = (await agent.answer("护膝有啥码 跳绳多少钱", user_id="u")).answer
+    said = await reply(agent, "护膝有啥码 跳绳多少钱")
     assert "S-XL" in said and "39元" in said
 
 
 async def test_cheaper_goods_after_goods_said_to_be_too_dear_are_below_its_price(agent):
     """网球拍有点贵了 有没有便宜点的球拍: rackets cheaper than the tennis racket (899元), its brand no filter."""
-    said = (await agent.answer("网球拍有点贵了 有没有便宜点的球拍", user_id="u")).answer
+    said = await reply(agent, "网球拍有点贵了 有没有便宜点的球拍")
     assert "比网球拍便宜" in said and "129元" in said and "300元" in said and "899元" not in said
-    said = (await agent.answer("萨洛蒙那双跑鞋贵了点，有没有更便宜的跑鞋", user_id="u")).answer
+    said = await reply(agent, "萨洛蒙那双跑鞋贵了点，有没有更便宜的跑鞋")
     assert "比越野跑鞋便宜" in said and "500元" in said and "899元" not in said
 
 
 async def test_the_cheapest_or_dearest_of_a_kind_is_the_one_at_the_top(agent):
-    said = (await agent.answer("最贵的跑鞋是哪双", user_id="u")).answer
+    said = await reply(agent, "最贵的跑鞋是哪双")
     assert "最贵的是越野跑鞋" in said and "500元" not in said
-    said = (await agent.answer("球拍里哪个最便宜", user_id="u")).answer
+    said = await reply(agent, "球拍里哪个最便宜")
     assert "最便宜的是乒乓球拍" in said and "899元" not in said
 
 
 async def test_a_size_asked_by_its_value_or_its_count_is_the_products_sizes(agent):
     """有XL的吗, 有哪几个码, 有XXXL吗: the sizes the record states — never goods called 哪几个 or XXXL, and 我比较胖
     tells about the customer, it compares nothing."""
-    said = (await agent.answer("运动护膝有XL的吗 多少钱", user_id="u")).answer
+    said = await reply(agent, "运动护膝有XL的吗 多少钱")
     assert "S-XL" in said and "79元" in said
     said = await converse(agent, ["瑜伽服多少钱", "有哪几个码"])
     assert "XS-XL" in said[1] and "没有销售" not in said[1]
-    said = (await agent.answer("我比较胖 速干T恤有XXXL吗", user_id="u")).answer
+    said = await reply(agent, "我比较胖 速干T恤有XXXL吗")
     assert "S-XXXL" in said
 
 
@@ -701,14 +706,14 @@ async def test_a_pointer_with_a_description_is_the_kind_in_focus_so_described(ag
 
 async def test_a_count_written_after_goods_no_catalog_word_names_is_read_apart(agent):
     """羽球两筒多少钱: 羽球 is searched (the badminton shuttles) and 两筒 is the count, not part of the goods."""
-    said = (await agent.answer("羽球两筒多少钱", user_id="u")).answer
+    said = await reply(agent, "羽球两筒多少钱")
     assert "羽毛球（12只装）" in said and "196元" in said and "没有销售" not in said
 
 
 async def test_a_complaint_about_goods_received_says_what_the_shop_does_about_it(agent):
-    said = (await agent.answer("刚到的跳绳计数器不亮，真坑", user_id="u")).answer
+    said = await reply(agent, "刚到的跳绳计数器不亮，真坑")
     assert said.startswith("非常抱歉") and "质量问题" in said
-    assert "质量问题" not in (await agent.answer("你们客服态度太差了", user_id="u")).answer
+    assert "质量问题" not in await reply(agent, "你们客服态度太差了")
 
 
 async def test_one_of_each_means_the_products_the_conversation_just_went_through(agent):
@@ -721,9 +726,9 @@ async def test_one_of_each_means_the_products_the_conversation_just_went_through
 
 
 async def test_the_average_a_unit_comes_to_is_stated_when_asked(agent):
-    said = (await agent.answer("篮球鞋拿两双，平均下来一双多少钱", user_id="u")).answer
+    said = await reply(agent, "篮球鞋拿两双，平均下来一双多少钱")
     assert "实付1298元" in said and "平均每双649元" in said   # 1398 - 100
-    assert "平均" not in (await agent.answer("篮球鞋拿两双多少钱", user_id="u")).answer
+    assert "平均" not in await reply(agent, "篮球鞋拿两双多少钱")
 
 
 async def test_a_first_purchase_told_is_who_buys_not_what_nor_spending(agent):
@@ -734,44 +739,44 @@ async def test_a_first_purchase_told_is_who_buys_not_what_nor_spending(agent):
     assert "实付400元" in said[1]
     said = await converse(agent, ["跑步鞋怎么卖", "我第一次在你家买，首单能便宜多少"])
     assert "跑步鞋" in said[1] and "已付款订单" not in said[1]
-    assert "哪款" in (await agent.answer("新用户第一单买的话多少钱", user_id="u")).answer
+    assert "哪款" in await reply(agent, "新用户第一单买的话多少钱")
 
 
 async def test_several_products_each_asked_about_get_each_ones_facts_and_no_total(agent):
     """护膝和登山杖还有货吗 asks two stocks, not what both cost together; an attribute asked of one product beside
     another named for context is answered from the records, not as a basket; so is a price asked beside a stock
     or a promotion (足球多少钱，篮球有货吗), which a basket answered without the stock."""
-    said = (await agent.answer("护膝和登山杖现在都还有货不", user_id="u")).answer
+    said = await reply(agent, "护膝和登山杖现在都还有货不")
     assert "合计" not in said and said.count("库存") == 2
-    said = (await agent.answer("哑铃有优惠吗？壶铃呢，有啥活动", user_id="u")).answer
+    said = await reply(agent, "哑铃有优惠吗？壶铃呢，有啥活动")
     assert "合计" not in said and "满500减100" in said
-    said = (await agent.answer("瑜伽垫想配个瑜伽砖，砖是什么材质的", user_id="u")).answer
+    said = await reply(agent, "瑜伽垫想配个瑜伽砖，砖是什么材质的")
     assert "合计" not in said and "EVA" in said
-    said = (await agent.answer("护膝和登山杖一共多少钱", user_id="u")).answer   # a total asked: still the basket
+    said = await reply(agent, "护膝和登山杖一共多少钱")   # a total asked: still the basket
     assert "合计" in said
     # two questions, one of each product: the price of one and the stock of the other, not a sum of both
-    said = (await agent.answer("足球多少钱，篮球有货吗", user_id="u")).answer
+    said = await reply(agent, "足球多少钱，篮球有货吗")
     assert "合计" not in said and "售价120元" in said and "库存30个" in said
-    said = (await agent.answer("瑜伽垫有优惠吗？哑铃多少钱", user_id="u")).answer   # the mat's gift was left out
+    said = await reply(agent, "瑜伽垫有优惠吗？哑铃多少钱")   # the mat's gift was left out
     assert "合计" not in said and "赠送教程视频" in said and "售价299元" in said
     # an attribute and the stock, of one product or of each: both answered (the stock was left out)
-    said = (await agent.answer("哑铃套装总共多重 还剩几套", user_id="u")).answer
+    said = await reply(agent, "哑铃套装总共多重 还剩几套")
     assert "20公斤" in said and "库存20套" in said
-    said = (await agent.answer("登山杖能调多长 登山鞋还有货没", user_id="u")).answer
+    said = await reply(agent, "登山杖能调多长 登山鞋还有货没")
     assert "100-130厘米" in said and "库存14双" in said
 
 
 async def test_kuai_right_before_a_product_counts_pieces(agent):
-    said = (await agent.answer("要四块瑜伽砖和一张瑜伽垫，总共多少", user_id="u")).answer
+    said = await reply(agent, "要四块瑜伽砖和一张瑜伽垫，总共多少")
     assert "合计306元" in said   # 4 × 39 + 150
-    said = (await agent.answer("五块瑜伽砖多少钱", user_id="u")).answer
+    said = await reply(agent, "五块瑜伽砖多少钱")
     assert "共195元" in said and "以店铺系统核实的数据为准" not in said   # 块 counted, no figure of the customer's own
 
 
 async def test_a_thing_asked_for_in_its_own_clause_is_not_a_need_told(agent):
-    said = (await agent.answer("拳击手套有没有？最近想去练练拳", user_id="u")).answer
+    said = await reply(agent, "拳击手套有没有？最近想去练练拳")
     assert "没有销售" in said
-    said = (await agent.answer("冲浪板有吗，下个月去海南玩", user_id="u")).answer
+    said = await reply(agent, "冲浪板有吗，下个月去海南玩")
     assert "没有销售" in said
 
 
@@ -794,27 +799,27 @@ async def test_an_order_named_by_what_it_bought_is_that_order(agent):
 async def test_an_attribute_of_the_product_named_is_answered_beside_its_price(agent):
     """多少钱，能装多少 asks the capacity too; an attribute of the product named is not a list of its
     category (想去爬山，登山杖多重: the pole's weight, not the outdoor goods); 能装手机的腰包 describes, asks nothing."""
-    said = (await agent.answer("运动水壶多少钱，能装多少水", user_id="u")).answer
+    said = await reply(agent, "运动水壶多少钱，能装多少水")
     assert "750毫升" in said and "49元" in said
-    said = (await agent.answer("周末准备去爬山，登山杖多重", user_id="u")).answer
+    said = await reply(agent, "周末准备去爬山，登山杖多重")
     assert "徒步登山鞋" not in said and "登山杖" in said   # its record states no weight: what it does state
 
 
 async def test_asked_whether_the_shop_has_one_that_does_gets_the_product_and_its_price(agent):
-    said = (await agent.answer("有能自动计数的跳绳吗", user_id="u")).answer
+    said = await reply(agent, "有能自动计数的跳绳吗")
     assert "39元" in said
-    said = (await agent.answer("跳绳能自动计数吗", user_id="u")).answer   # a fact of the product asked: the fact
+    said = await reply(agent, "跳绳能自动计数吗")   # a fact of the product asked: the fact
     assert "计数" in said
 
 
 async def test_a_thing_asked_for_apart_from_a_product_named_is_said_not_sold_first(agent):
     """卖不卖X，Y多少钱: X asked for in its own clause, not covered by the catalog — not sold, then Y; a thing
     only told about (我儿子打冰球的) is not asked for."""
-    said = (await agent.answer("你们卖不卖冲浪板，滑板多少钱", user_id="u")).answer
+    said = await reply(agent, "你们卖不卖冲浪板，滑板多少钱")
     assert "没有销售“冲浪板”" in said and "349元" in said
-    said = (await agent.answer("我女儿学花样滑冰的，护膝多少钱", user_id="u")).answer
+    said = await reply(agent, "我女儿学花样滑冰的，护膝多少钱")
     assert "没有销售" not in said and "79元" in said
-    said = (await agent.answer("有优惠吗？护膝多少钱", user_id="u")).answer
+    said = await reply(agent, "有优惠吗？护膝多少钱")
     assert "没有销售" not in said
 
 
@@ -830,18 +835,18 @@ async def test_an_attribute_asked_of_the_focus_beside_a_policy_is_the_products_o
 async def test_in_a_long_story_the_goods_asked_for_are_the_subject_not_its_first_noun(agent):
     """A story, then 想问问你们有没有X: X is what is asked for (not sold: said so), not the gym or the coach the
     story began with; goods described (有没有缓冲好一点的鞋) stay a need."""
-    said = (await agent.answer("周末常跟同事去公园野餐，草地上坐着不舒服，想问下你们店里有没有野餐垫卖", user_id="u")).answer
+    said = await reply(agent, "周末常跟同事去公园野餐，草地上坐着不舒服，想问下你们店里有没有野餐垫卖")
     assert "没有销售“野餐垫”" in said
-    said = (await agent.answer("膝盖不太好又想坚持慢跑，你们有没有缓冲好一点的鞋", user_id="u")).answer
+    said = await reply(agent, "膝盖不太好又想坚持慢跑，你们有没有缓冲好一点的鞋")
     assert "没有销售" not in said and "跑步鞋" in said
 
 
 async def test_how_many_of_a_unit_the_record_states_is_an_attribute(agent):
     """几节的 / 几速: a number the record states in that unit, whatever the router read; 几个 / 几双 count what is
     bought (the product's measure word), not an attribute."""
-    said = (await agent.answer("羽毛球多少钱一筒，几速的", user_id="u")).answer
+    said = await reply(agent, "羽毛球多少钱一筒，几速的")
     assert "77速" in said and "98元" in said
-    said = (await agent.answer("足球买几个能便宜", user_id="u")).answer
+    said = await reply(agent, "足球买几个能便宜")
     assert "5号球" not in said
 
 
@@ -857,14 +862,14 @@ async def test_a_policy_paraphrase_gets_its_own_chunk_when_words_and_meaning_dis
 async def test_an_english_qualifier_written_twice_still_qualifies_the_last_kind(agent):
     """hockey sticks or hockey balls: the second "hockey" qualifies the balls (the Latin words in order as written,
     not each once) — a near miss, said not sold."""
-    said = (await agent.answer("do you have hockey sticks or hockey balls", user_id="u")).answer
+    said = await reply(agent, "do you have hockey sticks or hockey balls")
     assert "没有销售" in said
 
 
 async def test_a_foot_length_in_any_language_finds_the_size_table(agent):
     """A figure of three digits or more tells a table's rows apart (a foot length): it is a word of the policy
     search, so an English question reaches the size table as a Chinese one does."""
-    said = (await agent.answer("my feet are about 245 mm, which size do you suggest", user_id="u")).answer
+    said = await reply(agent, "my feet are about 245 mm, which size do you suggest")
     assert "245：中国码 39" in said
 
 
@@ -879,37 +884,37 @@ async def test_after_a_story_the_goods_a_buying_clause_wants_are_searched_not_th
 async def test_goods_told_by_their_use_are_searched_by_it_not_listed_by_the_activity(agent):
     """游泳完装湿衣服用的，三百以内: the thing for wet clothes first, not the swimming category's list; 爬山时路上喝水用的:
     the bottle, not whatever costs under fifty."""
-    said = (await agent.answer("游泳完装湿衣服用的，三百以内有吗", user_id="u")).answer
+    said = await reply(agent, "游泳完装湿衣服用的，三百以内有吗")
     assert "干湿分离健身包" in said.splitlines()[1]
-    said = (await agent.answer("爬山时路上喝水用的，五十以内", user_id="u")).answer
+    said = await reply(agent, "爬山时路上喝水用的，五十以内")
     assert "运动水壶" in said and "乒乓球" not in said
 
 
 async def test_goods_named_with_the_activity_they_are_for_are_searched_within_it(agent):
     """跑步用的腰包: the waist bag, searched within the running category — not every running product; the
     activity alone (跑步的东西有哪些) still lists the category."""
-    said = (await agent.answer("跑步时候用的腰包你们有卖吗", user_id="u")).answer
+    said = await reply(agent, "跑步时候用的腰包你们有卖吗")
     assert "跑步腰包" in said and "跑步鞋" not in said and "手表" not in said
-    said = (await agent.answer("跑步的东西有哪些", user_id="u")).answer
+    said = await reply(agent, "跑步的东西有哪些")
     assert "跑步腰包" in said and "跑步鞋" in said
 
 
 async def test_a_product_named_as_the_use_of_other_goods_is_the_use_not_the_product(agent):
     """足球用的手套: gloves for football, not the football; 足球用的东西: the football category's goods; 羽毛球
     用的鞋子 is the badminton shoe (鞋子 is 鞋), while 包子, a bun, is still no bag."""
-    said = (await agent.answer("足球用的手套你们有吗", user_id="u")).answer
+    said = await reply(agent, "足球用的手套你们有吗")
     assert "守门员手套" in said and "足球（耐克）" not in said and "健身手套" not in said
-    said = (await agent.answer("足球用的东西都有什么", user_id="u")).answer
+    said = await reply(agent, "足球用的东西都有什么")
     assert "足球护腿板" in said and "足球鞋" in said
-    said = (await agent.answer("羽毛球用的鞋子有没有", user_id="u")).answer
+    said = await reply(agent, "羽毛球用的鞋子有没有")
     assert "羽毛球鞋" in said.split("。")[0] and "没有销售" not in said
-    said = (await agent.answer("包子有吗", user_id="u")).answer
+    said = await reply(agent, "包子有吗")
     assert "没有销售“包子”" in said
     # goods named after the use (跑步穿的紧身裤): tights worn for running, filed under 服饰 — the use is no category
     # to list from ("nothing in 跑步" before), while 健身用的小东西 names no goods and is the category's
-    said = (await agent.answer("跑步穿的紧身裤", user_id="u")).answer
+    said = await reply(agent, "跑步穿的紧身裤")
     assert "压缩紧身裤" in said and "没有找到" not in said
-    assert "计数跳绳" in (await agent.answer("预算40以内，想买个健身用的小东西", user_id="u")).answer
+    assert "计数跳绳" in await reply(agent, "预算40以内，想买个健身用的小东西")
 
 
 async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_looks_up_no_product(agent):
@@ -922,13 +927,13 @@ async def test_a_product_ask_beside_the_customers_orders_with_no_goods_named_loo
 async def test_goods_found_only_above_the_budget_are_not_replaced_by_whatever_fits_it(agent):
     """一百五以内的跑步鞋有吗: the shop has running shoes, none within 150 — said so, not a list of balls and mats that
     cost less; a need whose extracted words find nothing is searched by its sentence before any such list."""
-    said = (await agent.answer("一百五以内的跑步鞋有吗", user_id="u")).answer
+    said = await reply(agent, "一百五以内的跑步鞋有吗")
     assert "没有找到" in said and "足球" not in said and "瑜伽垫" not in said
     assert "放宽价格范围" in said   # …and the customer set a price range: that is what to loosen
 
-    said = (await agent.answer("平时骑车通勤，膝盖老是发酸，想买个护着点的，一百以内", user_id="u")).answer
+    said = await reply(agent, "平时骑车通勤，膝盖老是发酸，想买个护着点的，一百以内")
     assert "运动护膝" in said.splitlines()[1] or "运动护膝" in said.splitlines()[0]
-    said = (await agent.answer("六十以下的跑步小东西有什么", user_id="u")).answer   # 小东西 names no kind: the category's
+    said = await reply(agent, "六十以下的跑步小东西有什么")   # 小东西 names no kind: the category's
     assert "符合您预算的跑步商品" in said and "跑步腰包" in said                        # list within the budget
 
 
@@ -945,19 +950,19 @@ async def test_the_shops_premises_are_not_goods_it_does_not_sell(agent):
     for question in ("你们有线下门店吗", "店开在哪，周末能去店里试试吗"):
         said = (await agent.answer(question, user_id="u")).answer
         assert "没有线下门店的信息" in said and "没有销售" not in said and "售价" not in said
-    said = (await agent.answer("实体店有跑步鞋卖吗", user_id="u")).answer
+    said = await reply(agent, "实体店有跑步鞋卖吗")
     assert "跑步鞋" in said and "没有线下门店的信息" not in said
     # the premises with a policy asked beside them: both parts, the premises first
-    said = (await agent.answer("实体店那边买的能退吗", user_id="u")).answer
+    said = await reply(agent, "实体店那边买的能退吗")
     assert said.startswith("抱歉，店铺系统里没有线下门店的信息") and "退" in said.split("\n", 1)[1]
 
 
 async def test_a_budget_is_met_by_what_a_unit_costs_now_not_its_list_price(agent):
     """一百一以内的足球: the 120元 ball at 9折 costs 108 — within the budget, listed with what is paid; a ball whose
     promotion needs a larger order (篮球, 满300半价) is judged by its price."""
-    said = (await agent.answer("一百一以内的足球有哪些", user_id="u")).answer
+    said = await reply(agent, "一百一以内的足球有哪些")
     assert "足球（耐克）" in said and "实付108元" in said
-    said = (await agent.answer("一百五以内的篮球有吗", user_id="u")).answer
+    said = await reply(agent, "一百五以内的篮球有吗")
     assert "篮球（斯伯丁）" not in said
 
 
@@ -975,21 +980,21 @@ async def test_the_cheapest_or_a_cheaper_one_of_a_kind_is_a_list_by_price(agent)
     """最便宜的足球: of the names ending in 足球, the cheapest (not the product called 足球); 篮球有没有便宜点的: the
     cheaper basketball first; 跑鞋哪双最便宜: the cheapest of the search's running shoes. 能便宜点吗 still asks a lower
     price, and 最便宜的那个 after a list points back at it."""
-    said = (await agent.answer("最便宜的足球多少钱", user_id="u")).answer
+    said = await reply(agent, "最便宜的足球多少钱")
     assert "最便宜的是青少年训练足球" in said and "89元" in said and "室内五人制足球" not in said
-    said = (await agent.answer("篮球有没有便宜点的", user_id="u")).answer
+    said = await reply(agent, "篮球有没有便宜点的")
     assert said.index("室外耐磨篮球") < said.index("篮球（斯伯丁）")
-    said = (await agent.answer("跑鞋哪双最便宜", user_id="u")).answer
+    said = await reply(agent, "跑鞋哪双最便宜")
     assert "最便宜的是跑步鞋" in said
-    assert "无法议价" in (await agent.answer("能便宜点吗", user_id="u")).answer
+    assert "无法议价" in await reply(agent, "能便宜点吗")
     said = await converse(agent, ["你们有哪些跑鞋", "最便宜的那个多少钱"])
     assert "500元" in said[1]
     # …of a kind in one character or of a category, asked with 哪个 (one of a list, not two things compared)
-    said = (await agent.answer("最便宜的包是哪个", user_id="u")).answer
+    said = await reply(agent, "最便宜的包是哪个")
     assert "最便宜的是跑步腰包" in said
-    said = (await agent.answer("护具里最便宜的是哪个", user_id="u")).answer
+    said = await reply(agent, "护具里最便宜的是哪个")
     assert "最便宜的是运动头带" in said
-    assert "足球更便宜" in (await agent.answer("足球和篮球哪个便宜", user_id="u")).answer
+    assert "足球更便宜" in await reply(agent, "足球和篮球哪个便宜")
 
 
 async def test_a_pointer_jieba_reads_into_a_name_still_points_back(agent):
@@ -1002,27 +1007,27 @@ async def test_a_pointer_jieba_reads_into_a_name_still_points_back(agent):
 async def test_a_need_whose_words_find_nothing_is_searched_by_its_sentence(agent):
     """打排球老崴脚 有啥能护一下的: the words read as goods (排球老崴) find nothing and no filter lists anything; the
     need told in the sentence finds the ankle brace by its meaning instead of "nothing fits"."""
-    said = (await agent.answer("我打排球老崴脚 有啥能护一下的", user_id="u")).answer
+    said = await reply(agent, "我打排球老崴脚 有啥能护一下的")
     assert "护踝" in said and "没有找到" not in said
-    said = (await agent.answer("打篮球手腕老受伤 有啥能护着的", user_id="u")).answer
+    said = await reply(agent, "打篮球手腕老受伤 有啥能护着的")
     assert "运动护腕" in said and "没有找到" not in said
 
 
 async def test_or_between_two_values_of_one_product_is_no_comparison_of_two(agent):
     """跑步鞋有优惠吗 护膝是单只还是一对: two questions, one of each product; 还是 offers two values of the knee pad,
     not a choice between the products — the shoe's promotion and the pad's packing, not a verdict on which fits."""
-    said = (await agent.answer("跑步鞋有优惠吗 护膝是单只还是一对", user_id="u")).answer
+    said = await reply(agent, "跑步鞋有优惠吗 护膝是单只还是一对")
     assert "首次购买8折" in said and "单只装" in said and "更符合" not in said
-    said = (await agent.answer("护膝还是护踝 哪个适合打篮球", user_id="u")).answer   # the products themselves: compared
+    said = await reply(agent, "护膝还是护踝 哪个适合打篮球")   # the products themselves: compared
     assert "更符合" in said
 
 
 async def test_a_name_the_dictionary_reads_as_another_products_english_name_is_that_product(agent):
     """乒乓球板 holds 乒乓球 but the dictionary reads it table tennis + bat, an English name of 乒乓球拍: the bat's
     price, not "not sold". 乒乓球桌 (table tennis + table) says nothing the balls' names do not: still a near miss."""
-    said = (await agent.answer("乒乓球板多少钱一个", user_id="u")).answer
+    said = await reply(agent, "乒乓球板多少钱一个")
     assert "乒乓球拍" in said and "129元" in said and "没有销售" not in said
-    said = (await agent.answer("乒乓球桌多少钱", user_id="u")).answer
+    said = await reply(agent, "乒乓球桌多少钱")
     assert said.startswith("抱歉，本店没有销售“乒乓球桌”")
 
 
@@ -1043,7 +1048,7 @@ def test_some_or_a_little_opens_no_question_about_having():
 
 
 async def test_a_need_told_with_some_is_searched_not_called_unsold(agent):
-    said = (await agent.answer("女朋友刚学瑜伽 柔韧性差 有些动作手够不到地", user_id="u")).answer
+    said = await reply(agent, "女朋友刚学瑜伽 柔韧性差 有些动作手够不到地")
     assert "没有销售" not in said and "瑜伽砖" in said
 
 
@@ -1070,9 +1075,9 @@ async def test_cheaper_goods_described_between_cheaper_and_their_name_are_the_ki
     """有没有便宜些能装热水的杯子 after 保温杯太贵了: cheaper goods asked for with a description between 便宜些 and
     的; the description (能装热水) is no goods itself, a category word in it (能装衣服的包: 衣服) is what the goods
     hold, not a category to list, and the list keeps the kind asked for (杯, 壶 aside: a 运动水壶 is what is found)."""
-    said = (await agent.answer("越野跑鞋贵了 有便宜点适合跑步穿的鞋吗", user_id="u")).answer
+    said = await reply(agent, "越野跑鞋贵了 有便宜点适合跑步穿的鞋吗")
     assert "跑步鞋" in said and "500元" in said and "899元" not in said and "袜" not in said
-    said = (await agent.answer("耐克双肩包太贵了 有没有便宜些能装衣服的包", user_id="u")).answer
+    said = await reply(agent, "耐克双肩包太贵了 有没有便宜些能装衣服的包")
     assert "259元" in said and "服饰" not in said and "运动袜" not in said and "299元" not in said
     v = intent.Vocabulary({"保温运动水杯": "037"})
     assert intent.read("保温运动水杯太贵了 有没有便宜些能装热水的杯子", v).goods == ("杯子",)
@@ -1081,9 +1086,9 @@ async def test_cheaper_goods_described_between_cheaper_and_their_name_are_the_ki
 async def test_no_typed_as_wood_has_asks_as_no_does(agent):
     """木有 is 没有 as people type it online: 护膝有木有 asks what 护膝有没有 asks (its price and stock), 筋膜枪有木有
     is a thing not sold; 积木 stays a word of its own."""
-    said = (await agent.answer("护膝有木有", user_id="u")).answer
+    said = await reply(agent, "护膝有木有")
     assert "79元" in said and "库存" in said
-    said = (await agent.answer("筋膜枪有木有", user_id="u")).answer
+    said = await reply(agent, "筋膜枪有木有")
     assert said.startswith("抱歉，本店没有销售“筋膜枪”")
     assert intent.typed_spellings("积木有吗") == "积木有吗" and intent.typed_spellings("有木有护膝") == "有没有护膝"
 
@@ -1098,9 +1103,9 @@ def test_a_two_character_thing_ending_in_an_object_after_a_name_is_another_thing
 async def test_goods_for_someone_the_record_excludes_are_a_near_miss(agent):
     """小孩穿的轮滑鞋 when the only 轮滑鞋 is 成人轮滑鞋 (its record: adults'): the child's skates are not sold; the
     adults' are asked about as before, and a qualifier the record does not exclude keeps the product."""
-    said = (await agent.answer("小孩穿的轮滑鞋有吗", user_id="u")).answer
+    said = await reply(agent, "小孩穿的轮滑鞋有吗")
     assert said.startswith("抱歉，本店没有销售“小孩穿的轮滑鞋”") and "599元" not in said
-    said = (await agent.answer("成人轮滑鞋多钱", user_id="u")).answer
+    said = await reply(agent, "成人轮滑鞋多钱")
     assert "599元" in said
 
 
@@ -1114,9 +1119,9 @@ def test_whom_goods_are_for_contradicts_a_record_only_when_it_says_the_other_alo
 async def test_prices_asked_the_short_way_are_price_questions(agent):
     """多钱 / 几多钱 / 啥价 ask a price as 多少钱 does: the thing asked is read whole (阻力带一套多钱: 阻力带, the
     resistance band set by its dictionary name), and a story after it (过年回东北) is why, not a need told."""
-    said = (await agent.answer("阻力带一套几多钱", user_id="u")).answer
+    said = await reply(agent, "阻力带一套几多钱")
     assert "弹力带套装" in said and "69元" in said and "没有销售" not in said
-    said = (await agent.answer("雪地靴多钱啊 过年回东北", user_id="u")).answer
+    said = await reply(agent, "雪地靴多钱啊 过年回东北")
     assert said.startswith("抱歉，本店没有销售“雪地靴”")
 
 
@@ -1128,14 +1133,14 @@ def test_a_nouns_suffix_goes_when_the_dictionary_says_both_mean_one_thing_or_onl
 async def test_a_bare_kind_asked_a_price_lists_that_kind(agent):
     """鞋子多少钱 / 拍子多少钱: which shoes or rackets is not said, so those of the kind found, each with its price —
     not one of them as if it had been named."""
-    said = (await agent.answer("拍子多少钱", user_id="u")).answer
+    said = await reply(agent, "拍子多少钱")
     assert said.startswith("您问的“拍子”") and all(p in said for p in ("网球拍", "羽毛球拍", "乒乓球拍"))
 
 
 async def test_whether_the_shop_has_a_product_named_is_asked_whatever_the_router_reads(agent):
     """护踝有吗 (the router reads an attribute question): nothing but whether the shop has it is asked, so its
     price and stock; 压缩紧身裤有42码吗 still asks an attribute."""
-    said = (await agent.answer("护踝有吗", user_id="u")).answer
+    said = await reply(agent, "护踝有吗")
     assert "99元" in said and "库存50" in said
     v = intent.Vocabulary({"护踝": "031"})
     assert intent.read("护踝有吗", v, labels=["attribute"]).asks == {intent.Ask.STOCK}
@@ -1164,7 +1169,7 @@ async def test_whichever_will_do_is_no_part_of_the_goods(vocabulary):
 
 async def test_whether_a_price_is_for_one_or_a_pair_is_answered_from_the_record(agent):
     """护踝是一只还是一对 / 单只卖还是一副卖: the record's pack (单只装) with the price, not the price alone."""
-    said = (await agent.answer("护踝是一只还是一对", user_id="u")).answer
+    said = await reply(agent, "护踝是一只还是一对")
     assert "单只装" in said
     said = (await converse(agent, ["护膝多少钱", "单个的价还是两个的价"]))[-1]
     assert "单只装" in said and "79元" in said
@@ -1173,5 +1178,5 @@ async def test_whether_a_price_is_for_one_or_a_pair_is_answered_from_the_record(
 async def test_a_kind_written_as_one_character_is_answered_with_the_products_of_that_kind(agent):
     """包多少钱 / 鞋有吗: which bag or shoe is not said — the kind searched by itself when the message's own search
     found fewer than two of it, then those of the kind, each priced (not one bag as if it had been named)."""
-    said = (await agent.answer("包多少钱", user_id="u")).answer
+    said = await reply(agent, "包多少钱")
     assert said.startswith("您问的“包”") and sum(name in said for name in ("健身包", "腰包", "背包")) >= 2
