@@ -248,14 +248,23 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
         or products
     budget = "符合您预算的" if asked.max_price is not None or asked.min_price is not None else ""
     what = (f"比{asked.too_dear}便宜的" if asked.too_dear else budget) + (asked.brand or "") + (asked.category or "") + "商品"
-    lines = [f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"
-             if p.price is not None else f"{_label(p)}，{NO_PRICE}" for p in products]
+    lines = [(f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"
+              if p.price is not None else f"{_label(p)}，{NO_PRICE}")
+             + (_stock_text(p) if Ask.STOCK in asked.asks else "") for p in products]   # 护具有货吗: each one's stock
     if asked.superlative and products[0].price is not None:   # 最便宜的球拍是哪个: the one, not the whole order
         top = "最便宜" if asked.sort == "price_asc" else "最贵"
         return f"为您找到的{what}里，{top}的是{lines[0]}。", \
             _with_paid([products[0].evidence_id], products[:1], findings.basket)
     return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", \
         _with_paid([p.evidence_id for p in products], products, findings.basket)
+
+
+def _stock_text(product: Product) -> str:
+    """'，库存85件' (or that it is out of stock) for a line about a product; '' when the record has no stock."""
+    if product.stock_quantity is None:
+        return ""
+    return f"，库存{product.stock_quantity}{measure_word(product.product_name)}" if product.stock_quantity > 0 \
+        else "，目前缺货"
 
 
 def compares_prices(asked: Intent) -> bool:
@@ -366,7 +375,9 @@ def basket_answer(basket: Basket) -> tuple[str, list[str]]:
     for line in basket.lines:
         buy = "首次购买" if line.is_first_purchase and line.applied_promotion and line.applied_promotion.first_purchase \
             else "买"
-        text = f"{line.product_name}{buy}{line.quantity}{line.unit}实付{yuan(line.final_total)}"
+        # a promotion lowers what is paid: the list price first (足球跟篮球各多少钱: 120元, 9折 → 108元)
+        listed = f"售价{yuan(line.unit_price)}，" if line.final_total < line.subtotal else ""
+        text = f"{line.product_name}{listed}{buy}{line.quantity}{line.unit}实付{yuan(line.final_total)}"
         if line.applied_promotion:
             text += f"（按“{line.applied_promotion.promotion_text}”）"
         if line.free_quantity:

@@ -39,6 +39,7 @@ from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
 from retrieval.text import NOUN_SUFFIXES, fold, is_han, pinyin_of
+from retrieval.thesaurus import names_no_goods
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -156,6 +157,19 @@ class Vocabulary:
     # a word English names end with → (product id, the words of all its English names): 'ping pong paddle' and
     # 'table tennis bat' let 'table tennis paddle' name the same product
     english: dict[str, tuple[tuple[str, frozenset[str]], ...]] = field(default_factory=dict)
+
+    @cached_property
+    def brand_short_forms(self) -> dict[str, str]:
+        """A brand of four or more Chinese characters said by its first two (阿迪 for 阿迪达斯, 尤尼 for 尤尼克斯), when
+        those are no word of the dictionary (露露, 麦克 are) and begin no other brand: short form → brand."""
+        jieba.dt.check_initialized()
+        starts: dict[str, list[str]] = {}
+        for brand in self.brands:
+            if len(brand) >= 2 and all(map(is_han, brand[:2])):
+                starts.setdefault(brand[:2], []).append(brand)
+        return {short: brands[0] for short, brands in starts.items()
+                if len(brands) == 1 and len(brands[0]) >= 4 and all(map(is_han, brands[0]))
+                and not jieba.dt.FREQ.get(short)}
 
     @cached_property
     def name_characters(self) -> frozenset[str]:
@@ -395,6 +409,14 @@ def typed_spellings(text: str) -> str:
 _HAVING_ONLY = re.compile(r"(?:请问|你们|你家|店里|家里|这边)*还?有(?:没有|卖|货|现货)*(?:吗|么|嘛|不|没|没有|呢|啊|呀|哈|[?？!！~～]|\s)*")
 
 
+def _brands_in_full(text: str, vocabulary: Vocabulary) -> str:
+    """The text with each brand said by its short form written in full (阿迪那款跑鞋 → 阿迪达斯那款跑鞋)."""
+    for short, brand in vocabulary.brand_short_forms.items():
+        if short in text and brand not in text:
+            text = text.replace(short, brand)
+    return text
+
+
 def _without(text: str, spans: list[tuple[int, int, str]]) -> str:
     """`text` without the catalog names found in it, and without spaces and punctuation."""
     for start, end, _ in sorted(spans, reverse=True):
@@ -569,7 +591,8 @@ def _english_near_miss(text: str, vocabulary: Vocabulary) -> tuple[str, str]:
 
 
 def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | None:
-    """A category word: as 足球用品/户外装备, or alone (服饰, 露营) in a request for a listing."""
+    """A category word: as 足球用品/户外装备, or alone (服饰, 露营) in a request for a listing or with only asking
+    words around it (护具有吗)."""
     if vocabulary.category_pattern is None:
         return None
     alone = None
@@ -584,7 +607,9 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
                 and (text[m.end() + 1:m.end() + 2] in vocabulary.kind_characters
                      or any(not unspecific(g) for g in goods_phrases(text[m.end() + 1:], []))):
             continue   # 能装衣服的包: clothes are what the bag holds, not the category to list
-        if alone is None and listing and (word not in vocabulary.names or use) \
+        # listed when a list is asked, or when the rest asks only about it (护具有吗, 护具多少钱: which there are)
+        asked_alone = listing or _only_asking(re.sub(r"[\s，,。.!！]+", "", text[:m.start()] + text[m.end():]))
+        if alone is None and asked_alone and (word not in vocabulary.names or use) \
                 and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
     return alone
@@ -692,6 +717,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     `own`: words after a product's name that its own record holds (a part or aspect of it, not a near miss)."""
     vocabulary = vocabulary or Vocabulary({})
     folded = typed_spellings(english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个"))
+    folded = _brands_in_full(folded, vocabulary)
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
@@ -716,9 +742,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if len(products) < 2 and (Ask.COMPARE in asks or "各" in folded):
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
-    goods = tuple(g for g in goods_phrases(folded, [(s, e) for s, e, _ in spans])
-                  if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
-                  and not _asked_of_goods(g)) if not products else ()
+    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans]) if not products else []
+    story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
+    goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
+                  and not _asked_of_goods(g) and g not in story)
     if not products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
@@ -729,6 +756,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         goods = (*parts, *(g for g in goods if g not in parts))   # the goods listed are what is asked about,
         category = None if parts else category                      # not a category the story names (去露营)
     near = extended_names(folded, spans, set(vocabulary.names), own) if products else ""
+    near = "" if near and _story_word(near) else near   # 单位搞了个羽毛球队: a team, no goods asked for
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         products, near = (longer,), ""
     elif near and len(products) >= 2:   # 有乒乓球台吗？乒乓球拍多少钱: 乒乓球 is only inside the table
@@ -741,8 +769,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not products and not goods and not parts and pointer is None and not has_focus:
         goods = kind_written(folded, vocabulary)   # 包多少钱: a kind of goods written as one character
     if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
-                        for g in goods for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
-        category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽
+                        for g in (*goods, *story) for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
+        category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽 (nor is 健身房)
     if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category):
         # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods
         asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
@@ -871,7 +899,8 @@ def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocab
             if thing not in phrases or "的" in thing or words[e:].startswith("的"):
                 continue   # (有能计数的吗, 有减震好点的鞋吗: a property, or goods described, not a thing named)
             thing = thing.removesuffix("卖") if len(thing) > 2 else thing   # 有没有野餐垫卖: 野餐垫
-            if not _only_known_words(thing, vocabulary) and not _first_purchase_only(thing, words):
+            if not _only_known_words(thing, vocabulary) and not _first_purchase_only(thing, words) \
+                    and not _asked_of_goods(thing):   # 有没有优惠活动: what is asked of the product named
                 return thing
     return ""
 
@@ -1009,9 +1038,16 @@ _AROUND_FIRST_PURCHASE = re.compile(r"[新老客户用的话买价单下来我�
 
 
 def _asked_of_goods(phrase: str) -> bool:
-    """A phrase that is what is asked of goods, not goods: a policy's word (退货运费 cut as 退/货运费) or an
-    attribute alone (what sizes?)."""
-    return bool(_ASK_PATTERNS[Ask.POLICY].search(phrase) or _ASK_PATTERNS[Ask.SPEC].fullmatch(phrase))
+    """A phrase that is what is asked of goods, not goods: a policy's word (退货运费 cut as 退/货运费), an
+    attribute alone (what sizes?), or only words asking for a promotion or stock (有没有优惠活动, 有现货吗)."""
+    return bool(_ASK_PATTERNS[Ask.POLICY].search(phrase) or _ASK_PATTERNS[Ask.SPEC].fullmatch(phrase)
+                or any(re.fullmatch(f"(?:{_ASK_PATTERNS[ask].pattern})+", phrase) for ask in (Ask.PROMOTION, Ask.STOCK)))
+
+
+def _story_word(phrase: str) -> bool:
+    """A noun of the customer's story, by the thesaurus no goods (手术, 康复师, 羽毛球队, 膝盖, 宿舍): never searched
+    for, never called not sold."""
+    return names_no_goods(phrase, jieba.lcut(phrase)[-1]) if len(phrase) >= 2 else False
 
 
 def _first_purchase_only(phrase: str, text: str) -> bool:

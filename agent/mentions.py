@@ -17,6 +17,7 @@ import jieba
 import jieba.posseg
 
 from retrieval.bridge import names_an_object, senses
+from retrieval.thesaurus import files_as_goods
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -160,6 +161,10 @@ def _measure_head(tokens: list, k: int) -> bool:
         and tokens[k - 1][3] in _NOUN_TAGS
 
 
+# jieba's tags of idioms and set phrases, which its dictionary gives some things too (接力棒: i)
+_SET_PHRASES = ("i", "l")
+
+
 def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Spans of the things asked for in `text` (folded), outside the catalog spans `covered`; leading words
     that are not the thing (请问, 你们, 这个, asking verbs) are left out; a span must hold a noun."""
@@ -180,7 +185,9 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
             tokens.pop(0)
         if "的" in (words := [t[2] for t in tokens]) and len("".join(words[len(words) - words[::-1].index("的"):])) >= 2:
             tokens = tokens[len(words) - words[::-1].index("的"):]   # 适合跑步的耳机: the thing is 耳机
-        if tokens and tokens[-1][1] - tokens[0][0] >= 2 and any(t[3] in _NOUN_TAGS or t[3] == "ns" for t in tokens) \
+        if tokens and tokens[-1][1] - tokens[0][0] >= 2 \
+                and any(t[3] in _NOUN_TAGS or t[3] == "ns" or t[3] in _SET_PHRASES and files_as_goods(t[2])
+                        for t in tokens) \
                 and not any(t[2] in _NOT_GOODS and not _measure_head(tokens, k) for k, t in enumerate(tokens)):
             first, last = tokens[0][0], tokens[-1][1]
             # 有氧运动用的垫子有吗: the frame opened at 有氧, so the object ends with the asking 有 (jieba may cut

@@ -272,10 +272,10 @@ class OfflineModel:
 
     @staticmethod
     def _bare_kind(asked: Intent) -> str:
-        """The kind asked about when it is written as one character and nothing is named (包多少钱, 鞋子有吗: 包, 鞋);
-        '' otherwise."""
-        kind = noun_stem(asked.subject) if asked.subject and not asked.products else ""
-        return kind if len(kind) == 1 else ""
+        """The kind asked about when it is written as one character and nothing is named or described (包多少钱,
+        鞋子有吗: 包, 鞋); '' otherwise."""
+        kind = noun_stem(asked.subject) if asked.subject and not asked.products and not asked.describes_need else ""
+        return kind if len(kind) == 1 else ""   # (…松紧不一样的带子，一套好几根的: the thing the need describes)
 
     @staticmethod
     def _each_asked(asked: Intent) -> bool:

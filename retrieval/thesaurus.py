@@ -86,3 +86,30 @@ def kinship(a: str, b: str) -> int:
         return 0
     return max(_agree(x, y) for x in left for y in right)
 
+
+
+# Cilin's class of things (B), less the body's parts (Bk): no shop sells a knee
+_NO_GOODS = ("Bk",)
+
+
+def _of_goods(code: str) -> bool:
+    return code[0] == "B" and code[:2] not in _NO_GOODS
+
+
+def files_as_goods(word: str) -> bool:
+    """Whether Cilin files the word under some sense of a thing a shop sells (接力棒, which jieba tags an idiom)."""
+    return any(map(_of_goods, codes().get(word, ())))
+
+
+def names_no_goods(word: str, last_word: str = "") -> bool:
+    """Whether Cilin files a noun phrase only under senses no shop sells — an activity (手术, 比赛), a person
+    (老婆), a place (小区, 空地), a body part (膝盖), something abstract (球队 of 羽毛球队) — read by the phrase
+    itself, else its last word of two or more characters (`last_word`, or its last two characters), else a
+    last character that names a person and no thing (康复师: 师). A word of the customer's story, not goods to
+    search for or to call not sold; a phrase Cilin does not file is not ruled out (冰爪, 蛋白粉)."""
+    table = codes()
+    for candidate in (word, last_word if len(last_word) >= 2 else "", word[-2:]):
+        if len(candidate) >= 2 and candidate in table:
+            return not any(map(_of_goods, table[candidate]))
+    last = table.get(word[-1:], ())
+    return len(word) >= 2 and any(c[0] == "A" for c in last) and not any(c[0] == "B" for c in last)

@@ -1180,3 +1180,51 @@ async def test_a_kind_written_as_one_character_is_answered_with_the_products_of_
     found fewer than two of it, then those of the kind, each priced (not one bag as if it had been named)."""
     said = await reply(agent, "包多少钱")
     assert said.startswith("您问的“包”") and sum(name in said for name in ("健身包", "腰包", "背包")) >= 2
+
+
+async def test_a_category_asked_about_with_only_asking_words_is_listed(agent, vocabulary):
+    """配件有吗 / 护具怎么卖 / 服饰有现货吗: the category's products, each priced (and its stock when stock is asked),
+    not the one the search ranked first; 足球有吗 names the ball, not the category."""
+    assert read("配件有吗", vocabulary).category == "配件" and read("护具怎么卖", vocabulary).category == "护具"
+    assert read("足球有吗", vocabulary).category is None
+    said = await reply(agent, "护具怎么卖")
+    assert all(f"{price}元" in said for price in (79, 99, 49, 39))
+    said = await reply(agent, "服饰有现货吗")
+    assert "运动短裤" in said and "库存" in said.split("运动短裤")[1].split("；")[0]
+
+
+async def test_each_ones_price_says_the_list_price_beside_what_is_paid(agent):
+    """篮球鞋跟瑜伽垫各几块钱: 篮球鞋 is 699元, paid 599元 under 满500减100 — both figures, not only the paid one."""
+    said = await reply(agent, "篮球鞋跟瑜伽垫各几块钱")
+    assert "售价699元" in said and "599元" in said and "150元" in said
+
+
+async def test_words_asking_for_a_promotion_or_stock_are_no_goods(vocabulary):
+    """壶铃多少钱 有没有打折活动 / 有没有现货: what is asked of the kettlebell, never "not sold 打折活动"."""
+    assert read("壶铃多少钱 有没有打折活动", vocabulary).near_miss == ""
+    assert intent._asked_of_goods("打折活动") and intent._asked_of_goods("现货")
+    assert not intent._asked_of_goods("护腕")
+
+
+async def test_the_nouns_of_a_story_are_no_goods(agent, vocabulary):
+    """医生 / 康复师 / 膝盖 / 排球队: people, a body part, a team — by the thesaurus no goods: never searched for,
+    never called not sold; 接力棒 (tagged an idiom by jieba) is goods the customer asks for."""
+    asked = read("医生和康复师都说我膝盖要保护一下，有啥推荐", vocabulary)
+    assert not {"医生", "康复师", "膝盖"} & set(asked.goods) and not asked.parts
+    said = await reply(agent, "我们公司组建了个排球队，排球怎么卖")
+    assert "没有销售" not in said and "229元" in said
+    assert "接力棒" in goods_phrases("你们有接力棒卖吗", [])
+
+
+async def test_a_brand_said_by_its_first_two_characters_is_that_brand(agent, vocabulary):
+    """阿迪 / 尤尼: 阿迪达斯 / 尤尼克斯, when the two characters are no word of their own (露露 and 麦克 are)."""
+    assert vocabulary.brand_short_forms.get("阿迪") == "阿迪达斯" and "麦克" not in vocabulary.brand_short_forms
+    assert read("阿迪有什么鞋", vocabulary).brand == "阿迪达斯"
+    said = await reply(agent, "尤尼的拍子多少钱")
+    assert "300元" in said and "没有销售" not in said
+
+
+async def test_a_need_described_around_a_one_character_kind_is_searched_by_its_meaning(agent):
+    """…那种带子，松紧分好几档的: the resistance bands the description fits, not any 带 product (a headband)."""
+    said = await reply(agent, "练臀腿要用的那种带子，松紧分好几档的，多少钱一套")
+    assert "弹力带套装" in said and "69元" in said
