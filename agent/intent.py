@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -540,7 +541,9 @@ def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
     for word in jieba.lcut(text):
         start, at = at, at + len(word)
         kind = word if word in vocabulary.kind_characters else \
-            word[0] if word[0] in vocabulary.kind_characters and word[1:] in _GLUED else ""   # 包有吗 cut as 包有/吗
+            word[0] if word[0] in vocabulary.kind_characters and word[1:] in _GLUED else \
+            word[1] if len(word) == 2 and word[0] in "那这" and word[1] in vocabulary.kind_characters else ""
+        # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢)
         if kind and not re.search(f"{NUM}\\s*$", text[:start]):
             return (kind,)
     for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
@@ -952,6 +955,28 @@ def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: l
             if of_kind(pid):
                 return pid
     return None
+
+
+def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:
+    """The product a kind of goods written alone means after other goods (鞋还有几双 after 足球鞋, then 护腿板; 那球呢
+    after 乒乓球拍): the one of that kind the latest answer naming any (`earlier`, oldest first) was about, when
+    it named one only; else the one of that kind whose name shares the most with the product in focus, two
+    characters at least (乒乓球拍 → 乒乓球). None: the kind is asked afresh."""
+    if vocabulary.pattern is None:
+        return None
+
+    def of_kind(pid: str) -> bool:
+        return any(name.endswith(kind) for name in vocabulary.chinese_names.get(pid, ()))
+    for answer in reversed(earlier):
+        named = {vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))}
+        if kinds := [pid for pid in named if of_kind(pid)]:
+            return kinds[0] if len(kinds) == 1 else None
+    shared = [(len(os.path.commonprefix([name, own])), pid)
+              for pid, names in vocabulary.chinese_names.items() if of_kind(pid) and pid not in focus
+              for name in names for f in focus for own in vocabulary.chinese_names.get(f, ())]
+    best = max((n for n, _ in shared), default=0)
+    closest = {pid for n, pid in shared if n == best}
+    return closest.pop() if best >= 2 and len(closest) == 1 else None
 
 
 def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...]]:

@@ -225,7 +225,8 @@ def joined_goods(phrase: str) -> list[str]:
     return [*pieces, phrase[start:]] if pieces else [phrase]
 
 
-_COUNT_AFTER = re.compile(r"(?<=[\u4e00-\u9fff])[一两二三四五六七八九十几\d]+[\u4e00-\u9fff]$")   # …一筒, …两盒
+# …一筒, …两盒, and a count taken after its goods (拍子拿两个, 球拍来三副, 护膝要一对): the goods before them
+_COUNT_AFTER = re.compile(r"(?<=[\u4e00-\u9fff])(?:[拿来要买]|再来|再要)?[一两二三四五六七八九十几\d]+[\u4e00-\u9fff]$")
 _WHATEVER = re.compile(r"(?:都|也|就)(?:行|可以|成|好)$")   # …都行: whichever will do, not part of the goods
 _SIZE_CODE = re.compile(r"\d?x{0,3}[sml]")   # xs, m, xxl, 3xl: a size, never goods
 

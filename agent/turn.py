@@ -265,13 +265,27 @@ class Agent:
     @staticmethod
     def _another_kind(text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,
                       labels: frozenset[str]) -> intent.Intent:
-        """包多少钱 after a racket: a kind written as one character that the product in focus is not of names new
-        goods (bags), so the message is no follow-up; 包还有吗 after 双肩包 stays one."""
+        """包多少钱 after a racket: a kind written as one character that the product in focus is not of names other
+        goods — the one of that kind discussed before (鞋还有几双 after 足球鞋, then 护腿板) or of the focus's own
+        line (那球呢 after 乒乓球拍: 乒乓球), else that kind afresh (bags), so the message is no follow-up; 包还有吗
+        after 双肩包 stays one. The kind written alone as the goods (拍子拿两个多少钱) means the one in focus or
+        discussed the same way, when there is one."""
         kind = intent.kind_written(asked.text, vocabulary) if asked.follow_up else ()
-        focus_names = [n for pid in memory.focus_product_ids for n in vocabulary.chinese_names.get(pid, ())]
-        if not kind or any(name.endswith(kind[0]) for name in focus_names):
+        # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too
+        bare = memory.turns and not kind and not asked.products and asked.goods == (asked.subject,) \
+            and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.kind_characters
+        kind = (intent.noun_stem(asked.subject),) if bare else kind
+        if not kind:
             return asked
-        return intent.read(text, vocabulary, labels=labels)
+        of_kind = [pid for pid in memory.focus_product_ids
+                   if any(name.endswith(kind[0]) for name in vocabulary.chinese_names.get(pid, ()))]
+        if of_kind:   # the product in focus is of that kind: it is the one meant
+            return dataclasses.replace(asked, products=(of_kind[0],), goods=(), subject="") if bare else asked
+        discussed = intent.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
+                                             [t.assistant for t in memory.turns])
+        if discussed is not None:
+            return dataclasses.replace(asked, products=(discussed,), follow_up=False, goods=(), subject="")
+        return asked if bare else intent.read(text, vocabulary, labels=labels)
 
     async def _another_name(self, asked: intent.Intent) -> intent.Intent:
         """乒乓球板 holds the name 乒乓球 but is no near miss: the dictionary reads it as another product's own

@@ -1228,3 +1228,14 @@ async def test_a_need_described_around_a_one_character_kind_is_searched_by_its_m
     """…那种带子，松紧分好几档的: the resistance bands the description fits, not any 带 product (a headband)."""
     said = await reply(agent, "练臀腿要用的那种带子，松紧分好几档的，多少钱一套")
     assert "弹力带套装" in said and "69元" in said
+
+
+async def test_a_kind_written_alone_in_a_conversation_means_the_one_discussed(agent):
+    """那球呢 after 羽毛球拍: the shuttlecocks of the racket's own line; 拍子来三个多少钱 then: the racket again;
+    鞋子还有货吗 after 跑步鞋, then 腰包: the shoes discussed, not a search for any shoe."""
+    said = await converse(agent, ["羽毛球拍多少钱", "那球呢", "拍子来三个多少钱"])
+    assert "羽毛球（12只装）" in said[1] and "98元" in said[1]
+    assert "羽毛球拍" in said[2] and "900元" in said[2]
+    said = (await converse(agent, ["跑步鞋多少钱", "腰包呢", "鞋子还有货吗"]))[-1]
+    assert "跑步鞋" in said and "库存20" in said
+    assert goods_phrases("球拍来两副多少钱", []) == ["球拍"]
