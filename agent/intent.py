@@ -367,6 +367,11 @@ class Intent:
     def listing(self) -> bool:
         """A request for a list of products by budget, brand or category (or of a kind of goods named,
         有哪些跑鞋) rather than one product."""
+        if self.near_miss and not (Ask.LIST in self.asks and _ASK_PATTERNS[Ask.LIST].search(self.text)) \
+                and not any(word in self.near_miss
+                            for word in (self.category, *CATEGORY_WORDS.get(self.category, ())) if word):
+            return False   # 四人帐篷有吗 一家人出去露营: the thing asked is not sold, whatever the story's category
+            # (足球用品 is the category's own goods: listed)
         # the cheapest or cheaper of a kind (最便宜的足球, 跑鞋哪双最便宜, 篮球有没有便宜点的): a list by price
         by_price = self.sort in PRICE_SORTS and Ask.COMPARE not in self.asks \
             and len(self.products) <= 1 and bool(self.products or self.goods) \
@@ -857,6 +862,8 @@ def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],
 
 
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
+_NO_THING_TAGS = frozenset("vdarmqupcy")   # jieba's tags of a word ending no goods: a verb, an adverb, a particle…
+_PRICED = re.compile(f"[\u4e00-\u9fff]{{2,8}}(?:{PRICE_WORDS})")   # 卧推凳多少钱: goods, then their price asked
 # the shop's premises: a kind of shop building, where the shop is, going there
 _PREMISES = re.compile(r"(?:实体|线下|门|分|旗舰|专卖|体验|直营)店|店(?:在|开在)哪|店.{0,2}地址|去(?:你们)?店里")
 # a buying clause and its object (想买个能分开装的包, 打算入一双轻点的跑鞋): the goods wanted, described or named
@@ -890,20 +897,24 @@ def _wanted(text: str) -> str:
 
 
 def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> str:
-    """Goods asked for (有X吗, 卖X吗, 有没有X卖) in a clause that names no product: a thing the catalog's words do
-    not cover — beside a product named elsewhere, said "not sold" before it; after a story, what is asked."""
+    """Goods asked for (有X吗, 卖X吗, 有没有X卖, X多少钱) in a clause that names no product: a thing the catalog's
+    words do not cover — beside a product named elsewhere (卧推凳多少钱，配哑铃用的), said "not sold" before it;
+    after a story, what is asked."""
     for clause in _CLAUSE.finditer(text):
         words = clause.group()
-        if any(clause.start() <= s < clause.end() for s, _, _ in spans) or not _HAVING.search(words):
-            continue   # names a product, or asks no having (我们小区有块空地, 实际要付多少钱: the product's price)
+        having = _HAVING.search(words)
+        if any(clause.start() <= s < clause.end() for s, _, _ in spans) or not (having or _PRICED.search(words)):
+            continue   # names a product, or asks no having nor a price (我们小区有块空地)
         phrases = goods_phrases(words, [])
         for s, e in framed_objects(words, []):
             thing = words[s:e]
             if thing not in phrases or "的" in thing or words[e:].startswith("的"):
                 continue   # (有能计数的吗, 有减震好点的鞋吗: a property, or goods described, not a thing named)
             thing = thing.removesuffix("卖") if len(thing) > 2 else thing   # 有没有野餐垫卖: 野餐垫
+            if not having and jieba.posseg.lcut(thing)[-1].flag[:1] in _NO_THING_TAGS:
+                continue   # 实际要付多少钱: a price asked of what is paid, not of a thing
             if not _only_known_words(thing, vocabulary) and not _first_purchase_only(thing, words) \
-                    and not _asked_of_goods(thing):   # 有没有优惠活动: what is asked of the product named
+                    and not _asked_of_goods(thing) and not _story_word(thing):   # 有没有优惠活动: asked of the product
                 return thing
     return ""
 

@@ -313,6 +313,9 @@ class OfflineModel:
         main = findings.products[order[0]]
         if asked.near_miss:
             rest = asked.text.replace(asked.near_miss, " ")
+            # 卧推凳多少钱，配哑铃用的: the product named is what the thing is for, not a question of its own
+            rest = re.sub(r"(?:配|搭配|配合|给)?(?:" + "|".join(map(re.escape, asked.named)) + r")(?:一起)?用的?", " ",
+                          rest) if asked.named else rest
             if not any(name in rest for name in asked.named):
                 return (*answers.related_answer(asked.near_miss, [main]), AnswerStatus.GROUNDED)
             # 篮球架有吗？篮球多少钱: the thing is not sold, and the product named apart is asked about too

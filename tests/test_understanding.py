@@ -1239,3 +1239,18 @@ async def test_a_kind_written_alone_in_a_conversation_means_the_one_discussed(ag
     said = (await converse(agent, ["跑步鞋多少钱", "腰包呢", "鞋子还有货吗"]))[-1]
     assert "跑步鞋" in said and "库存20" in said
     assert goods_phrases("球拍来两副多少钱", []) == ["球拍"]
+
+
+async def test_a_thing_priced_beside_the_product_it_is_for_is_a_near_miss(agent):
+    """拉力器多少钱，配弹力带用的: the thing priced is not sold, and the bands named are what it is for — not a
+    question of their own (no price of theirs); 实际要付多少钱，足球: a price asked of what is paid, no thing."""
+    said = await reply(agent, "拉力器多少钱，配弹力带用的")
+    assert "没有销售“拉力器”" in said and "69元" not in said
+    said = await reply(agent, "实际要付多少钱，足球")
+    assert "没有销售" not in said and "120元" in said
+
+
+async def test_a_size_the_record_contradicts_is_a_near_miss_whatever_the_story(agent):
+    """三人帐篷有吗 带老婆孩子去露营: the shop's tent is for two — not sold, however the story names the category."""
+    said = await reply(agent, "三人帐篷有吗 带老婆孩子去露营")
+    assert "没有销售“三人帐篷”" in said and "699元" not in said
