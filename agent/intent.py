@@ -335,12 +335,21 @@ class Intent:
     def asked_outright(self) -> bool:
         """The thing asked for in a clause of its own (滑雪板有吗，想冬天去崇礼; …想问问你们店里有蛋白粉卖吗): the rest
         is why, not a need."""
+        return self._asked_alone(described=False)
+
+    @property
+    def asked_described(self) -> bool:
+        """The thing asked for in a clause of its own with what it is for before it (跑步穿的大裤衩多少钱)."""
+        return self._asked_alone(described=True)
+
+    def _asked_alone(self, described: bool) -> bool:
         if not self.subject:
             return False
         if self.asked_for == self.subject:
             return True
         clause = next((c.group() for c in _CLAUSE.finditer(self.text) if self.subject in c.group()), "")
-        rest = clause.replace(self.subject, "", 1)
+        before = "(?:[\u4e00-\u9fff]{1,8}的)" if described else ""
+        rest = re.sub(f"{before}{re.escape(self.subject)}", "", clause, count=1)
         return bool(clause) and (not rest or _only_asking(rest))
 
     @property
@@ -1142,7 +1151,7 @@ def refers_back(text: str) -> bool:
 
 
 # What is left of a message once its asking words are out and that says nothing of what about.
-_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有还是要请问亲你们家店里货~～…？?]")
+_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有卖还是要请问亲你们家店里货~～…？?]")
 
 
 @lru_cache(maxsize=1024)   # read by refers_back and by describes_need, a property read at every step of a turn

@@ -161,6 +161,8 @@ def _measure_head(tokens: list, k: int) -> bool:
         and tokens[k - 1][3] in _NOUN_TAGS
 
 
+# Sentence-final particles, as people type them after the thing asked (有没有哑铃啊).
+_PARTICLES = frozenset("啊 呀 呢 吧 嘛 哈 哦 啦 捏 咧 哇 噢".split())
 # jieba's tags of idioms and set phrases, which its dictionary gives some things too (接力棒: i)
 _SET_PHRASES = ("i", "l")
 
@@ -183,6 +185,8 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
         while tokens and (tokens[0][3] in {"r", "d", "p", "c", "u", "y", "m", "q"} or tokens[0][2] in _ASKING_VERBS
                           or tokens[0][2] in _NOT_GOODS or tokens[0][2] in _HELPING or tokens[0][2] in ("请问", "问下")):
             tokens.pop(0)
+        while tokens and (tokens[-1][3] == "y" or tokens[-1][2] in _PARTICLES):
+            tokens.pop()   # 有没有旱冰鞋啊: the goods without the particle (jieba may tag 啊 otherwise)
         if "的" in (words := [t[2] for t in tokens]) and len("".join(words[len(words) - words[::-1].index("的"):])) >= 2:
             tokens = tokens[len(words) - words[::-1].index("的"):]   # 适合跑步的耳机: the thing is 耳机
         if tokens and tokens[-1][1] - tokens[0][0] >= 2 \

@@ -332,7 +332,11 @@ class OfflineModel:
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
                                      or answers.written_in_full(subject, main.product_name)
                                      or answers.described_by_record(subject, main))   # 撸铁手套: 健身手套
-        if subject and not asked.products and not asked.describes_need and not synonym \
+        # (a need described is answered by meaning, unless it asks outright for goods of another kind than those
+        # found: 跑步穿的大裤衩 is not 缓震跑步鞋; 踢球用的插板 may be 足球护腿板)
+        described = asked.describes_need and not (asked.asked_described
+                                                  and not answers.same_kind(subject, main.product_name))
+        if subject and not asked.products and not described and not synonym \
                 and (not covers(subject, main.product_name) or asked.foreign_qualifier):   # 拳击手套 is not 健身手套
             # the search was confident, and what it found is the kind of thing asked for under another name
             # (运动鞋 → 跑步鞋, 越野跑鞋): those products, not "not sold"; else a near miss (篮球架 → 篮球)

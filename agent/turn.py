@@ -290,13 +290,19 @@ class Agent:
     async def _another_name(self, asked: intent.Intent) -> intent.Intent:
         """乒乓球板 holds the name 乒乓球 but is no near miss: the dictionary reads it as another product's own
         English name (table tennis bat: 乒乓球拍). Of the search's best few for the thing written, the first the
-        dictionary names so is the product asked about."""
-        if not asked.near_miss or len(asked.products) != 1:
+        dictionary names so is the product asked about — so too for goods asked in a clause of their own beside
+        more words (有没有旱冰鞋，大人穿的: roller skates, 成人轮滑鞋), which the whole message's search may miss."""
+        if asked.near_miss and len(asked.products) == 1:
+            word = asked.near_miss
+        elif not asked.products and asked.subject and asked.asked_outright and len(asked.parts) < 2 \
+                and not intent.LIST_REQUEST.search(asked.text) and not asked.listing:   # (有哪些跑鞋: a list)
+            word = asked.subject   # 有没有旱冰鞋，大人穿的: the thing asked, searched without the rest of the message
+        else:
             return asked
-        found = await self.search.find(asked.near_miss[:200], top_k=3, gated=False)   # the dictionary decides
+        found = await self.search.find(word[:200], top_k=3, gated=False)   # the dictionary decides
         ids = [c.product_id for c in found.candidates]
         records = await fetch_products(self.conn, ids)
-        same = next((p for p in ids if p in records and answers.dictionary_synonym(asked.near_miss, records[p])), None)
+        same = next((p for p in ids if p in records and answers.dictionary_synonym(word, records[p])), None)
         if same is None:
             return asked
         return dataclasses.replace(asked, products=(same,), near_miss="", subject="", goods=(), named=())

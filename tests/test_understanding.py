@@ -1254,3 +1254,18 @@ async def test_a_size_the_record_contradicts_is_a_near_miss_whatever_the_story(a
     """三人帐篷有吗 带老婆孩子去露营: the shop's tent is for two — not sold, however the story names the category."""
     said = await reply(agent, "三人帐篷有吗 带老婆孩子去露营")
     assert "没有销售“三人帐篷”" in said and "699元" not in said
+
+
+async def test_another_name_asked_beside_more_words_is_searched_by_itself(agent):
+    """有旱冰鞋卖吗，给我老公穿的，啥价: the message's whole search ranks other shoes first; the thing asked,
+    searched alone, is roller skates by the dictionary (成人轮滑鞋) — and 有没有哑铃啊: the goods without 啊."""
+    said = await reply(agent, "有旱冰鞋卖吗，给我老公穿的，啥价")
+    assert "成人轮滑鞋" in said and "599元" in said
+    assert goods_phrases("有没有哑铃啊", []) == ["哑铃"]
+
+
+async def test_goods_of_another_kind_asked_with_their_use_are_not_answered_as_what_was_found(agent):
+    """爬山穿的冲锋衣多少钱: the search's best is a hiking shoe — not a jacket, so not sold (and the shoe only
+    related, unpriced); goods of the kind found (踢球用的插板: 足球护腿板, by its head 板) are still read by meaning."""
+    said = await reply(agent, "爬山穿的冲锋衣多少钱")
+    assert "没有销售“冲锋衣”" in said and "799元" not in said
