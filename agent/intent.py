@@ -539,7 +539,7 @@ def _word_edges(text: str) -> frozenset[int]:
     return frozenset(itertools.accumulate((len(w) for w in jieba.lcut(text)), initial=0))
 
 
-_GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧"})
+_GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧", "能"})
 
 
 def kind_written(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
@@ -785,6 +785,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     pointer = reference(folded) if not products else None
     if not products and not goods and not parts and pointer is None and not has_focus:
         goods = kind_written(folded, vocabulary)   # 包多少钱: a kind of goods written as one character
+    if category and goods and _story_category(folded, category, goods):
+        category = None   # 游完泳湿衣服…，有啥包能分开装的: the bags asked for, not clothes
     if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
                         for g in (*goods, *story) for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽 (nor is 健身房)
@@ -844,6 +846,19 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)))
+
+
+def _story_category(text: str, category: str, goods: tuple[str, ...]) -> bool:
+    """Whether the category's words are only in clauses that ask nothing, while the goods asked for are in another
+    (游完泳湿衣服和干衣服老混一起，有啥包能分开装的: the story's clothes, not the category to list); a use (户外用的)
+    is no story."""
+    words = [w for w in (category, *CATEGORY_WORDS.get(category, ())) if w]
+    clauses = [c.group() for c in _CLAUSE.finditer(text)]
+    told = [c for c in clauses if any(w in c for w in words)]
+    return bool(told) and not any(g in c for c in told for g in goods) \
+        and any(g in c for c in clauses for g in goods) \
+        and not any(pattern.search(c) for c in told for _, pattern in _ASKS) \
+        and not any(re.search(f"{re.escape(w)}(?:时|时候)?[用穿戴玩]", c) for c in told for w in words)
 
 
 def _compares_named(text: str, spans: list[tuple[int, int, str]]) -> bool:

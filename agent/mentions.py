@@ -242,6 +242,15 @@ def _ends_in_action(phrase: str) -> bool:
     return len(last) >= 2 and bool(senses(last)) and not names_an_object(last)
 
 
+def _after_done(phrase: str) -> str:
+    """A phrase without an action done that opens it — a verb, 完 and its one-character object (游完泳, 打完球,
+    完球 of 踢完球鞋子: what is left, 鞋子, may be goods) — unless 完 begins a word of the dictionary (完美)."""
+    at = phrase.find("完")
+    if at < 0 or at > 1 or jieba.dt.FREQ.get(phrase[at:at + 2]):
+        return phrase
+    return phrase[at + 2:]
+
+
 def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     """Noun phrases of `text` (folded) outside the catalog spans `covered` that may name goods, in order:
     runs of nouns, with a modifier verb kept when a noun follows it (拳击手套); the whole thing asked for
@@ -252,6 +261,7 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
         if not any(phrase in whole or whole in phrase for whole in phrases):
             phrases.append(phrase)
     phrases = [_COUNT_AFTER.sub("", p) or p for p in phrases]        # 羽球一桶: 羽球 (the count is read apart)
+    phrases = [w for p in phrases if (w := _after_done(p))]          # 游完泳, 踢完球鞋子: an action done, then goods
     phrases = [w for p in phrases if (w := _WHATEVER.sub("", p)) == p or len(w) >= 2]   # 啥球都行: any ball, not 球都行
     phrases = [p for p in phrases if not _SIZE_CODE.fullmatch(p)   # 有XXL吗: a size asked, not goods
                and not _ends_in_action(p)]                      # 背着爬山: an activity, not goods

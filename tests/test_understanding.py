@@ -1269,3 +1269,13 @@ async def test_goods_of_another_kind_asked_with_their_use_are_not_answered_as_wh
     related, unpriced); goods of the kind found (踢球用的插板: 足球护腿板, by its head 板) are still read by meaning."""
     said = await reply(agent, "爬山穿的冲锋衣多少钱")
     assert "没有销售“冲锋衣”" in said and "799元" not in said
+
+
+async def test_an_action_done_and_the_storys_clothes_are_not_the_goods_asked(agent, vocabulary):
+    """打完球一身汗，湿衣服没地方放，有啥包能单独装的: 打完球 is an action done, the clothes are the story's — the
+    bags are listed, not the clothing category; 踢完球鞋子很臭: what follows the action (鞋子) may be goods."""
+    asked = read("打完球一身汗，湿衣服没地方放，有啥包能单独装的", vocabulary)
+    assert asked.category is None and asked.goods == ("包",)
+    said = await reply(agent, "打完球一身汗，湿衣服没地方放，有啥包能单独装的")
+    assert "干湿分离健身包" in said and "259元" in said
+    assert goods_phrases("踢完球鞋子很臭", []) == ["鞋子"] and goods_phrases("游完泳", []) == []
