@@ -790,8 +790,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
                         for g in (*goods, *story) for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽 (nor is 健身房)
-    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category):
-        # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods
+    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category
+                                                                           or _WANTED_IN.search(folded)):
+        # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods; so does a clause
+        # saying what the customer wants to buy (…想买个能自动记数的，哪款合适)
         asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
     if "policy:first-purchase" in labels and products and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
@@ -894,6 +896,9 @@ _PREMISES = re.compile(r"(?:实体|线下|门|分|旗舰|专卖|体验|直营)�
 _WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:买|找|入手|入|换)(?:[一两\d]?[{MEASURE_WORDS}])?"
                      r"(?P<object>[\u4e00-\u9fff]{1,12})$")
 
+
+# a buying clause anywhere in a message, not a refusal (不想买了)
+_WANTED_IN = re.compile("(?<![不别没])" + _WANTED.pattern.removesuffix("$"))
 
 # goods told by their use (跑步喝水用的, 游泳时装湿衣服用的): the use is the thing wanted
 _USED_FOR = re.compile(r"(?P<object>[\u4e00-\u9fff]{2,12}用的)")

@@ -1279,3 +1279,13 @@ async def test_an_action_done_and_the_storys_clothes_are_not_the_goods_asked(age
     said = await reply(agent, "打完球一身汗，湿衣服没地方放，有啥包能单独装的")
     assert "干湿分离健身包" in said and "259元" in said
     assert goods_phrases("踢完球鞋子很臭", []) == ["鞋子"] and goods_phrases("游完泳", []) == []
+
+
+async def test_a_clause_saying_what_the_customer_wants_to_buy_is_about_goods(agent, vocabulary):
+    """…体育考试要跳绳，想买个能自己计数的，哪种好: the router may read a school exam as chit-chat (off_topic); a buying
+    clause says the message is about goods — the counting rope, not "out of scope"; 我不想买了 says no such thing."""
+    text = "闺女体育考试要测一分钟能跳几下，想买个能自己计数的，哪种好"
+    assert intent.Ask.OFF_TOPIC not in read(text, vocabulary, labels=["off_topic"]).asks
+    assert read("我不想买了 今天天气真好", vocabulary, labels=["off_topic"]).asks == {intent.Ask.OFF_TOPIC}
+    said = await reply(agent, text)
+    assert "计数跳绳" in said and "39元" in said
