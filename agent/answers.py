@@ -11,6 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+import jieba
+from pypinyin import Style, lazy_pinyin
+
 from agent.intent import Ask, Intent, base_name, noun_stem
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
@@ -536,6 +539,25 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
             said = tuple(tuple(dict.fromkeys(q + h)) for q in qualifier for h in senses(subject[-1])
                          if not set(h) <= set(q))   # 乒乓球桌: table tennis + table says no more than 乒乓球
     return any(frozenset(sense) in names for sense in said)
+
+
+def mistyped(subject: str, product_name: str) -> bool:
+    """Whether a name is the product's own with one character mistyped (兵乓球拍 for 乒乓球拍): as long, three characters
+    or more, one differs and not the last (the head: 羽毛球鞋 is no 羽毛球拍), the character typed makes no word of the
+    dictionary with those beside it (女士泳裤 is no typo of 男士泳裤), the name's own character does (乒乓), and the two
+    rhyme, as keys typed by sound slip (bing / ping; 跑山鞋 is no typo of 跑步鞋)."""
+    base = base_name(product_name) or product_name
+    if len(subject) != len(base) or len(base) < 3 or not all(map(is_han, subject + base)):
+        return False
+    differ = [i for i, (a, b) in enumerate(zip(subject, base, strict=True)) if a != b]
+    if len(differ) != 1 or differ[0] == len(base) - 1:
+        return False
+    if lazy_pinyin(subject[differ[0]], style=Style.FINALS) != lazy_pinyin(base[differ[0]], style=Style.FINALS):
+        return False
+    beside = [j for j in (differ[0] - 1, differ[0]) if 0 <= j <= len(base) - 2]
+    jieba.dt.check_initialized()
+    return not any(jieba.dt.FREQ.get(subject[j:j + 2]) for j in beside) \
+        and any(jieba.dt.FREQ.get(base[j:j + 2]) for j in beside)
 
 
 def described_by_record(subject: str, product: Product) -> bool:

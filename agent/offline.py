@@ -331,6 +331,7 @@ class OfflineModel:
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
                                      or answers.written_in_full(subject, main.product_name)
+                                     or answers.mistyped(subject, main.product_name)   # 兵乓球拍
                                      or answers.described_by_record(subject, main))   # 撸铁手套: 健身手套
         # (a need described is answered by meaning, unless it asks outright for goods of another kind than those
         # found: 跑步穿的大裤衩 is not 缓震跑步鞋; 踢球用的插板 may be 足球护腿板)

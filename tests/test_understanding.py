@@ -1289,3 +1289,14 @@ async def test_a_clause_saying_what_the_customer_wants_to_buy_is_about_goods(age
     assert read("我不想买了 今天天气真好", vocabulary, labels=["off_topic"]).asks == {intent.Ask.OFF_TOPIC}
     said = await reply(agent, text)
     assert "计数跳绳" in said and "39元" in said
+
+
+async def test_a_name_with_one_character_mistyped_by_sound_is_that_name(agent):
+    """兵乓球 (bing for ping): one character off the name, making no word where the name makes one, rhyming — that
+    product; 女士泳裤 (a word), 跑山鞋 (no rhyme), 羽毛球鞋 (the head) and 壁球拍 (a word) are no typos."""
+    from agent.answers import mistyped
+    assert mistyped("兵乓球拍", "乒乓球拍") and mistyped("兵乓球", "乒乓球（10只装）")
+    assert not any(mistyped(a, b) for a, b in [("女士泳裤", "男士泳裤"), ("跑山鞋", "跑步鞋"), ("羽毛球鞋", "羽毛球拍"),
+                                               ("壁球拍", "网球拍")])
+    said = await reply(agent, "兵乓球有卖吗 一盒几个")
+    assert "乒乓球（10只装）" in said and "没有销售" not in said
