@@ -17,7 +17,7 @@ import jieba
 import jieba.posseg
 
 from retrieval.bridge import names_an_object, senses
-from retrieval.thesaurus import files_as_goods
+from retrieval.thesaurus import files_as_goods, names_material
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -445,11 +445,14 @@ _OPPOSITE = {0: 1, 1: 0, 2: 3, 3: 2}
 
 def contradicted(words: list[str], record: str) -> str:
     """The first of `words` (what a product's name is qualified with) saying the goods are for someone the record
-    says they are not for (儿童 before 轮滑鞋 whose record says 成人, and nothing of a child's); '' when none is."""
+    says they are not for (儿童 before 轮滑鞋 whose record says 成人, and nothing of a child's), or of a material the
+    record does not state (尼龙 before 羽毛球 whose record says 鸭毛: the shop cannot say it is nylon); '' when none is."""
     for word in words:
         group = next((k for k, members in enumerate(WHOM) if word in members), None)
         if group is not None and any(w in record for w in WHOM[_OPPOSITE[group]]) \
                 and not any(w in record for w in WHOM[group]):
+            return word
+        if names_material(word) and word not in record:
             return word
     return ""
 

@@ -308,8 +308,9 @@ class Agent:
         return dataclasses.replace(asked, products=(same,), near_miss="", subject="", goods=(), named=())
 
     async def _for_someone_else(self, asked: intent.Intent) -> intent.Intent:
-        """儿童轮滑鞋 when the only 轮滑鞋 is 成人轮滑鞋: goods for someone the product's record says it is not for are
-        a near miss (the child's skates are not sold), not that product."""
+        """儿童轮滑鞋 when the only 轮滑鞋 is 成人轮滑鞋: goods for someone the product's record says it is not for, or
+        of a material it does not state (尼龙羽毛球: the record's are duck feather), are a near miss (the child's
+        skates are not sold), not that product."""
         if len(asked.products) != 1 or len(asked.named) != 1 or asked.near_miss:
             return asked
         name = asked.named[0]

@@ -101,6 +101,12 @@ def files_as_goods(word: str) -> bool:
     return any(map(_of_goods, codes().get(word, ())))
 
 
+def names_material(word: str) -> bool:
+    """Whether Cilin files a word as a material (Bm: 尼龙, 铝合金, 不锈钢) and as no other kind of word."""
+    filed = codes().get(word, ())
+    return any(c.startswith("Bm") for c in filed) and all(c[0] == "B" for c in filed)
+
+
 def names_no_goods(word: str, last_word: str = "") -> bool:
     """Whether Cilin files a noun phrase only under senses no shop sells — an activity (手术, 比赛), a person
     (老婆), a place (小区, 空地), a body part (膝盖), something abstract (球队 of 羽毛球队) — read by the phrase

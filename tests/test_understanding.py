@@ -1300,3 +1300,12 @@ async def test_a_name_with_one_character_mistyped_by_sound_is_that_name(agent):
                                                ("壁球拍", "网球拍")])
     said = await reply(agent, "兵乓球有卖吗 一盒几个")
     assert "乒乓球（10只装）" in said and "没有销售" not in said
+
+
+async def test_goods_of_a_material_the_record_does_not_state_are_a_near_miss(agent):
+    """铝合金登山杖: the shop's poles are carbon fibre — the aluminium ones are not sold (the shop cannot say they
+    are); 碳纤维登山杖 is the product itself."""
+    said = await reply(agent, "铝合金登山杖多少钱")
+    assert "没有销售“铝合金登山杖”" in said and "459元" not in said
+    said = await reply(agent, "碳纤维登山杖多少钱")
+    assert "459元" in said and "没有销售" not in said
