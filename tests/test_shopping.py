@@ -170,6 +170,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test4.jsonl", 0.9, 0.6),
     ("dialogues-understanding-test5.jsonl", 0.95, 0.9),
     ("dialogues-understanding-test6.jsonl", 0.9, 0.7),
+    ("dialogues-understanding-test7.jsonl", 0.85, 0.45),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -181,7 +182,9 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     questions, near misses and a product's own parts, two questions, cheaper goods, follow-ups: 0.611 at its
     first run, 0.889 at that sitting's end, 0.944 at the next one's; test4 0.931 then; test6, 84 more written
     that sitting the same way, for-someone needs added: 0.857 at its first run (a3f934d), 0.869 when added,
-    0.952 at that sitting's end, when test5 was 1.000 and test4 0.931),
+    0.952 at that sitting's end, when test5 was 1.000 and test4 0.931; test7, 84 more written in the next sitting
+    — colloquial names, misspellings, described needs, two questions, follow-ups, near misses, chatty messages:
+    0.714 at its first run (940c374), 0.893 at that sitting's end, colloquial names 0.5: world knowledge),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
