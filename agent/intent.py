@@ -186,6 +186,10 @@ class Vocabulary:
                 out.setdefault(pid, []).append(base_name(name))
         return {pid: tuple(names) for pid, names in out.items()}
 
+    def of_kind(self, pid: str, kind: str) -> bool:
+        """Whether one of the product's Chinese names ends with the kind (鞋: 足球鞋; 球: 乒乓球)."""
+        return any(name.endswith(kind) for name in self.chinese_names.get(pid, ()))
+
     def product_of(self, word: str) -> str:
         """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
         for form in (word, word[:-1], word[:-2]):
@@ -984,15 +988,12 @@ def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: l
         return None
     kind = m.group("kind")
     kind = kind[:-1] if len(kind) > 1 and kind.endswith("子") else kind   # 鞋子, 垫子: the kind is 鞋, 垫
-
-    def of_kind(pid: str) -> bool:
-        return any(name.endswith(kind) for name in vocabulary.chinese_names.get(pid, ()))
-    if focus and of_kind(focus[0]):
+    if focus and vocabulary.of_kind(focus[0], kind):
         return None   # the product in focus is of that kind: the pointer means it, as it always did
     for answer in reversed(earlier):
         named = [vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))]
         for pid in dict.fromkeys(named):
-            if of_kind(pid):
+            if vocabulary.of_kind(pid, kind):
                 return pid
     return None
 
@@ -1004,15 +1005,12 @@ def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earli
     characters at least (乒乓球拍 → 乒乓球). None: the kind is asked afresh."""
     if vocabulary.pattern is None:
         return None
-
-    def of_kind(pid: str) -> bool:
-        return any(name.endswith(kind) for name in vocabulary.chinese_names.get(pid, ()))
     for answer in reversed(earlier):
         named = {vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))}
-        if kinds := [pid for pid in named if of_kind(pid)]:
+        if kinds := [pid for pid in named if vocabulary.of_kind(pid, kind)]:
             return kinds[0] if len(kinds) == 1 else None
     shared = [(len(os.path.commonprefix([name, own])), pid)
-              for pid, names in vocabulary.chinese_names.items() if of_kind(pid) and pid not in focus
+              for pid, names in vocabulary.chinese_names.items() if vocabulary.of_kind(pid, kind) and pid not in focus
               for name in names for f in focus for own in vocabulary.chinese_names.get(f, ())]
     best = max((n for n, _ in shared), default=0)
     closest = {pid for n, pid in shared if n == best}
@@ -1110,7 +1108,7 @@ def _asked_of_goods(phrase: str) -> bool:
 
 
 def _story_word(phrase: str) -> bool:
-    """A noun of the customer's story, by the thesaurus no goods (手术, 康复师, 羽毛球队, 膝盖, 宿舍): never searched
+    """A noun of the customer's story, by the thesaurus no goods (手术, 康复师, 羽毛球队, 膝盖, 比赛): never searched
     for, never called not sold."""
     return names_no_goods(phrase, jieba.lcut(phrase)[-1]) if len(phrase) >= 2 else False
 

@@ -117,7 +117,7 @@ class Agent:
         asked = await self._cheaper_than(asked, vocabulary)
         asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
         asked = await self._qualify(text, asked, vocabulary)
-        asked = await self._for_someone_else(asked)
+        asked = await self._unlike_the_record(asked)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
             if asked.reference is not None and not asked.products else None
@@ -272,13 +272,12 @@ class Agent:
         discussed the same way, when there is one."""
         kind = intent.kind_written(asked.text, vocabulary) if asked.follow_up else ()
         # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too
-        bare = memory.turns and not kind and not asked.products and asked.goods == (asked.subject,) \
+        bare = bool(memory.turns) and not kind and not asked.products and asked.goods == (asked.subject,) \
             and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.kind_characters
         kind = (intent.noun_stem(asked.subject),) if bare else kind
         if not kind:
             return asked
-        of_kind = [pid for pid in memory.focus_product_ids
-                   if any(name.endswith(kind[0]) for name in vocabulary.chinese_names.get(pid, ()))]
+        of_kind = [pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind[0])]
         if of_kind:   # the product in focus is of that kind: it is the one meant
             return dataclasses.replace(asked, products=(of_kind[0],), goods=(), subject="") if bare else asked
         discussed = intent.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
@@ -307,7 +306,7 @@ class Agent:
             return asked
         return dataclasses.replace(asked, products=(same,), near_miss="", subject="", goods=(), named=())
 
-    async def _for_someone_else(self, asked: intent.Intent) -> intent.Intent:
+    async def _unlike_the_record(self, asked: intent.Intent) -> intent.Intent:
         """儿童轮滑鞋 when the only 轮滑鞋 is 成人轮滑鞋: goods for someone the product's record says it is not for, or
         of a material it does not state (尼龙羽毛球: the record's are duck feather), are a near miss (the child's
         skates are not sold), not that product."""
