@@ -173,6 +173,11 @@ class Vocabulary:
                 and not jieba.dt.FREQ.get(short)}
 
     @cached_property
+    def name_endings(self) -> frozenset[str]:
+        """Every Chinese character a product's name ends with, pack size aside (砖 of 瑜伽砖, 帽 of 硅胶泳帽)."""
+        return frozenset(name[-1] for names in self.chinese_names.values() for name in names if is_han(name[-1]))
+
+    @cached_property
     def name_characters(self) -> frozenset[str]:
         """Every Chinese character the catalog's product names and short forms are written with."""
         return frozenset(ch for name in self.names for ch in name if "\u4e00" <= ch <= "\u9fff")
@@ -323,6 +328,9 @@ class Intent:
     # clause as written; the turn reads its product and caps the price there (then: that product's name)
     too_dear: str = ""
     superlative: bool = False   # 最便宜的球拍是哪个: the one at the top of the order by price, not the list
+    # goods named by a word of two or more characters that several products' names end with and none is (球拍: 羽毛球拍,
+    # 乒乓球拍, 网球拍; 球鞋): a kind, not one product
+    kind: str = ""
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -546,22 +554,24 @@ def _word_edges(text: str) -> frozenset[int]:
 _GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧", "能"})
 
 
-def kind_written(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
-    """A kind of goods written as one Chinese character standing as a word (包多少钱, 鞋有吗): (kind,) or ()."""
-    kind = _kind_word(text, vocabulary)
+def kind_written(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None = None) -> tuple[str, ...]:
+    """A kind of goods written as one Chinese character standing as a word (包多少钱, 鞋有吗): (kind,) or ().
+    `enders`: the characters that may be one (default: those ending several products' names)."""
+    kind = _kind_word(text, vocabulary, enders)
     return kind if kind and is_han(kind[0]) else ()
 
 
-def _kind_word(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
+def _kind_word(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None = None) -> tuple[str, ...]:
     """A kind of goods written as one character standing as a word (300以内的鞋, 有什么包): a character that ends
-    several products' names; not a measure word after a count (一套, 两双)."""
+    several products' names (or one of `enders`); not a measure word after a count (一套, 两双)."""
+    kinds = vocabulary.kind_characters if enders is None else enders
     at = 0
     for word in jieba.lcut(text):
         start, at = at, at + len(word)
-        kind = word if word in vocabulary.kind_characters else \
-            word[0] if word[0] in vocabulary.kind_characters and word[1:] in _GLUED else \
-            word[1] if len(word) == 2 and word[0] in "那这" and word[1] in vocabulary.kind_characters else ""
-        # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢)
+        kind = word if word in kinds else \
+            word[0] if word[0] in kinds and word[1:] in _GLUED else \
+            word[1] if len(word) == 2 and word[0] in "那这" + word[1] and word[1] in kinds else ""
+        # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢; 包包: a kind said twice, as people do)
         if kind and not re.search(f"{NUM}\\s*$", text[:start]):
             return (kind,)
     for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
@@ -851,7 +861,17 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
-                  superlative=sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)))
+                  superlative=sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
+                  kind=_kind_named(subject, vocabulary) if not products else "")
+
+
+def _kind_named(subject: str, vocabulary: Vocabulary) -> str:
+    """The subject as a kind of goods when it is two or more characters that several products' names end with and
+    no product's name (球拍, 球鞋); '' otherwise."""
+    stem = noun_stem(subject) if subject else ""
+    if len(stem) < 2 or not all(map(is_han, stem)) or stem in vocabulary.names:
+        return ""
+    return stem if sum(vocabulary.of_kind(pid, stem) for pid in vocabulary.chinese_names) >= 2 else ""
 
 
 def _story_category(text: str, category: str, goods: tuple[str, ...]) -> bool:

@@ -231,6 +231,7 @@ def joined_goods(phrase: str) -> list[str]:
 
 # …一筒, …两盒, and a count taken after its goods (拍子拿两个, 球拍来三副, 护膝要一对): the goods before them
 _COUNT_AFTER = re.compile(r"(?<=[\u4e00-\u9fff])(?:[拿来要买]|再来|再要)?[一两二三四五六七八九十几\d]+[\u4e00-\u9fff]$")
+_ALL_AFTER = re.compile(r"(?<=[\u4e00-\u9fff])(?:都|全都|全部|也)$")   # 鞋子都, 球拍全都: the goods, then "all"
 _WHATEVER = re.compile(r"(?:都|也|就)(?:行|可以|成|好)$")   # …都行: whichever will do, not part of the goods
 _SIZE_CODE = re.compile(r"\d?x{0,3}[sml]")   # xs, m, xxl, 3xl: a size, never goods
 
@@ -263,6 +264,7 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     phrases = [_COUNT_AFTER.sub("", p) or p for p in phrases]        # 羽球一桶: 羽球 (the count is read apart)
     phrases = [w for p in phrases if (w := _after_done(p))]          # 游完泳, 踢完球鞋子: an action done, then goods
     phrases = [w for p in phrases if (w := _WHATEVER.sub("", p)) == p or len(w) >= 2]   # 啥球都行: any ball, not 球都行
+    phrases = [_ALL_AFTER.sub("", p) or p for p in phrases]          # 鞋子都啥价位: the shoes, all of them
     phrases = [p for p in phrases if not _SIZE_CODE.fullmatch(p)   # 有XXL吗: a size asked, not goods
                and not _ends_in_action(p)]                      # 背着爬山: an activity, not goods
     order = {phrase: text.find(phrase) for phrase in phrases}

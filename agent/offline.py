@@ -54,6 +54,7 @@ _THRESHOLD_WORDS = {DiscountType.FREE_SHIPPING: re.compile("包邮|运费|邮费
 _PER_UNIT = re.compile(r"平均|折合|摊下来|合多少|合几|算下来一|算下来每|average|per (?:one|unit|piece|item)")
 
 _ORDER_ID = re.compile(r"(?<![A-Za-z0-9])([A-Z]\d{3,})(?!\d)")
+KIND_LISTED = 8   # a kind asked about (鞋子都啥价位) lists at most this many of its products, each priced
 
 
 def _searched(messages: Sequence[Message]) -> list[str]:
@@ -253,10 +254,10 @@ class OfflineModel:
             # 我打羽毛球老崴脚 有啥能护一下的: the words read as goods (羽毛球老崴) found nothing with no filter to list
             # by; the need told in the sentence is searched by its meaning
             return self._call("search_products", {"query": asked.text[:200], "top_k": 3})
+        kind = OfflineModel._bare_kind(asked)
+        if kind and kind not in searched:   # 包多少钱, 鞋子都啥价位: which bags or shoes there are, searched alone
+            return self._call("search_products", {"query": kind, "top_k": 10})
         if findings.products:
-            kind = OfflineModel._bare_kind(asked)
-            if kind and kind not in searched and sum(answers.of_kind(kind, p) for p in findings.products.values()) < 2:
-                return self._call("search_products", {"query": kind, "top_k": 10})   # 包多少钱: which bags there are
             return self._about_one(asked, findings, called)
         if focus and asked.follow_up and "get_product_details" not in called:
             return self._call("get_product_details", {"product_ids": focus})
@@ -272,10 +273,11 @@ class OfflineModel:
 
     @staticmethod
     def _bare_kind(asked: Intent) -> str:
-        """The kind asked about when it is written as one character and nothing is named or described (包多少钱,
-        鞋子有吗: 包, 鞋); '' otherwise."""
+        """The kind asked about when it is written as one character, or as a word several names end with (球拍), and
+        nothing is named or described (包多少钱, 鞋子有吗, 球拍都多少钱: 包, 鞋, 球拍); '' otherwise."""
         kind = noun_stem(asked.subject) if asked.subject and not asked.products and not asked.describes_need else ""
-        return kind if len(kind) == 1 else ""   # (…松紧不一样的带子，一套好几根的: the thing the need describes)
+        # (…松紧不一样的带子，一套好几根的: the thing the need describes); 球拍: a kind of two characters, as read
+        return kind if len(kind) == 1 else asked.kind if kind else ""
 
     @staticmethod
     def _each_asked(asked: Intent) -> bool:
@@ -327,7 +329,7 @@ class OfflineModel:
         if kind := self._bare_kind(asked):   # 鞋子多少钱: which shoes? those found
             of_kind = [findings.products[p] for p in order if answers.of_kind(kind, findings.products[p])]
             if len(of_kind) >= 2:
-                return (*answers.kind_answer(subject, of_kind[:5]), AnswerStatus.GROUNDED)
+                return (*answers.kind_answer(subject, of_kind[:KIND_LISTED]), AnswerStatus.GROUNDED)
         # another name of the product itself (旱冰鞋 for 成人轮滑鞋, 游泳眼镜 for 防雾泳镜): answered as if named
         synonym = bool(subject) and (answers.dictionary_synonym(subject, main)
                                      or answers.written_in_full(subject, main.product_name)
@@ -347,7 +349,7 @@ class OfflineModel:
                     or answers.written_in_full(subject, product.product_name)   # 游泳眼镜: 泳镜
             kind = [findings.products[p] for p in order if alike(findings.products[p])]
             if kind and alike(main):
-                return (*answers.kind_answer(subject, kind[:5]), AnswerStatus.GROUNDED)
+                return (*answers.kind_answer(subject, kind[:KIND_LISTED]), AnswerStatus.GROUNDED)
             return (*answers.related_answer(subject, [main]), AnswerStatus.GROUNDED)
         # 有能计数的吗: whether the shop has one that does — the product, its price and stock, not only the fact
         wants_price = bool(asked.asks & {Ask.PRICE, Ask.PROMOTION} or asked.quantity or asked.first_purchase

@@ -22,7 +22,7 @@ from agent.clock import today_shanghai
 from agent.context import TurnContext
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
-from agent.mentions import contradicted, qualifiers
+from agent.mentions import PRICE_WORDS, contradicted, qualifiers
 from agent.models import ChatModel, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 # exact name written: 给孩子买个足球 → 青少年训练足球 by 0.99, 室内踢的足球 → 室内五人制足球 by 1.48;
 # 给我老公买个篮球 (0.0) and 室外打的篮球 (0.36, 篮球 is 室内外通用) keep the name written.
 QUALIFIED_MARGIN = 0.4
+# A price asked in so many words (not 还有多少, a stock question).
+_PRICED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
 # Adding to what is being discussed (再加两套弹力带, 另外再来一个).
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
 
@@ -236,6 +238,9 @@ class Agent:
         each = intent.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns], memory.focus_product_ids)
         if not each:
             return asked
+        if intent.Ask.STOCK in asked.asks and not _PRICED.search(asked.text):   # 两样都还有货吗: each one's stock
+            return dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
+                                       asks=asked.asks - {intent.Ask.BASKET, intent.Ask.COMPARE})
         return dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
                                    quantities={p: asked.quantity or 1 for p in each},
                                    asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
@@ -270,10 +275,11 @@ class Agent:
         line (那球呢 after 乒乓球拍: 乒乓球), else that kind afresh (bags), so the message is no follow-up; 包还有吗
         after 双肩包 stays one. The kind written alone as the goods (拍子拿两个多少钱) means the one in focus or
         discussed the same way, when there is one."""
-        kind = intent.kind_written(asked.text, vocabulary) if asked.follow_up else ()
+        # (a character ending one product's name will do in a conversation: 砖呢 after 瑜伽垫, 帽子 after 泳帽)
+        kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) if asked.follow_up else ()
         # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too
         bare = bool(memory.turns) and not kind and not asked.products and asked.goods == (asked.subject,) \
-            and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.kind_characters
+            and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.name_endings
         kind = (intent.noun_stem(asked.subject),) if bare else kind
         if not kind:
             return asked

@@ -1309,3 +1309,21 @@ async def test_goods_of_a_material_the_record_does_not_state_are_a_near_miss(age
     assert "没有销售“铝合金登山杖”" in said and "459元" not in said
     said = await reply(agent, "碳纤维登山杖多少钱")
     assert "459元" in said and "没有销售" not in said
+
+
+async def test_a_kind_asked_as_a_whole_lists_its_products(agent):
+    """球拍都啥价 / 包包多少钱: every racket or bag, each priced — 都 says all of them, 包包 is 包 said twice, and 球拍
+    ends three products' names (a kind, not the one the search ranked first as if named)."""
+    said = await reply(agent, "球拍都啥价")
+    assert all(f"{price}元" in said for price in (129, 899, 300))
+    said = await reply(agent, "包包多少钱")
+    assert all(f"{price}元" in said for price in (299, 259, 59))
+
+
+async def test_a_word_ending_one_products_name_in_a_conversation_is_that_product(agent):
+    """砖呢 after 瑜伽服套装: 砖 ends only 瑜伽砖, of the yoga line in focus; 两个都还有货吗 after 壶铃 and 瑜伽垫: each
+    one's stock, not a sum of their prices."""
+    said = (await converse(agent, ["瑜伽服套装多少钱", "砖呢"]))[-1]
+    assert "瑜伽砖" in said and "39元" in said
+    said = (await converse(agent, ["壶铃多少钱", "瑜伽垫呢", "两样都还有货吗"]))[-1]
+    assert "库存30" in said and "库存60" in said and "合计" not in said
