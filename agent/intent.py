@@ -911,6 +911,7 @@ def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],
     return "", ""
 
 
+_HAS_IT = re.compile(r"有[吗么嘛]|有没有|有不有")   # …28码 有吗: whether the shop has it
 _HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
 _NO_THING_TAGS = frozenset("vdarmqupcy")   # jieba's tags of a word ending no goods: a verb, an adverb, a particle…
 _PRICED = re.compile(f"[\u4e00-\u9fff]{{2,8}}(?:{PRICE_WORDS})")   # 卧推凳多少钱: goods, then their price asked
@@ -1106,6 +1107,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.PRICE)   # 网球拍多少钱？保修多久: a long message the router read for its policy question only
     elif (named or focus) and Ask.SPEC in by_rules and Ask.POLICY in asks:
         asks.add(Ask.SPEC)    # (a helmet in focus) what sizes?: the product's own sizes, besides the size guide
+    elif named and Ask.POLICY in asks and (_HAVING.search(text) or _HAS_IT.search(text)):
+        asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)
     return asks

@@ -19,13 +19,16 @@ from agent.intent import (
     PRODUCT_ASKS,
     Ask,
     Intent,
+    base_name,
     covers,
     goods_head,
     need_in_comparison,
     noun_stem,
     unspecific,
 )
+from agent.mentions import contradicted, qualifiers
 from agent.models import Message, ModelReply, ToolCall
+from agent.sizes import size_unstated
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
 from guardrails.fallback import SAFE_FALLBACK
@@ -280,6 +283,20 @@ class OfflineModel:
         return kind if len(kind) == 1 else asked.kind if kind else ""
 
     @staticmethod
+    def _unlike_record(asked: Intent, main: Product) -> str:
+        """The thing asked for, when the product found is not it by its own record: a size the record states others
+        of (给闺女买轮滑鞋 她穿28码: 尺码35-45), or goods for someone it says it is not for (女士连体泳衣 → 男士泳裤); ''."""
+        size = size_unstated(asked.text, f"{main.product_name} {main.specifications or ''}")
+        if size:
+            return f"{size}的{asked.subject or next(iter(asked.named), '') or base_name(main.product_name)}"
+        at = asked.text.find(asked.subject) if asked.subject and not asked.products else -1
+        if at <= 0:
+            return ""
+        clause = max(asked.text.rfind(mark, 0, at) for mark in " ，,。.!！？?；;") + 1
+        word = contradicted(qualifiers(asked.text, at, clause), answers.record_text(main))
+        return asked.text[asked.text.rfind(word, clause, at):at + len(asked.subject)] if word else ""
+
+    @staticmethod
     def _each_asked(asked: Intent) -> bool:
         """Several products each asked about — their stock, promotions or an attribute, beside their price or
         not (足球多少钱，篮球有货吗: two questions, not a sum) — with no total or quantity asked (the router's
@@ -326,6 +343,8 @@ class OfflineModel:
                 return itself
             return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
+        if unlike := self._unlike_record(asked, main):   # 她穿28码 (35-45), 女士连体泳衣 (男士泳裤): not that one
+            return (*answers.related_answer(unlike, [main]), AnswerStatus.GROUNDED)
         if kind := self._bare_kind(asked):   # 鞋子多少钱: which shoes? those found
             of_kind = [findings.products[p] for p in order if answers.of_kind(kind, findings.products[p])]
             if len(of_kind) >= 2:

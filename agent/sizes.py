@@ -48,3 +48,20 @@ def size_before(text: str, name: str) -> tuple[str, str, Decimal] | None:
     if value is None:
         return None
     return text[found[-1].start():at + len(name)], _SIZE_UNITS[found[-1].group("unit")], value
+
+
+# The units of a size that a customer asks of goods (not of themselves: 80公斤 and 175厘米 are their weight, height).
+GOODS_UNITS = frozenset({"人", "号", "升", "毫升", "码", "寸"})
+
+
+def size_unstated(text: str, record: str) -> str:
+    """A size the message asks for (50升的登山包, 她穿28码) in a unit the product's record states sizes in, none of which
+    holds it: the size as written; '' when there is none (the shop cannot say it has that size)."""
+    stated = sizes(record)
+    for m in _SIZE.finditer(fold(text)):
+        unit = _SIZE_UNITS[m.group("unit")]
+        value = _size_value(m.group("low"))
+        if unit in GOODS_UNITS and not m.group("high") and value is not None and stated.get(unit) \
+                and not any(low <= value <= high for low, high in stated[unit]):
+            return m.group(0)
+    return ""

@@ -1327,3 +1327,12 @@ async def test_a_word_ending_one_products_name_in_a_conversation_is_that_product
     assert "瑜伽砖" in said and "39元" in said
     said = (await converse(agent, ["壶铃多少钱", "瑜伽垫呢", "两样都还有货吗"]))[-1]
     assert "库存30" in said and "库存60" in said and "合计" not in said
+
+
+async def test_the_product_found_unlike_its_record_is_not_the_thing_asked(agent):
+    """轮滑鞋有吗 我儿子穿31码: the skates come in 35-45 — that size is not sold (the size guide beside it);
+    女款泳衣有没有 给我女朋友买: the one swimwear found is men's — not sold, not recommended with its price."""
+    said = await reply(agent, "轮滑鞋有吗 我儿子穿31码")
+    assert "没有销售“31码的轮滑鞋”" in said and "599元" not in said
+    said = await reply(agent, "女款泳衣有没有 给我女朋友买")
+    assert "没有销售“女款泳衣”" in said and "159元" not in said
