@@ -988,8 +988,17 @@ def each_of_earlier(text: str, vocabulary: Vocabulary, earlier: list[str], focus
     they are two or three different ones; () otherwise."""
     if not _EACH.search(fold(text)) or vocabulary.pattern is None:
         return ()
+    return discussed_apart(vocabulary, earlier, focus)
+
+
+def discussed_apart(vocabulary: Vocabulary, earlier: list[str], focus: list[str]) -> tuple[str, ...]:
+    """The products just discussed: the two or three the last answer was about, else the one each of the latest
+    answers (`earlier`, oldest first) was about — the first product each names — when they are two or three
+    different ones (壶铃 / 哑铃呢); () otherwise."""
     if 2 <= len(focus) <= 3:
         return tuple(focus)
+    if vocabulary.pattern is None:
+        return ()
     shown: list[str] = []
     for answer in reversed(earlier[-3:]):
         first = next((vocabulary.product_of(m.group(0)) for m in vocabulary.pattern.finditer(fold(answer))), None)

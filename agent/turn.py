@@ -126,7 +126,11 @@ class Agent:
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
             asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
         asked = self._each(text, asked, memory, vocabulary)
-        asked = await self._resolve(asked, memory.focus_product_ids, memory.last_quantity)
+        shown = memory.focus_product_ids
+        if asked.reference is not None and asked.reference.kind in ("cheapest", "dearest") and len(shown) == 1:
+            # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one after the other
+            shown = list(intent.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
+        asked = await self._resolve(asked, shown, memory.last_quantity)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:

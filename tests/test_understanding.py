@@ -1336,3 +1336,10 @@ async def test_the_product_found_unlike_its_record_is_not_the_thing_asked(agent)
     assert "没有销售“31码的轮滑鞋”" in said and "599元" not in said
     said = await reply(agent, "女款泳衣有没有 给我女朋友买")
     assert "没有销售“女款泳衣”" in said and "159元" not in said
+
+
+async def test_the_dearer_one_after_two_products_asked_one_by_one_is_of_those_two(agent):
+    """网球拍多少钱 / 羽毛球拍呢 / 贵的那个还有吗: the dearer of the two discussed one after the other (网球拍, 899元),
+    not the one in focus only."""
+    said = (await converse(agent, ["网球拍多少钱", "羽毛球拍呢", "贵的那个还有吗"]))[-1]
+    assert "网球拍" in said and "库存12" in said
