@@ -5,6 +5,7 @@ numerals through guardrails.figures, traditional characters and English brand na
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import logging
@@ -40,6 +41,7 @@ from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
 from retrieval.text import NOUN_SUFFIXES, fold, is_han, pinyin_of
+from retrieval.thesaurus import codes as thesaurus_codes
 from retrieval.thesaurus import names_no_goods
 
 jieba.setLogLevel(logging.WARNING)
@@ -202,10 +204,27 @@ class Vocabulary:
                 return self.names[form]
         raise KeyError(word)
 
+    @cached_property
+    def _reversed_names(self) -> tuple[list[str], list[str]]:
+        """Every name written backwards, sorted, and its product: the names ending with a word are one run of it."""
+        pairs = sorted((name[::-1], pid) for name, pid in self.names.items())
+        return [name for name, _ in pairs], [pid for _, pid in pairs]
+
     def ending_with(self, word: str) -> set[str]:
-        """Products with a longer name that ends with `word` (足球 → 青少年训练足球, 室内五人制足球)."""
+        """Products with a longer name that ends with `word` (足球 → 青少年训练足球, 室内五人制足球): a binary search
+        of the names written backwards, not a pass over the catalog (the reader asks it of most messages)."""
+        if not word:
+            return set()
         own = self.names.get(word)
-        return {pid for name, pid in self.names.items() if name.endswith(word) and name != word and pid != own}
+        backwards, pids = self._reversed_names
+        key = word[::-1]
+        found = set()
+        for at in range(bisect.bisect_left(backwards, key), len(backwards)):
+            if not backwards[at].startswith(key):
+                break
+            if backwards[at] != key and pids[at] != own:
+                found.add(pids[at])
+        return found
 
     def containing(self, phrase: str) -> str | None:
         """The one product whose full name holds `phrase` ('羽毛球网' → 羽毛球网架), if exactly one does."""
@@ -252,6 +271,7 @@ class Vocabulary:
         own other names for a product (`aliases`: English, short names) unless another product has it."""
         jieba.posseg.lcut("预热")   # the tagger loads its dictionaries on first use: here, not in a turn
         gloss("a"), senses("一")   # so do the English and the Chinese dictionaries (kinds in English, synonyms)
+        thesaurus_codes()   # and the thesaurus (story words, materials): ~80 ms of JSON, never on the event loop
         rows = list(products)
         names: dict[str, str] = {}
         tails: dict[str, set[str]] = {}
@@ -328,8 +348,8 @@ class Intent:
     # clause as written; the turn reads its product and caps the price there (then: that product's name)
     too_dear: str = ""
     superlative: bool = False   # 最便宜的球拍是哪个: the one at the top of the order by price, not the list
-    # goods named by a word of two or more characters that several products' names end with and none is (球拍: 羽毛球拍,
-    # 乒乓球拍, 网球拍; 球鞋): a kind, not one product
+    # the subject's stem when it names a kind of goods, not one product: one character (包, 鞋子), or a word several
+    # products' names end with and none is (球拍: 羽毛球拍, 乒乓球拍, 网球拍; 球鞋); read with the subject it was read of
     kind: str = ""
 
     @property
@@ -866,12 +886,14 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
 
 
 def _kind_named(subject: str, vocabulary: Vocabulary) -> str:
-    """The subject as a kind of goods when it is two or more characters that several products' names end with and
-    no product's name (球拍, 球鞋); '' otherwise."""
+    """The subject as a kind of goods (its stem): one character (包, 鞋子 → 鞋), or two or more that several products'
+    names end with and no product's name is (球拍, 球鞋); '' otherwise."""
     stem = noun_stem(subject) if subject else ""
+    if len(stem) == 1:
+        return stem
     if len(stem) < 2 or not all(map(is_han, stem)) or stem in vocabulary.names:
         return ""
-    return stem if sum(vocabulary.of_kind(pid, stem) for pid in vocabulary.chinese_names) >= 2 else ""
+    return stem if len(vocabulary.ending_with(stem)) >= 2 else ""
 
 
 def _story_category(text: str, category: str, goods: tuple[str, ...]) -> bool:
@@ -911,8 +933,7 @@ def _related(subject: str, qualifier: str, wanted: str, goods: tuple[str, ...],
     return "", ""
 
 
-_HAS_IT = re.compile(r"有[吗么嘛]|有没有|有不有")   # …28码 有吗: whether the shop has it
-_HAVING = re.compile(r"有没有|卖不卖|在卖|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
+_HAVING = re.compile(r"有没有|有不有|卖不卖|在卖|有[吗么嘛]|有.{1,10}[吗么嘛不没]|卖.{1,10}[吗么嘛不]")
 _NO_THING_TAGS = frozenset("vdarmqupcy")   # jieba's tags of a word ending no goods: a verb, an adverb, a particle…
 _PRICED = re.compile(f"[\u4e00-\u9fff]{{2,8}}(?:{PRICE_WORDS})")   # 卧推凳多少钱: goods, then their price asked
 # the shop's premises: a kind of shop building, where the shop is, going there
@@ -1039,9 +1060,11 @@ def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earli
         named = {vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))}
         if kinds := [pid for pid in named if vocabulary.of_kind(pid, kind)]:
             return kinds[0] if len(kinds) == 1 else None
+    of_kind = (vocabulary.ending_with(kind) | ({vocabulary.names[kind]} if kind in vocabulary.names else set())) \
+        - set(focus)
     shared = [(len(os.path.commonprefix([name, own])), pid)
-              for pid, names in vocabulary.chinese_names.items() if vocabulary.of_kind(pid, kind) and pid not in focus
-              for name in names for f in focus for own in vocabulary.chinese_names.get(f, ())]
+              for pid in of_kind if vocabulary.of_kind(pid, kind) for name in vocabulary.chinese_names.get(pid, ())
+              for f in focus for own in vocabulary.chinese_names.get(f, ())]
     best = max((n for n, _ in shared), default=0)
     closest = {pid for n, pid in shared if n == best}
     return closest.pop() if best >= 2 and len(closest) == 1 else None
@@ -1116,7 +1139,7 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.PRICE)   # 网球拍多少钱？保修多久: a long message the router read for its policy question only
     elif (named or focus) and Ask.SPEC in by_rules and Ask.POLICY in asks:
         asks.add(Ask.SPEC)    # (a helmet in focus) what sizes?: the product's own sizes, besides the size guide
-    elif named and Ask.POLICY in asks and (_HAVING.search(text) or _HAS_IT.search(text)):
+    elif named and Ask.POLICY in asks and _HAVING.search(text):
         asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)

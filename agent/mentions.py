@@ -460,6 +460,21 @@ def contradicted(words: list[str], record: str) -> str:
     return ""
 
 
+def clause_start(text: str, at: int) -> int:
+    """Where the clause holding position `at` begins (after the last space or punctuation before it)."""
+    return max(text.rfind(mark, 0, at) for mark in " ，,。.!！？?；;") + 1
+
+
+def contradicted_phrase(text: str, at: int, length: int, record: str) -> str:
+    """The thing asked for when words before a mention at `at` (of `length`), in its clause, say what the product's
+    record contradicts (儿童轮滑鞋 for 成人轮滑鞋, 尼龙羽毛球 for duck feather): those words and the mention; ''."""
+    if at <= 0:
+        return ""
+    clause = clause_start(text, at)
+    word = contradicted(qualifiers(text, at, clause), record)
+    return text[text.rfind(word, clause, at):at + length] if word else ""
+
+
 def qualifiers(text: str, start: int, since: int = 0) -> list[str]:
     """The words before a mention at `start` (and after `since`, the end of the mention before it) that
     say what it is for or whom (适合小孩踢的足球 → 小孩, 踢; 孩子刚学踢球，给他挑个足球 → 孩子, 学, 踢球;

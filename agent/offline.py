@@ -26,7 +26,7 @@ from agent.intent import (
     noun_stem,
     unspecific,
 )
-from agent.mentions import contradicted, qualifiers
+from agent.mentions import contradicted_phrase
 from agent.models import Message, ModelReply, ToolCall
 from agent.sizes import size_unstated
 from agent.tools import SUBMIT
@@ -278,9 +278,9 @@ class OfflineModel:
     def _bare_kind(asked: Intent) -> str:
         """The kind asked about when it is written as one character, or as a word several names end with (球拍), and
         nothing is named or described (包多少钱, 鞋子有吗, 球拍都多少钱: 包, 鞋, 球拍); '' otherwise."""
-        kind = noun_stem(asked.subject) if asked.subject and not asked.products and not asked.describes_need else ""
-        # (…松紧不一样的带子，一套好几根的: the thing the need describes); 球拍: a kind of two characters, as read
-        return kind if len(kind) == 1 else asked.kind if kind else ""
+        stem = noun_stem(asked.subject) if asked.subject and not asked.products and not asked.describes_need else ""
+        # (…松紧不一样的带子，一套好几根的: the thing the need describes); the reader's kind, if of this subject still
+        return asked.kind if stem and stem == asked.kind else ""
 
     @staticmethod
     def _unlike_record(asked: Intent, main: Product) -> str:
@@ -289,12 +289,10 @@ class OfflineModel:
         size = size_unstated(asked.text, f"{main.product_name} {main.specifications or ''}")
         if size:
             return f"{size}的{asked.subject or next(iter(asked.named), '') or base_name(main.product_name)}"
-        at = asked.text.find(asked.subject) if asked.subject and not asked.products else -1
-        if at <= 0:
+        if not asked.subject or asked.products:
             return ""
-        clause = max(asked.text.rfind(mark, 0, at) for mark in " ，,。.!！？?；;") + 1
-        word = contradicted(qualifiers(asked.text, at, clause), answers.record_text(main))
-        return asked.text[asked.text.rfind(word, clause, at):at + len(asked.subject)] if word else ""
+        return contradicted_phrase(asked.text, asked.text.find(asked.subject), len(asked.subject),
+                                   answers.record_text(main))
 
     @staticmethod
     def _each_asked(asked: Intent) -> bool:

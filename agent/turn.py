@@ -22,7 +22,7 @@ from agent.clock import today_shanghai
 from agent.context import TurnContext
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
-from agent.mentions import PRICE_WORDS, contradicted, qualifiers
+from agent.mentions import PRICE_WORDS, clause_start, contradicted_phrase, qualifiers
 from agent.models import ChatModel, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 # 给我老公买个篮球 (0.0) and 室外打的篮球 (0.36, 篮球 is 室内外通用) keep the name written.
 QUALIFIED_MARGIN = 0.4
 # A price asked in so many words (not 还有多少, a stock question).
-_PRICED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
+_PRICE_ASKED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
 # Adding to what is being discussed (再加两套弹力带, 另外再来一个).
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
 
@@ -126,11 +126,7 @@ class Agent:
         if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
             asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
         asked = self._each(text, asked, memory, vocabulary)
-        shown = memory.focus_product_ids
-        if asked.reference is not None and asked.reference.kind in ("cheapest", "dearest") and len(shown) == 1:
-            # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one after the other
-            shown = list(intent.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
-        asked = await self._resolve(asked, shown, memory.last_quantity)
+        asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
@@ -242,7 +238,7 @@ class Agent:
         each = intent.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns], memory.focus_product_ids)
         if not each:
             return asked
-        if intent.Ask.STOCK in asked.asks and not _PRICED.search(asked.text):   # 两样都还有货吗: each one's stock
+        if intent.Ask.STOCK in asked.asks and not _PRICE_ASKED.search(asked.text):   # 两样都还有货吗: each one's stock
             return dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
                                        asks=asked.asks - {intent.Ask.BASKET, intent.Ask.COMPARE})
         return dataclasses.replace(asked, products=each, follow_up=False, reference=None, goods=(), subject="",
@@ -324,14 +320,11 @@ class Agent:
             return asked
         name = asked.named[0]
         at = asked.text.find(name)
-        clause = max(asked.text.rfind(mark, 0, at) for mark in " ，,。.!！？?；;") + 1 if at > 0 else 0
-        words = qualifiers(asked.text, at, clause) if at > 0 else []
-        product = (await fetch_products(self.conn, list(asked.products))).get(asked.products[0]) if words else None
-        word = contradicted(words, answers.record_text(product)) if product is not None else ""
-        if not word:
-            return asked
-        near = asked.text[asked.text.rfind(word, clause, at):at + len(name)]
-        return dataclasses.replace(asked, near_miss=near, subject=near)
+        if at <= 0 or not qualifiers(asked.text, at, clause_start(asked.text, at)):
+            return asked   # nothing qualifies the name: no record to read
+        product = (await fetch_products(self.conn, list(asked.products))).get(asked.products[0])
+        near = contradicted_phrase(asked.text, at, len(name), answers.record_text(product)) if product else ""
+        return dataclasses.replace(asked, near_miss=near, subject=near) if near else asked
 
     async def _cheaper_than(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
         """斯伯丁那个篮球有点贵 有没有便宜点的篮球: the goods asked for, below the price of the product said to be too
@@ -400,8 +393,10 @@ class Agent:
             return intent.replace_product(asked, own, other)
         return dataclasses.replace(asked, near_miss=phrase)
 
-    async def _resolve(self, asked: intent.Intent, shown: list[str], last_quantity: int | None) -> intent.Intent:
-        """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL)."""
+    async def _resolve(self, asked: intent.Intent, memory: ChatMemory, vocabulary: intent.Vocabulary) -> intent.Intent:
+        """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL); the cheaper or
+        dearer after two products asked one by one (壶铃, then 哑铃呢) is of those two."""
+        shown, last_quantity = memory.focus_product_ids, memory.last_quantity
         adding = _ADDING.search(asked.text)
         if adding and len(shown) == 1 and asked.products and shown[0] not in asked.products:
             # 再加两套弹力带: the product being discussed stays in the order, the new one joins it
@@ -422,6 +417,8 @@ class Agent:
         elif pointer.kind == "last":
             pick = shown[-1]
         elif pointer.kind in ("cheapest", "dearest"):
+            if len(shown) == 1:   # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one by one
+                shown = list(intent.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
             # by what one costs now, as a comparison says which is cheaper (a promotion may turn the order)
             found = await fetch_products(self.conn, shown)   # the rows read once, every quote built from them
             promotions = await fetch_promotions(self.conn, list(found))

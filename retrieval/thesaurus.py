@@ -87,7 +87,6 @@ def kinship(a: str, b: str) -> int:
     return max(_agree(x, y) for x in left for y in right)
 
 
-
 # Cilin's class of things (B), less the body's parts (Bk): no shop sells a knee
 _NO_GOODS = ("Bk",)
 

@@ -1351,3 +1351,14 @@ async def test_a_thing_asked_for_after_a_name_is_another_thing_when_cilin_files_
     said = await reply(agent, "乒乓球底板有卖吗")
     assert "没有销售“乒乓球底板”" in said and "35元" not in said
     assert "没有销售" not in await reply(agent, "壶铃把手防滑吗")
+
+
+async def test_names_ending_with_a_word_are_found_by_a_search_not_a_pass(vocabulary):
+    """Vocabulary.ending_with reads the names written backwards (the reader asks it of most messages): the same
+    products as a pass over every name, for every name's every ending."""
+    def scanned(word):
+        own = vocabulary.names.get(word)
+        return {pid for name, pid in vocabulary.names.items() if name.endswith(word) and name != word and pid != own}
+    endings = {name[-k:] for name in vocabulary.names for k in range(1, len(name) + 1)}
+    assert all(vocabulary.ending_with(word) == scanned(word) for word in endings)
+    assert vocabulary.ending_with("球拍") >= {"003", "011", "013"} and vocabulary.ending_with("") == set()
