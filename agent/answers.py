@@ -20,6 +20,7 @@ from db.facts import (
     PRICE_TYPES,
     AmountDifference,
     Basket,
+    CategoryList,
     ComparisonRefusal,
     DiscountType,
     Order,
@@ -49,6 +50,8 @@ NO_ORDERS = "抱歉，没有查到您账号下的相关订单。请确认订单�
 NO_POLICY = "抱歉，我没有查到这方面的店铺政策说明。建议您联系人工客服确认，以免给您不准确的信息。"
 # What a good shop assistant says to people rather than about products.
 CLARIFY = "请问您想了解哪款商品呢？告诉我商品名称，我来帮您查价格、库存和优惠。"
+# asked after the shop's categories, to a customer who named nothing (有什么推荐的): what narrows it down
+BROWSE_QUESTION = "请问您想看哪一类？也可以告诉我是做什么运动、给谁用的，我来帮您挑。"
 REFUSE_INJECTION = ("抱歉，我不能按这样的要求回答。我只能根据店铺系统里的真实信息，为您查询商品、优惠、订单和售后政策。")
 # the shop's premises (实体店, 门店地址): the catalog and the policies say nothing of any, so nothing is claimed
 PREMISES = ("抱歉，店铺系统里没有线下门店的信息，我没法告诉您门店或地址。商品、价格、优惠、订单和售后的问题都可以直接问我；"
@@ -57,6 +60,8 @@ OFF_TOPIC = "抱歉，这个问题超出了我的服务范围。我是店铺客�
 APOLOGY = "非常抱歉给您带来了不好的体验。如需人工客服为您处理，直接回复转人工即可。"
 NO_BARGAIN = "抱歉，商品价格以店铺系统为准，客服无法议价或单独改价。"
 NO_BARGAIN_WHICH = "抱歉，商品价格以店铺系统为准，客服无法议价。告诉我您想买哪款商品，我帮您看看它当前有哪些优惠活动。"
+# replies that ask the customer which goods they mean: the next message answers them
+WHICH_QUESTIONS = (CLARIFY, NO_BARGAIN_WHICH, BROWSE_QUESTION)
 GREETING_PREFIX = "您好！"
 # A product whose record has no price: said as a fact of the record (the validator checks it), never left out.
 NO_PRICE = "价格暂未提供"
@@ -78,6 +83,7 @@ class Findings:
     document_sets: list[list[PolicyDocument]] = field(default_factory=list)   # each policy search's chunks
     plans: list[object] = field(default_factory=list)   # promotion plans: ReceivePlan, ThresholdPlan,
     #                                                     AmountDifference, and their refusals
+    categories: CategoryList | None = None   # what the shop sells, when the customer named nothing
 
     @classmethod
     def gather(cls, results: Iterable[object]) -> Findings:
@@ -120,6 +126,8 @@ class Findings:
                 self.plans.append(result)
             case QuoteRefusal(status=Status.INSUFFICIENT_STOCK | Status.PRICE_UNAVAILABLE):
                 self.calculation = result
+            case CategoryList():
+                self.categories = result
             case PolicyDocuments(documents=documents):
                 self.searched_knowledge = True
                 if documents:
@@ -650,3 +658,16 @@ def orders_answer(findings: Findings, products: Sequence[str] = ()) -> tuple[str
                      f"状态：{order.status}。")
         cites.append(order.evidence_id)
     return "为您查到以下订单：\n" + "\n".join(lines), cites
+
+
+CATEGORIES_OFFERED = 16   # a longer category list is cut here, "等" after it
+
+
+def browse_answer(categories: CategoryList | None) -> str:
+    """What a shop assistant says to a customer who has not said what they want: what the shop sells, by
+    category (the fullest first), and a question that narrows it — never a product picked at random."""
+    names = [c.name for c in categories.categories] if categories else []
+    if not names:
+        return CLARIFY
+    shown = "、".join(names[:CATEGORIES_OFFERED]) + ("等" if len(names) > CATEGORIES_OFFERED else "")
+    return f"我们店里的运动用品有这些类别：{shown}。{BROWSE_QUESTION}"

@@ -33,6 +33,7 @@ from agent.mentions import (
     joined_goods,
     qualifiers,
     reference,
+    tells_something,
     without_asking_lead,
 )
 from db.catalog import PRICE_SORTS
@@ -361,7 +362,8 @@ class Intent:
         """A need told (我准备跑马拉松…, 爬山下坡膝盖疼) rather than a product named or goods asked for — nor a
         long question about nothing (新客第一单买的话多少钱)."""
         return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text)) \
-            and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text)) and not self.asked_outright
+            and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text)) and not self.asked_outright \
+            and tells_something(self.text)   # 想看看你们家的商品: shop talk, however long, tells no need
 
     @property
     def asked_outright(self) -> bool:
@@ -398,6 +400,13 @@ class Intent:
     def names_nothing(self) -> bool:
         """No product, no goods, no filter: a follow-up, or a question that needs its product named."""
         return not (self.names_goods or self.describes_need)
+
+    @property
+    def browsing(self) -> bool:
+        """Help with goods asked for while naming nothing — no goods, need, filter or pointer back (有什么推荐的,
+        你们都卖啥, 随便看看): what the shop sells is to be offered, not a product guessed from the words."""
+        return Ask.LIST in self.asks and self.names_nothing and self.reference is None \
+            and not tells_something(self.text)   # 周末想去爬山 (after 有什么推荐的): a need, searched for
 
     @property
     def filtered(self) -> bool:
@@ -454,6 +463,15 @@ def typed_spellings(text: str) -> str:
 
 # Whether the shop has the thing named, and nothing else: 有吗, 有没有, 还有货吗, 你家有卖不
 _HAVING_ONLY = re.compile(r"(?:请问|你们|你家|店里|家里|这边)*还?有(?:没有|卖|货|现货)*(?:吗|么|嘛|不|没|没有|呢|啊|呀|哈|[?？!！~～]|\s)*")
+
+
+# Pictographs, symbols and the joiners and selectors that build emoji (🏊‍♀️, 🛹, 😍): they say nothing of
+# what a message asks, and would stand between its words and its end (滑板有吗🛹).
+_EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u200D\uFE0E\uFE0F\U000E0020-\U000E007F]+")
+
+
+def _without_emoji(text: str) -> str:
+    return _EMOJI.sub(" ", text).strip()
 
 
 def _brands_in_full(text: str, vocabulary: Vocabulary) -> str:
@@ -660,7 +678,7 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
             continue   # 能装衣服的包: clothes are what the bag holds, not the category to list
         # listed when a list is asked, or when the rest asks only about it (护具有吗, 护具多少钱: which there are)
         asked_alone = listing or _only_asking(re.sub(r"[\s，,。.!！]+", "", text[:m.start()] + text[m.end():]))
-        if alone is None and asked_alone and (word not in vocabulary.names or use) \
+        if alone is None and asked_alone and (word not in vocabulary.names or use or _sport_asked(text, m.start(), m.end())) \
                 and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
     return alone
@@ -767,14 +785,15 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     learned from examples) read the message to ask; without them the asks come from word rules alone.
     `own`: words after a product's name that its own record holds (a part or aspect of it, not a near miss)."""
     vocabulary = vocabulary or Vocabulary({})
-    folded = typed_spellings(english_numbers(fold(text)).replace("俩", "两个").replace("仨", "三个"))
+    folded = typed_spellings(english_numbers(_without_emoji(fold(text))).replace("俩", "两个").replace("仨", "三个"))
     folded = _brands_in_full(folded, vocabulary)
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _named(folded, vocabulary)
     products = tuple(dict.fromkeys(pid for _, _, pid in spans))
-    spans, products = _playing(folded, spans, products)
+    sports = _sports_played(folded, spans, vocabulary)
+    spans, products = _playing(folded, spans, products, vocabulary)
     per, overall, paired, overall_paired = quantities(folded, spans)
     high, low = budget(folded)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
@@ -793,7 +812,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if len(products) < 2 and (Ask.COMPARE in asks or "各" in folded):
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
-    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans]) if not products else []
+    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) if not products else []
+    phrases = [p for p in phrases if not any(p.endswith(folded[s:e]) and (p == folded[s:e] or _PLAY.search(p[:s - e]))
+                                             for s, e in sports)]   # 打网球: the sport played, no goods
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
     goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
                   and not _asked_of_goods(g) and g not in story)
@@ -824,10 +845,11 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
                         for g in (*goods, *story) for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽 (nor is 健身房)
-    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (products or brand or category
-                                                                           or _WANTED_IN.search(folded)):
+    if labels and not asks - {Ask.OFF_TOPIC, Ask.GREETING, Ask.THANKS} and (
+            products or brand or category or _WANTED_IN.search(folded)
+            or any(_HAVING_ONLY.fullmatch(folded.replace(g, "", 1)) for g in goods)):
         # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods; so does a clause
-        # saying what the customer wants to buy (…想买个能自动记数的，哪款合适)
+        # saying what the customer wants to buy (…想买个能自动记数的，哪款合适), or goods asked for alone (游泳圈有吗)
         asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
     if "policy:first-purchase" in labels and products and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
@@ -835,6 +857,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.discard(Ask.COMPARE)   # 600到780之间的跑鞋有哪个: 哪个 picks from a list, nothing to compare
     if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts and (goods or category or products):
         asks.discard(Ask.COMPARE)   # 护具里最便宜的是哪个: the cheapest of a kind, not two things compared
+    if Ask.COMPARE in asks and (high is not None or low is not None) and len(products) < 2 and not parts \
+            and (goods or category or products):
+        asks = (asks - {Ask.COMPARE}) | {Ask.LIST}   # 300到500的球拍选哪个: those within the budget, listed
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) >= 2 \
             and not _compares_named(folded, spans):
         asks.discard(Ask.COMPARE)   # 乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍: 还是 between two values of one product
@@ -1100,19 +1125,39 @@ def replace_product(asked: Intent, old: str, new: str) -> Intent:
 
 # Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
 _PLAY = re.compile(r"(?:打|踢|玩|练|学)[^，,。？?！!的]{0,2}$")   # 打篮球, 踢校园足球
+
+
+def _played(text: str, at: int) -> bool:
+    """Whether the word at `at` is a sport being played (打篮球, 踢校园足球)."""
+    return bool(_PLAY.search(text[max(0, at - 4):at]))
+
+
+def _sport_asked(text: str, start: int, end: int) -> bool:
+    """Whether the word at start:end is a sport being played and the rest of the message tells nothing more
+    (打网球的有吗, 打羽毛球需要的东西都卖啥: the sport's goods; 我打羽毛球老崴脚 有啥能护一下的: a need, searched)."""
+    played = _PLAY.search(text[max(0, start - 4):start])
+    if not played:
+        return False
+    return not tells_something(text[:max(0, start - 4) + played.start()] + text[end:])
 # after a catalog mention, 用的 and then goods (足球用的手套), not an asking word (足球用的吗, 篮球用的有吗)
 _USE_OF = re.compile(r"(?:时|时候)?(?:用|穿|戴)的(?![有吗呢么嘛吧多怎是还都能可会])[\u4e00-\u9fff]")
 
 
-def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...]):
-    """Drop the catalog mentions that name a sport being played, when the message tells a need, or the use of
-    the goods named after them (足球用的手套: gloves for football, not the football)."""
+def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...], vocabulary: Vocabulary):
+    """Drop the catalog mentions that name a sport being played, when the message tells a need or the sport is a
+    category of the shop (打网球的有吗: the tennis goods, not the balls), or the use of the goods named after them
+    (足球用的手套: gloves for football, not the football)."""
     kept = [s for s in spans if not _USE_OF.match(text, s[1])]
-    if _length(text) >= 8:
-        kept = [s for s in kept if not _PLAY.search(text[max(0, s[0] - 4):s[0]])]
+    kept = [s for s in kept if not (_played(text, s[0]) and _length(text) >= 8)
+            and not (text[s[0]:s[1]] in vocabulary.category_of and _sport_asked(text, s[0], s[1]))]
     if len(kept) == len(spans):
         return spans, products
     return kept, tuple(dict.fromkeys(pid for _, _, pid in kept))
+
+
+def _sports_played(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> list[tuple[int, int]]:
+    """The mentions that name one of the shop's categories as a sport being played (打网球): no goods of their own."""
+    return [(s, e) for s, e, _ in spans if text[s:e] in vocabulary.category_of and _sport_asked(text, s, e)]
 
 
 # Asks that are never about the product in focus, however short the message.

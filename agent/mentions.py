@@ -57,7 +57,11 @@ _ENGLISH = set("the a an one ones it this that these those them of to for and or
                "dollar dollars sell selling sold got do don't you're ll "
                # chat words that accept or agree, never goods
                "fine great good sure yes yeah yep no nope just then so well alright cool nice right".split())
-_NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH)
+# Browsing: asking for goods in general — to be shown around, recommended to, helped to choose — and what
+# is good of goods in general (新品, 爆款, 热卖): never goods, never a need.
+_BROWSING = set("推荐 介绍 看 看看 瞅 瞅瞅 瞧 瞧瞧 逛 逛逛 挑 挑挑 选 选选 帮 帮忙 随便 主要 最近 新品 新款 新货 "
+                "爆款 热门 热卖 好货 好物 好东西 卖得 值得 受欢迎 好卖 畅销 人气 东东 好 新 火 有些 哪些 些 什么样".split())
+_NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH | _BROWSING)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "
                           "看 看看 问 请问 推荐 是 算 能 可以 "
@@ -432,6 +436,22 @@ def asks_for_goods(text: str) -> bool:
             return True
         at = match.start() + 1
     return False
+
+
+# The words of shop talk: greeting, addressing, being shown around or helped to choose, asking in general.
+_SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | set("亲 老板 店家 掌柜 客服 人工 在 在吗 店 店里 店铺 本店 "
+                                                               "你们家 家 东西 商品 产品 宝贝 货 玩意 第一次 去 店主 店长 不 买点 早上好 晚上好 下午好 中午好 早 "
+                                                               "哈 喽 嗨 hi hello".split()))
+# Tags of the words that can tell a need: nouns (people, places, bodies too), times, verbs, adjectives, idioms.
+_TELLING_TAGS = frozenset({*_NOUN_TAGS, "ns", "nt", "j", "s", "t", "a", "ad", "an", "v", "vd", "i"})
+
+
+def tells_something(text: str) -> bool:
+    """Whether `text` (folded) tells anything of what the customer wants beyond shop talk: 有啥好东西推荐一下,
+    想看看你们家的商品, 我第一次来不知道买啥 tell nothing (show me around); 周末想去爬山, 给我老婆买 do."""
+    return any(t.flag in _TELLING_TAGS and t.word not in _SHOP_TALK and t.word not in _HELPING
+               and t.word.removeprefix("最") not in _SHOP_TALK   # 最火, 最受欢迎: the best of shop talk
+               and not _reduplicated(t.word) for t in _tokens(text))
 
 
 # Tags of the words that can say what goods are for or whom: nouns (people too), places, adjectives, verbs.

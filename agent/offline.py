@@ -180,6 +180,8 @@ class OfflineModel:
                       searched: Sequence[str] = ()) -> ModelReply | tuple[str, list[str], str]:
         """The next call for the product part, or its finished answer (text, citations, status); `searched`:
         the queries of this turn's searches, in order."""
+        if findings.categories is not None:
+            return answers.browse_answer(findings.categories), [], AnswerStatus.GROUNDED
         several = self._several(asked, findings)
         comparing = bool(several) and Ask.COMPARE in asked.asks and not _DIFFERENCE.search(asked.text)
         budget = self._named_within_budget(asked) and "get_product_details" in called
@@ -533,6 +535,8 @@ class OfflineModel:
             return [("get_product_details", {"product_ids": list(asked.products)})]
         if focus and (asked.follow_up or asked.names_nothing):
             return [("get_product_details", {"product_ids": focus})]
+        if asked.browsing:   # 有什么推荐的, 你们店有啥: what the shop sells, and a question that narrows it
+            return [("list_categories", {})]
         if asked.names_nothing and asked.leans_back:
             return []   # 那买三个呢 with nothing discussed yet: ask which product
         # the customer's own words: the router embedded them already, so the search reuses that vector

@@ -24,6 +24,7 @@ from db.catalog import (
     fetch_promotions,
     find_products,
     get_promotions,
+    list_categories,
     products_of_kind,
     promotions_from,
 )
@@ -185,6 +186,12 @@ class ListMyOrders(_Args):
     order_id: str | None = Field(None, max_length=64)
 
 
+class ListCategories(_Args):
+    """What the shop sells: its product categories (足球, 户外…) and how many products each holds, the fullest
+    first. For a customer who has not said what they want (有什么推荐的, 你们都卖啥, 随便看看): offer these
+    and ask which sport, whom it is for or what it is needed for; never recommend a product at random."""
+
+
 class SubmitAnswer(_Args):
     """Submit the final answer for the customer (Simplified Chinese), with the evidence ids it rests on.
     Every figure must keep its role (售价 = unit price, 共/实付 = total for a stated quantity, 满X = threshold)
@@ -202,6 +209,7 @@ TOOLS: dict[str, type[_Args]] = {
     "calculate_final_price": CalculateFinalPrice,
     "search_knowledge": SearchKnowledge,
     "list_my_orders": ListMyOrders,
+    "list_categories": ListCategories,
     SUBMIT: SubmitAnswer,
 }
 # The promotion helpers (agent/promotion_answers.py documents them). Every tool call is parsed against
@@ -399,6 +407,7 @@ class ToolRunner:
             CompareAmounts: self._compare,
             SearchKnowledge: self._knowledge,
             ListMyOrders: lambda a: list_orders(self.conn, self.user_id, a.order_id),
+            ListCategories: lambda a: list_categories(self.conn),
         }
 
     async def run(self, name: str, args: _Args) -> object:

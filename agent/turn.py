@@ -188,12 +188,14 @@ class Agent:
         text = intent.typed_spellings(text)   # 瑜伽服有木有 asks what 瑜伽服有没有 asks
         labels = self.router.labels(text, await self._router_vector(text)).labels
         last = memory.turns[-1] if memory.turns else None
-        asked_which = last is not None and (answers.CLARIFY in last.assistant or answers.NO_BARGAIN_WHICH in last.assistant)
+        asked_which = last is not None and any(q in last.assistant for q in answers.WHICH_QUESTIONS)
         if asked_which and not intent.refers_back(text):
             previous = self.router.labels(last.user).labels
             if intent.names_only(text, vocabulary) and intent.answering_which(frozenset(), previous):
                 labels = frozenset()   # 羽毛球网架: only the product; what it asks is what was asked before
-            return intent.answering_which(labels, previous)
+            # after the shop's categories were offered, 乒乓球相关的 picks one to list
+            listing = frozenset({"listing"}) if answers.BROWSE_QUESTION in last.assistant else frozenset()
+            return intent.answering_which(labels, previous) | listing
         bare = intent.bare_follow_up(text, vocabulary)
         if bare or intent.refers_back(text):
             previous = frozenset()

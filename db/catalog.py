@@ -9,7 +9,7 @@ from typing import Any
 
 import aiosqlite
 
-from db.facts import Product, ProductDetails, Promotion, PromotionList
+from db.facts import Category, CategoryList, Product, ProductDetails, Promotion, PromotionList
 from db.ids import normalize_ids, placeholders
 
 
@@ -169,6 +169,14 @@ async def products_of_kind(conn: aiosqlite.Connection, kind: str) -> list[str]:
                             "OR product_name LIKE ? ESCAPE '\\' ORDER BY product_id",
                             (f"%{_like(kind)}", f"%{_like(kind)}（%")) as cur:
         return [row[0] for row in await cur.fetchall()]
+
+
+async def list_categories(conn: aiosqlite.Connection) -> CategoryList:
+    """The catalog's categories with how many products each holds, the fullest first (a product without one
+    is left out)."""
+    async with conn.execute("SELECT category, COUNT(*) FROM products WHERE TRIM(COALESCE(category, '')) != '' "
+                            "GROUP BY category ORDER BY COUNT(*) DESC, MIN(product_id)") as cur:
+        return CategoryList(tuple(Category(str(name), int(n)) for name, n in await cur.fetchall()))
 
 
 def _like(text: str) -> str:

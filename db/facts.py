@@ -250,6 +250,25 @@ class PromotionList:
 
 
 @dataclass(frozen=True)
+class Category:
+    name: str
+    products: int   # how many products the catalog files under it
+
+
+@dataclass(frozen=True)
+class CategoryList:
+    """What the shop sells, by category, the fullest first: offered to a customer who has not said what they
+    want (有什么推荐的, 你们都卖啥)."""
+
+    categories: tuple[Category, ...]
+    source: str = SOURCE
+
+    @property
+    def status(self) -> Status:
+        return Status.VERIFIED if self.categories else Status.NOT_FOUND
+
+
+@dataclass(frozen=True)
 class PolicyDocument:
     doc_id: str
     title: str

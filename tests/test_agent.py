@@ -239,8 +239,8 @@ async def test_when_nothing_is_releasable_the_customer_gets_the_fallback(conn, s
 def test_tool_schemas_are_strict():
     schemas = {s["function"]["name"]: s["function"]["parameters"] for s in tool_schemas(CALLABLE_TOOLS)}
     assert set(schemas) == {"search_products", "get_product_details", "get_promotions", "calculate_final_price",
-                            "search_knowledge", "list_my_orders", "submit_answer", "calculate_units_to_receive",
-                            "calculate_threshold_gap", "compare_amounts"}
+                            "search_knowledge", "list_my_orders", "list_categories", "submit_answer",
+                            "calculate_units_to_receive", "calculate_threshold_gap", "compare_amounts"}
     for name in ("calculate_units_to_receive", "calculate_threshold_gap", "compare_amounts"):
         assert not any("price" in field for field in schemas[name]["properties"]), name
     for params in schemas.values():

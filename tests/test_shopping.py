@@ -172,6 +172,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test6.jsonl", 0.9, 0.7),
     ("dialogues-understanding-test7.jsonl", 0.85, 0.45),
     ("dialogues-understanding-test8.jsonl", 0.82, 0.6),
+    ("dialogues-understanding-test9.jsonl", 0.75, 0.5),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -188,7 +189,9 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     0.714 at its first run (940c374), 0.893 at that sitting's end, colloquial names 0.5: world knowledge; test8,
     84 more written at that sitting's last hour — other names, typos, needs, categories, conversations, things
     not sold, stories: 0.690 at the sitting's start and 0.774 at its first run (41bc327), neither tuned on, 0.881
-    at the end),
+    at the end; test9, 108 written at the start of the next sitting — two questions, goods for someone, budgets,
+    comparisons, follow-ups, colloquial names, described needs, open requests and open requests narrowed: 0.611
+    at its first run (6160a27), open requests 0 of 24; 0.787 when the categories were offered),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
