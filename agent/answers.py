@@ -295,8 +295,9 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
     under their promotions), from what is paid now, each discounted price stated beside its list price.
     Asked which one suits a need (哪个能放湿衣服; `fits` not None), the one the search found for it (in
     `fits`) comes first, said to match by its description, and no conclusion about price is drawn."""
-    differ = not compares_prices(asked)
-    fit = next((p for p in products if p.product_id in (fits or ())), None)
+    by_stock = Ask.STOCK in asked.asks and not compares_prices(asked)   # 哪个库存多 / 哪个剩的多: each one's stock
+    differ = not compares_prices(asked) and not by_stock
+    fit = next((p for p in products if p.product_id in (fits or ())), None) if not by_stock else None
     if fit is not None:
         products = [fit, *(p for p in products if p is not fit)]
     words = next((w for pattern, w in ATTRIBUTE_WORDS if pattern.search(asked.text)), None)
@@ -309,8 +310,11 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
         return (f"，{p.description}" if differ and p.description else "") \
             + (f"，适用：{p.usage}" if differ and p.usage else "")
     lines = [(f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}")
-             + _now_text(_paid_now(paid, p.product_id)) + about(p) for p in products]
+             + _now_text(_paid_now(paid, p.product_id)) + (_stock_text(p) if by_stock else "") + about(p)
+             for p in products]
     text = "；".join(lines) + "。"
+    if by_stock:   # a stock question, not which one suits a need
+        return text + _more_stock(products), _with_paid([p.evidence_id for p in products], products, paid)
     if fits is not None:
         return (f"按商品介绍，{fit.product_name}更符合您说的需求。" if fit else "") + text, \
             _with_paid([p.evidence_id for p in products], products, paid)
@@ -331,6 +335,17 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
         else:
             text += f"{after}{cheap.product_name}更便宜。"
     return text, _with_paid([p.evidence_id for p in products], products, paid)
+
+
+def _more_stock(products: list[Product]) -> str:
+    """Which of the products compared has more in stock — drawn from the stock figures just stated."""
+    stocked = [p for p in products if p.stock_quantity is not None]
+    if len(stocked) < 2:
+        return ""
+    most = max(stocked, key=lambda p: p.stock_quantity)
+    if all(p.stock_quantity == most.stock_quantity for p in stocked):
+        return "两者库存相同。" if len(stocked) == 2 else "库存相同。"
+    return f"{most.product_name}库存更多。"
 
 
 def _paid_now(paid: Basket | None, product_id: str) -> Quote | None:

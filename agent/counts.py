@@ -70,6 +70,7 @@ _PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{ME
 # a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
 _ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
 _PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
+_PER_PERSON = re.compile(r"(?:一人|每人|一个人|每个人|人手|一家)\s*$")   # 一人一支: what each person gets
 # the count totalled: 两副一共, 两双跑步鞋一共 — nothing between but the goods (再加一根跳绳一共 totals two things)
 _TOTALLED = re.compile(r"\s*(?:(?![一二两三四五六七八九十几\d]|再|加|和|跟|还)[\u4e00-\u9fff]){0,6}?(?:一共|总共|合计|加起来|总计|共计)")
 _ORDERED = re.compile(r"(?:买|要|来|拿|订|购|下单)\s*$")
@@ -94,9 +95,10 @@ def _pieces(text: str, mention, spans: list[tuple[int, int, str]]) -> bool:
 
 def _counts_ordered(text: str, mentions: list) -> list:
     """The counts that say how many are bought: not a quoted promotion's numbers, nor a unit asked about
-    (一盒几个, 平均一支) — unless the message has no other count."""
+    (一盒几个, 平均一支), nor what each person gets (一人一支) — unless the message has no other count."""
     rules = [(m.start(), m.end()) for m in _PROMOTION_RULE.finditer(text)]
     return [m for m in mentions if not any(s <= m.start < e for s, e in rules) and not _PER_UNIT.search(text, 0, m.start)
+            and not _PER_PERSON.search(text, 0, m.start)
             and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
 
 

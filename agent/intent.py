@@ -87,7 +87,9 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
     (Ask.COMPARE, re.compile(f"哪一?[{MEASURE_WORDS}]|区别|对比|比较(?![胖瘦壮宽窄肥高矮])|不同|差别|比哪|还是"
                              r"|\bwhich (?:one|is)\b|\bcompared?\b|\bdifference\b|\bversus\b|\bvs\b")),
-    (Ask.LIST, re.compile(r"有哪些|有什么|有啥|哪些|都有|列一下|推荐几")),
+    # (有啥优惠, 有什么区别: the aspect asked of goods, not a list of them)
+    (Ask.LIST, re.compile(r"(?:有哪些|有什么|有啥|哪些|都有)(?!优惠|活动|折扣|促销|赠品|区别|不同|差别|颜色|尺码|款式|"
+                          r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
                           r"(?:什么|啥)码|(?:哪些|哪几|几个|几种|多少)个?(?:码|尺码|号|尺寸)|"
                           r"[一单](?:只|个|双|对|副|套|盒|支)[^，,。？?！!]{0,6}还是[一两]?(?:只|个|双|对|副|套|盒|支)|"
@@ -95,7 +97,8 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                           r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
                           r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|(?:什么|啥)人)|"
                           r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
-    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少")),
+    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少|存货|货[多少]|"
+                           r"剩[的得下]?(?:更|比较)?[多少]")),
     (Ask.BRAND, re.compile(r"(?:什么|啥)牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥)|包邮|划算|新客|首单|首次|第一次")),
     (Ask.PRICE, re.compile(PRICE_WORDS + r"|价钱|售价|几块|多少元|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
@@ -830,7 +833,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     near = extended_names(folded, spans, set(vocabulary.names), own) if products else ""
     near = "" if near and _story_word(near) else near   # 单位搞了个羽毛球队: a team, no goods asked for
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
-        products, near = (longer,), ""
+        inside = {pid for s, e, pid in spans if folded[s:e] in near}   # …and the other products named stay named
+        products = tuple(dict.fromkeys(longer if pid in inside else pid for pid in products))   # (哑铃套装和壶铃)
+        near = ""
     elif near and len(products) >= 2:   # 有乒乓球台吗？乒乓球拍多少钱: 乒乓球 is only inside the table
         inside = [(m.start(), m.end()) for m in re.finditer(re.escape(near), folded)]
         apart = tuple(dict.fromkeys(pid for s, e, pid in spans if not any(a <= s and e <= b for a, b in inside)))
@@ -857,17 +862,18 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.discard(Ask.COMPARE)   # 600到780之间的跑鞋有哪个: 哪个 picks from a list, nothing to compare
     if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts and (goods or category or products):
         asks.discard(Ask.COMPARE)   # 护具里最便宜的是哪个: the cheapest of a kind, not two things compared
-    if Ask.COMPARE in asks and (high is not None or low is not None) and len(products) < 2 and not parts \
-            and (goods or category or products):
-        asks = (asks - {Ask.COMPARE}) | {Ask.LIST}   # 300到500的球拍选哪个: those within the budget, listed
+    if Ask.COMPARE in asks and (high is not None or low is not None) and not parts and (goods or category or products):
+        # 300到500的球拍选哪个: those within the budget, listed; 80以内 护膝护踝哪个行: those of the two within it
+        asks = (asks - {Ask.COMPARE}) | ({Ask.LIST} if len(products) < 2 else set())
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) >= 2 \
             and not _compares_named(folded, spans):
         asks.discard(Ask.COMPARE)   # 乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍: 还是 between two values of one product
     if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)
-    if Ask.SPENDING in asks and FIRST_PURCHASE.search(folded) and "policy:first-purchase" in labels:
-        asks.discard(Ask.SPENDING)   # 我是第一次在你们家买，首单多少: a first purchase has no spending to sum
+    if Ask.SPENDING in asks and FIRST_PURCHASE.search(folded) \
+            and ("policy:first-purchase" in labels or Ask.PROMOTION in asks):
+        asks.discard(Ask.SPENDING)   # 我是第一次在你们家买，首单多少 / …有优惠不: a first purchase has no spending to sum
     if Ask.SPENDING in asks:
         # what the operators' figures did not take (上次买足球那一单花了多少: one order, not a sum over a period)
         # is read from the customer's own orders
@@ -1165,7 +1171,10 @@ _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, A
 
 
 # A product's price asked in so many words (not 运费多少, 多少天).
-_PRICE_ASKED_PLAINLY = re.compile(r"多少钱|价格是|价钱|售价|怎么卖|几块钱|卖多少")
+_PRICE_ASKED_PLAINLY = re.compile(r"多少钱|价格是|价钱|售价|怎么卖|几块钱|卖多少|(?:什么|啥)价")
+# A delivery, returns, invoice or warranty question in so many words (not 客服 or 支付 alone, which greet or pay).
+_POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|(?:啥|什么)时候(?:能)?到|退货|退换|换货|退款|"
+                                   r"发票|保修|质保")
 
 
 def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text: str = "",
@@ -1180,6 +1189,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.POLICY)
     if asks & PRODUCT_ASKS:
         asks |= by_rules & PRODUCT_ASKS
+        if named and Ask.POLICY not in asks and _POLICY_ASKED_PLAINLY.search(text):
+            asks.add(Ask.POLICY)   # 泡沫轴多少钱 今天拍了啥时候发货: the policy asked beside the product's price
     elif named and _PRICE_ASKED_PLAINLY.search(text):
         asks.add(Ask.PRICE)   # 网球拍多少钱？保修多久: a long message the router read for its policy question only
     elif (named or focus) and Ask.SPEC in by_rules and Ask.POLICY in asks:

@@ -439,9 +439,9 @@ def asks_for_goods(text: str) -> bool:
 
 
 # The words of shop talk: greeting, addressing, being shown around or helped to choose, asking in general.
-_SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | set("亲 老板 店家 掌柜 客服 人工 在 在吗 店 店里 店铺 本店 "
-                                                               "你们家 家 东西 商品 产品 宝贝 货 玩意 第一次 去 店主 店长 不 买点 早上好 晚上好 下午好 中午好 早 "
-                                                               "哈 喽 嗨 hi hello".split()))
+_SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | _ASPECT | set(
+    "亲 老板 店家 掌柜 店主 店长 客服 人工 在 在吗 店 店里 店铺 本店 你们家 你家 家 东西 商品 产品 宝贝 货 玩意 第一次 去 不 "
+    "买点 算下来 算一下 一共 总共 合计 早上好 晚上好 下午好 中午好 早 哈 喽 嗨 hi hello".split()))
 # Tags of the words that can tell a need: nouns (people, places, bodies too), times, verbs, adjectives, idioms.
 _TELLING_TAGS = frozenset({*_NOUN_TAGS, "ns", "nt", "j", "s", "t", "a", "ad", "an", "v", "vd", "i"})
 

@@ -491,10 +491,12 @@ class OfflineModel:
 
     @staticmethod
     def _named_within_budget(asked: Intent) -> bool:
-        """Products named with a budget (not a brand or category list): which of them the budget allows."""
+        """Products named with a budget (not a brand or category list, unless two are named: 护具60以内 护膝护腕选哪个):
+        which of them the budget allows."""
         # 200以内的篮球 (a word that ends longer names) or 200以内有啥: a list of the kind, not those products
         return bool(asked.products) and (asked.max_price is not None or asked.min_price is not None) \
-            and Ask.COMPARE not in asked.asks and not asked.category and not asked.describes_need \
+            and Ask.COMPARE not in asked.asks and (not asked.category or len(asked.products) >= 2) \
+            and not asked.describes_need \
             and not asked.names_a_kind and not LIST_REQUEST.search(asked.text) \
             and not asked.too_dear   # 那个篮球有点贵 有没有便宜点的篮球: basketballs below its price
 
