@@ -1171,10 +1171,10 @@ _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, A
 
 
 # A product's price asked in so many words (not 运费多少, 多少天).
-_PRICE_ASKED_PLAINLY = re.compile(r"多少钱|价格是|价钱|售价|怎么卖|几块钱|卖多少|(?:什么|啥)价")
+_PRICE_ASKED_PLAINLY = re.compile(r"多少钱|多钱|价格是|价钱|售价|怎么卖|几块钱|卖多少|(?:什么|啥)价")
 # A delivery, returns, invoice or warranty question in so many words (not 客服 or 支付 alone, which greet or pay).
 _POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|(?:啥|什么)时候(?:能)?到|退货|退换|换货|退款|"
-                                   r"发票|保修|质保")
+                                   r"发票|保修|质保|多久(?:内)?(?:要|得)?付款|怎么付款|货到付款|支付方式")
 
 
 def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text: str = "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import jieba
 import jieba.posseg
@@ -361,10 +362,13 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
         for s, e, word, flag in tokens:
             if s <= start and end <= e and (s, e) != (start, end) and flag in _NOUN_TAGS \
                     and word not in names and word not in _NOT_GOODS \
+                    and sum(s <= s2 and e2 <= e for s2, e2, _ in spans) < 2 \
                     and (not _measure_tail(word[end - s:]) or senses(word)):
-                return word          # 篮球架: one jieba word holding the name (乒乓球台: a table, not a count)
+                return word          # 篮球架: one jieba word holding the name (乒乓球台: a table, not a count;
+                #                      护膝护踝, two names one word, is the two)
             if s == end and flag in ("n", "ng", "q") and len(word) == 1 and word not in _NOT_GOODS \
-                    and word not in names and not any(word.startswith(n) for n in names):
+                    and word not in names and not any(word.startswith(n) for n in names) \
+                    and not any(s2 == s for s2, _, _ in spans):   # 哑铃壶铃: 壶 begins another name
                 return text[start:e]  # 足球 + 门
             of = asking and s == end + 1 and text[end] == "的"   # 乒乓拍的胶皮有单卖的吗
             if (s == end or of) and flag in _THING_TAGS and (len(word) > 1 or of) and word not in _NOT_GOODS \
@@ -376,7 +380,7 @@ def extended_names(text: str, spans: list[tuple[int, int, str]], names: set[str]
                 # counts when it is long (网球拍 + 避震器), follows 的 (乒乓拍的胶皮) or, asked for, is a thing Cilin
                 # files (乒乓球 + 胶皮有卖吗): jieba calls 能装, 几筒 nouns
                 return text[start:e]
-        if asking and (thing := _thing_after(text, end, own)):
+        if asking and (thing := _thing_after(text, end, own)) and not any(end <= s2 < thing for s2, _, _ in spans):
             return text[start:thing]   # 足球 + 打气针, 网球拍 + 手胶, 手表 + 的 + 充电线: jieba cuts the thing apart
     return ""
 
@@ -441,17 +445,22 @@ def asks_for_goods(text: str) -> bool:
 # The words of shop talk: greeting, addressing, being shown around or helped to choose, asking in general.
 _SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | _ASPECT | set(
     "亲 老板 店家 掌柜 店主 店长 客服 人工 在 在吗 店 店里 店铺 本店 你们家 你家 家 东西 商品 产品 宝贝 货 玩意 第一次 去 不 "
-    "买点 算下来 算一下 一共 总共 合计 早上好 晚上好 下午好 中午好 早 哈 喽 嗨 hi hello".split()))
+    "买点 算下来 算一下 一共 总共 合计 早上好 晚上好 下午好 中午好 早 哈 喽 嗨 hi hello "
+    # the words a customer addresses the shop's staff with, and the shop's own ways of filing its goods
+    "品类 类别 种类 类目 分类 上新".split()))
+# The words a customer addresses the shop's staff with (jieba may cut 小哥哥 into 小 and 哥哥): taken out first.
+_ADDRESS = re.compile("小姐姐|小哥哥|老板娘|美女|帅哥|亲爱的|宝子|亲们|亲")
 # Tags of the words that can tell a need: nouns (people, places, bodies too), times, verbs, adjectives, idioms.
 _TELLING_TAGS = frozenset({*_NOUN_TAGS, "ns", "nt", "j", "s", "t", "a", "ad", "an", "v", "vd", "i"})
 
 
+@lru_cache(maxsize=1024)   # read by Intent.describes_need and .browsing, properties read at every step of a turn
 def tells_something(text: str) -> bool:
     """Whether `text` (folded) tells anything of what the customer wants beyond shop talk: 有啥好东西推荐一下,
     想看看你们家的商品, 我第一次来不知道买啥 tell nothing (show me around); 周末想去爬山, 给我老婆买 do."""
     return any(t.flag in _TELLING_TAGS and t.word not in _SHOP_TALK and t.word not in _HELPING
                and t.word.removeprefix("最") not in _SHOP_TALK   # 最火, 最受欢迎: the best of shop talk
-               and not _reduplicated(t.word) for t in _tokens(text))
+               and not _reduplicated(t.word) for t in _tokens(_ADDRESS.sub(" ", text)))
 
 
 # Tags of the words that can say what goods are for or whom: nouns (people too), places, adjectives, verbs.

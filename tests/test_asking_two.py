@@ -47,9 +47,15 @@ def test_a_delivery_question_in_so_many_words_beside_a_price_is_asked_too(vocabu
     assert Ask.POLICY not in read("客服 足球多少钱", vocabulary, labels=frozenset({"price"})).asks
 
 
-def test_a_price_asked_as_what_price_beside_a_policy_question_is_asked_too(vocabulary):
-    asked = read("帐篷啥价 一般几天能到", vocabulary, labels=frozenset({"policy:shipping"}))
+@pytest.mark.parametrize("text", ["帐篷啥价 一般几天能到", "帐篷多钱 一般几天能到"])
+def test_a_price_asked_as_what_price_beside_a_policy_question_is_asked_too(vocabulary, text):
+    asked = read(text, vocabulary, labels=frozenset({"policy:shipping"}))
     assert {Ask.PRICE, Ask.POLICY} <= asked.asks
+
+
+async def test_the_price_and_how_soon_to_pay_are_both_answered(agent):
+    answer = await reply(agent, "护膝多少钱 下单后多久要付款")
+    assert "79元" in answer and "30分钟" in answer, answer
 
 
 async def test_the_price_and_the_delivery_are_both_answered(agent):
@@ -88,3 +94,11 @@ def test_a_first_purchase_with_a_promotion_asked_sums_no_spending(vocabulary):
 async def test_two_products_named_with_a_budget_and_which_are_those_within_it(agent):
     answer = await reply(agent, "护具想要60以内的 护膝护腕选哪个")
     assert "49元" in answer and "79元" not in answer and "合计" not in answer, answer
+
+
+@pytest.mark.parametrize(("text", "products"), [("护具想要80块以内的 护膝护踝哪个行", ("030", "031")),
+                                                ("哑铃壶铃150以内的有吗", ("022", "023"))])
+def test_two_names_written_back_to_back_are_the_two_not_a_near_miss(vocabulary, text, products):
+    asked = read(text, vocabulary, labels=frozenset({"listing"}))
+    assert asked.products == products and not asked.near_miss
+    assert read("网球拍手胶有吗", vocabulary).near_miss == "网球拍手胶"   # a thing after a name is still one

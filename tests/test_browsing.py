@@ -79,7 +79,8 @@ async def test_a_need_told_after_the_categories_is_searched_for(agent):
     ("有啥好东西推荐一下", False), ("想看看你们家的商品", False), ("我第一次来不知道买啥", False),
     ("早上好，你们这边主要卖哪些东西", False), ("最近什么最火", False), ("你们店有啥", False),
     ("周末想去爬山", True), ("给我老婆挑个礼物", True), ("晚上跑步怕被车撞", True), ("膝盖不好想跑步", True),
-    ("萨洛蒙那双越野的多少钱", True)])   # a brand or place jieba tags as a place name tells something
+    ("萨洛蒙那双越野的多少钱", True),   # a brand or place jieba tags as a place name tells something
+    ("小哥哥 有啥好东西推荐一下不", False), ("美女 你家有哪些品类", False), ("亲 给我老婆挑个礼物", True)])
 def test_shop_talk_tells_nothing_a_need_or_a_name_tells_something(text, tells):
     assert tells_something(text) is tells
 

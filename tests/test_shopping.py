@@ -172,7 +172,8 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test6.jsonl", 0.9, 0.7),
     ("dialogues-understanding-test7.jsonl", 0.85, 0.45),
     ("dialogues-understanding-test8.jsonl", 0.82, 0.6),
-    ("dialogues-understanding-test9.jsonl", 0.75, 0.5),
+    ("dialogues-understanding-test9.jsonl", 0.82, 0.5),
+    ("dialogues-understanding-test10.jsonl", 0.9, 0.75),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -191,11 +192,14 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     not sold, stories: 0.690 at the sitting's start and 0.774 at its first run (41bc327), neither tuned on, 0.881
     at the end; test9, 108 written at the start of the next sitting — two questions, goods for someone, budgets,
     comparisons, follow-ups, colloquial names, described needs, open requests and open requests narrowed: 0.611
-    at its first run (6160a27), open requests 0 of 24; 0.787 when the categories were offered),
+    at its first run (6160a27), open requests 0 of 24; 0.787 when the categories were offered, 0.852 at the
+    sitting's end; test10, 60 written in that sitting after most of its work — open requests, a product with a
+    policy or its promotion, comparisons, budgets: 0.633 at 6160a27 and 0.900 at its first run (05dff7f), 0.967 at
+    the end),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
-    assert len(dialogues) >= 70 and {d.split for d in dialogues} == {"test"}
+    assert len(dialogues) >= 60 and {d.split for d in dialogues} == {"test"}
     outcomes = await run_dialogues(Agent(conn, search), dialogues)
     failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
     assert sum(o.passed for o in outcomes) >= floor * len(outcomes), failed
