@@ -1133,18 +1133,19 @@ def replace_product(asked: Intent, old: str, new: str) -> Intent:
 _PLAY = re.compile(r"(?:打|踢|玩|练|学)[^，,。？?！!的]{0,2}$")   # 打篮球, 踢校园足球
 
 
-def _played(text: str, at: int) -> bool:
-    """Whether the word at `at` is a sport being played (打篮球, 踢校园足球)."""
-    return bool(_PLAY.search(text[max(0, at - 4):at]))
+def _played(text: str, at: int) -> int | None:
+    """Where the verb that makes the word at `at` a sport being played starts (打篮球, 踢校园足球), or None."""
+    verb = _PLAY.search(text[max(0, at - 4):at])
+    return max(0, at - 4) + verb.start() if verb else None
 
 
 def _sport_asked(text: str, start: int, end: int) -> bool:
     """Whether the word at start:end is a sport being played and the rest of the message tells nothing more
     (打网球的有吗, 打羽毛球需要的东西都卖啥: the sport's goods; 我打羽毛球老崴脚 有啥能护一下的: a need, searched)."""
-    played = _PLAY.search(text[max(0, start - 4):start])
-    if not played:
-        return False
-    return not tells_something(text[:max(0, start - 4) + played.start()] + text[end:])
+    verb = _played(text, start)
+    return verb is not None and not tells_something(text[:verb] + text[end:])
+
+
 # after a catalog mention, 用的 and then goods (足球用的手套), not an asking word (足球用的吗, 篮球用的有吗)
 _USE_OF = re.compile(r"(?:时|时候)?(?:用|穿|戴)的(?![有吗呢么嘛吧多怎是还都能可会])[\u4e00-\u9fff]")
 
@@ -1154,7 +1155,7 @@ def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, 
     category of the shop (打网球的有吗: the tennis goods, not the balls), or the use of the goods named after them
     (足球用的手套: gloves for football, not the football)."""
     kept = [s for s in spans if not _USE_OF.match(text, s[1])]
-    kept = [s for s in kept if not (_played(text, s[0]) and _length(text) >= 8)
+    kept = [s for s in kept if not (_played(text, s[0]) is not None and _length(text) >= 8)
             and not (text[s[0]:s[1]] in vocabulary.category_of and _sport_asked(text, s[0], s[1]))]
     if len(kept) == len(spans):
         return spans, products

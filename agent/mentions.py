@@ -446,7 +446,7 @@ def asks_for_goods(text: str) -> bool:
 _SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | _ASPECT | set(
     "亲 老板 店家 掌柜 店主 店长 客服 人工 在 在吗 店 店里 店铺 本店 你们家 你家 家 东西 商品 产品 宝贝 货 玩意 第一次 去 不 "
     "买点 算下来 算一下 一共 总共 合计 早上好 晚上好 下午好 中午好 早 哈 喽 嗨 hi hello "
-    # the words a customer addresses the shop's staff with, and the shop's own ways of filing its goods
+    # the shop's own ways of filing its goods and saying they are new
     "品类 类别 种类 类目 分类 上新".split()))
 # The words a customer addresses the shop's staff with (jieba may cut 小哥哥 into 小 and 哥哥): taken out first.
 _ADDRESS = re.compile("小姐姐|小哥哥|老板娘|美女|帅哥|亲爱的|宝子|亲们|亲")
