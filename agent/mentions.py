@@ -61,7 +61,8 @@ _ENGLISH = set("the a an one ones it this that these those them of to for and or
 # Browsing: asking for goods in general — to be shown around, recommended to, helped to choose — and what
 # is good of goods in general (新品, 爆款, 热卖): never goods, never a need.
 _BROWSING = set("推荐 介绍 看 看看 瞅 瞅瞅 瞧 瞧瞧 逛 逛逛 挑 挑挑 选 选选 帮 帮忙 随便 主要 最近 新品 新款 新货 "
-                "爆款 热门 热卖 好货 好物 好东西 卖得 值得 受欢迎 好卖 畅销 人气 东东 好 新 火 有些 哪些 些 什么样".split())
+                "爆款 热门 热卖 好货 好物 好东西 卖得 值得 受欢迎 好卖 畅销 人气 东东 好 新 火 有些 哪些 些 什么样 "
+                "买点".split())   # 买点东西: jieba's 买点 (a trading term) is buying some
 _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH | _BROWSING)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "

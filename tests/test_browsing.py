@@ -116,3 +116,9 @@ def test_goods_asked_for_alone_are_no_chit_chat_whatever_the_router_read(vocabul
 def test_a_budget_with_which_one_lists_the_goods_within_it(vocabulary):
     asked = read("300到500的球拍有哪个", vocabulary, labels=frozenset({"compare"}))
     assert Ask.LIST in asked.asks and Ask.COMPARE not in asked.asks
+
+
+@pytest.mark.parametrize("text", ["我想买点东西", "想买点好东西", "有什么新品", "有啥爆款"])
+def test_the_words_of_browsing_name_no_goods(text):
+    from agent.mentions import goods_phrases
+    assert goods_phrases(text, []) == []

@@ -172,7 +172,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test6.jsonl", 0.9, 0.7),
     ("dialogues-understanding-test7.jsonl", 0.85, 0.45),
     ("dialogues-understanding-test8.jsonl", 0.82, 0.6),
-    ("dialogues-understanding-test9.jsonl", 0.82, 0.5),
+    ("dialogues-understanding-test9.jsonl", 0.84, 0.6),
     ("dialogues-understanding-test10.jsonl", 0.9, 0.75),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
@@ -192,7 +192,7 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     not sold, stories: 0.690 at the sitting's start and 0.774 at its first run (41bc327), neither tuned on, 0.881
     at the end; test9, 108 written at the start of the next sitting — two questions, goods for someone, budgets,
     comparisons, follow-ups, colloquial names, described needs, open requests and open requests narrowed: 0.611
-    at its first run (6160a27), open requests 0 of 24; 0.787 when the categories were offered, 0.852 at the
+    at its first run (6160a27), open requests 0 of 24; 0.787 when the categories were offered, 0.880 at the
     sitting's end; test10, 60 written in that sitting after most of its work — open requests, a product with a
     policy or its promotion, comparisons, budgets: 0.633 at 6160a27 and 0.900 at its first run (05dff7f), 0.967 at
     the end),
