@@ -88,6 +88,21 @@ async def conn(demo_db):
         await connection.close()
 
 
+@pytest.fixture
+async def vocabulary(conn):
+    """The message reader's words of the demo catalog (names, brands, categories, other names)."""
+    from agent.intent import Vocabulary
+    from db.catalog import catalog_aliases, catalog_words
+    return Vocabulary.of(await catalog_words(conn), await catalog_aliases(conn))
+
+
+@pytest.fixture
+def agent(conn, search):
+    """The turn loop over the demo catalog with the offline model."""
+    from agent.turn import Agent
+    return Agent(conn, search)
+
+
 @pytest.fixture(scope="session")
 def docs():
     return [doc_from_product(p.__dict__) for p in demo_catalog(DEMO_DAY).products]

@@ -22,11 +22,6 @@ from guardrails.fallback import SAFE_FALLBACK
 from tests.fakes.openai_server import FakeOpenAI, tool_call
 
 
-@pytest.fixture
-def agent(conn, search):
-    return Agent(conn, search)
-
-
 async def converse(agent, questions, memory_store=None, user_id="console"):
     store = memory_store or InProcessMemory(warn=False)
     results = []

@@ -8,20 +8,8 @@ import re
 
 import pytest
 
-from agent.intent import Ask, Vocabulary, read
-from agent.turn import Agent
-from db.catalog import catalog_aliases, catalog_words
+from agent.intent import Ask, read
 from tests.test_understanding import reply
-
-
-@pytest.fixture
-async def vocabulary(conn):
-    return Vocabulary.of(await catalog_words(conn), await catalog_aliases(conn))
-
-
-@pytest.fixture
-def agent(conn, search):
-    return Agent(conn, search)
 
 
 @pytest.mark.parametrize("text", ["足球和篮球哪个库存多", "足球跟篮球哪个剩的多", "足球和篮球 哪个货多点"])

@@ -10,23 +10,12 @@ import re
 import pytest
 
 from agent import answers
-from agent.intent import Ask, Vocabulary, read
+from agent.intent import Ask, read
 from agent.mentions import tells_something
 from agent.tools import CALLABLE_TOOLS, tool_schemas
-from agent.turn import Agent
-from db.catalog import catalog_aliases, catalog_words, list_categories
+from db.catalog import list_categories
 from db.facts import Category, CategoryList
 from tests.test_understanding import converse, reply
-
-
-@pytest.fixture
-async def vocabulary(conn):
-    return Vocabulary.of(await catalog_words(conn), await catalog_aliases(conn))
-
-
-@pytest.fixture
-def agent(conn, search):
-    return Agent(conn, search)
 
 
 async def test_the_categories_are_counted_by_sql_the_fullest_first(conn):

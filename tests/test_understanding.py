@@ -9,16 +9,9 @@ import re
 import pytest
 
 from agent import intent, sizes
-from agent.intent import Vocabulary, carry_over, elliptical, read, refers_back
+from agent.intent import carry_over, elliptical, read, refers_back
 from agent.memory import InProcessMemory, Turn
 from agent.mentions import Reference, goods_phrases, reference
-from agent.turn import Agent
-from db.catalog import catalog_aliases, catalog_words
-
-
-@pytest.fixture
-async def vocabulary(conn):
-    return Vocabulary.of(await catalog_words(conn), await catalog_aliases(conn))
 
 
 async def converse(agent, messages, user_id="console"):
@@ -190,11 +183,6 @@ def test_follow_ups_lean_on_the_previous_question():
 
 
 # --- answers, through the turn loop ---------------------------------------------------------------------
-
-@pytest.fixture
-def agent(conn, search):
-    return Agent(conn, search)
-
 
 async def test_a_pointer_resolves_against_the_last_answer_in_the_order_shown(agent):
     _, cheaper = await converse(agent, ["护膝和护踝哪个便宜", "便宜的那个买两个多少钱"])
