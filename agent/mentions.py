@@ -28,19 +28,23 @@ _NOUN_TAGS = frozenset({"n", "nz", "ng", "nr", "nrt", "nrfg", "l", "eng", "vn"})
 _THING_TAGS = frozenset({"n", "nz", "ng"})   # …of which common nouns only (毛 of 搞毛 is tagged a name)
 
 # Nouns that are never goods, by family. A family is a kind of word, not a phrasing: every member of it
-# reads the same way in any message.
-_PEOPLE = set("我 你 您 他 她 人 大人 小孩 孩子 儿子 女儿 宝宝 老婆 老公 媳妇 爸爸 妈妈 爸 妈 爷爷 奶奶 朋友 同学 同事 家人 "
-              "男朋友 女朋友 对象 男生 女生 学生 老人 新手 小白 初学者 客户 顾客 客人 亲 亲们 老板 店家 掌柜 经理 领导 "
-              "管理员 客服 人工 真人 机器人 跑者 选手 自己 大家 朋友们 姐妹 兄弟 用户 新用户 老用户 新客户 老客户 老客 "
+# reads the same way in any message. Three families are shared with shop talk (below): the words a customer
+# calls the shop's staff by, the shop's own premises, and goods in general.
+_STAFF = set("亲 亲们 老板 店家 掌柜 客服 人工".split())
+_PREMISES_WORDS = set("店 店里 店铺 本店 你们家".split())
+_GENERIC_GOODS = set("东西 商品 产品 宝贝 玩意".split())
+_PEOPLE = _STAFF | set("我 你 您 他 她 人 大人 小孩 孩子 儿子 女儿 宝宝 老婆 老公 媳妇 爸爸 妈妈 爸 妈 爷爷 奶奶 朋友 同学 同事 家人 "
+              "男朋友 女朋友 对象 男生 女生 学生 老人 新手 小白 初学者 客户 顾客 客人 经理 领导 "
+              "管理员 真人 机器人 跑者 选手 自己 大家 朋友们 姐妹 兄弟 用户 新用户 老用户 新客户 老客户 老客 "
               "新人 会员 粉丝 买家 卖家".split())
 # The words of asking about an aspect: never a thing (多长 is tagged as a noun).
 _ASPECT = set("价 价格 价钱 售价 原价 到手价 单价 总价 报价 货 现货 库存 尺码 尺寸 号 码 码数 鞋码 颜色 材质 面料 重量 容量 "
               "长度 宽度 高度 厚度 度数 规格 参数 型号 款式 质量 续航 多长 多大 多重 多宽 多高 多厚 多久 多少 几号 首次 第一次 "
               "首单 新客 优惠 活动 折扣 赠品 包邮 运费".split())
-_SHOP = set("店 店里 店铺 本店 贵店 你们家 网店 线上 线下 实体 门店 官方 平台 系统 指令 提示词 规则 设定 管理 后台 数据库 程序 代码 "
+_SHOP = _PREMISES_WORDS | _GENERIC_GOODS | set("贵店 网店 线上 线下 实体 门店 官方 平台 系统 指令 提示词 规则 设定 管理 后台 数据库 程序 代码 "
             "订单 单 单号 快递 物流 发票 抬头 税号 运费 邮费 地址 售后 质保 保修 退货 换货 退款 发货 收货 包邮 "
             "活动 优惠 折扣 价格 价钱 价 钱 块 元 预算 库存 货 现货 尺码 尺寸 码 号 码数 鞋码 颜色 材质 重量 规格 参数 "
-            "款 款式 类 系列 东西 商品 产品 宝贝 玩意 问题 情况 时间 时候 天 小时 分钟 下单 首单 新客 会员 账号 服务 质量 "
+            "款 款式 类 系列 问题 情况 时间 时候 天 小时 分钟 下单 首单 新客 会员 账号 服务 质量 "
             "效果 区别 差别 性价比 推荐 评价 好评 差评 照片 图片 链接 态度 体验 信息 消息 电话 微信 支付宝 银行卡 "
             "名字 意思 一下 地方 哪里 这里 那里 现在 今天 明天 昨天 周末 上次 刚才 之前 之后 以后 以前 方面 部分 "
             "感觉 心情 天气 作业 笑话 股票 新闻 事情 事 话 东东 价位 档次 牌子 品牌 赠品 礼物 生日 节日 双十一 "
@@ -444,8 +448,8 @@ def asks_for_goods(text: str) -> bool:
 
 
 # The words of shop talk: greeting, addressing, being shown around or helped to choose, asking in general.
-_SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | _ASPECT | set(
-    "亲 老板 店家 掌柜 店主 店长 客服 人工 在 在吗 店 店里 店铺 本店 你们家 你家 家 东西 商品 产品 宝贝 货 玩意 第一次 去 不 "
+_SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | _ASPECT | _STAFF | _PREMISES_WORDS | _GENERIC_GOODS | set(
+    "店主 店长 在 在吗 你家 家 第一次 去 不 "
     "买点 算下来 算一下 一共 总共 合计 早上好 晚上好 下午好 中午好 早 哈 喽 嗨 hi hello "
     # the shop's own ways of filing its goods and saying they are new
     "品类 类别 种类 类目 分类 上新".split()))
