@@ -28,13 +28,16 @@ from agent.memory import InProcessMemory, Turn
 # needs, and two new families — an open request naming nothing, and one narrowed in the next turn) by two helpers
 # at the start of the ninth sitting, before its work (first run at 6160a27: 61.1%, the open requests 0 of 24);
 # test10 (60: open requests, a product with a policy, with its promotion, comparisons, budgets) by a third helper
-# after most of that sitting's work, to see how far its fixes carry (first run at 05dff7f: 90.0%; 63.3% at 6160a27).
+# after most of that sitting's work, to see how far its fixes carry (first run at 05dff7f: 90.0%; 63.3% at 6160a27);
+# test11 (72: a thing ruled out, the cheapest/dearest/fullest of a kind, a correction of which product was meant,
+# a fact stated to be confirmed, voice-input rambling, and the person whose level or age decides the product) by
+# a helper who read only the demo catalog, at the start of the tenth sitting (first run at 52dde52: 65.3%).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
            "dialogues-understanding-test6.jsonl", "dialogues-understanding-test7.jsonl",
            "dialogues-understanding-test8.jsonl", "dialogues-understanding-test9.jsonl",
-           "dialogues-understanding-test10.jsonl")
+           "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl")
 
 
 @dataclass(frozen=True)
