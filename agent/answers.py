@@ -249,7 +249,8 @@ def over_budget_answer(products: list[Product]) -> tuple[str, list[str]]:
 def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     """The products a filtered search found, each with its verified price (the budget is never restated:
     a customer's figure is not evidence)."""
-    products = [findings.products[pid] for pid in findings.candidates if pid in findings.products]
+    products = [findings.products[pid] for pid in findings.candidates
+                if pid in findings.products and not ruled_out(findings.products[pid], asked)]
     if not products:
         return no_listing(asked), []
     # 便宜点的运动包: of what the search found, the products of the kind asked for (包) when there are any, not
@@ -506,6 +507,11 @@ def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str
     names = "、".join(_label(p) for p in products)
     return (f"{not_sold_line(subject)}相关的商品有：{names}，需要的话可以问我它们的详情。",
             [p.evidence_id for p in products])
+
+
+def ruled_out(product: Product, asked: Intent) -> bool:
+    """Whether the customer ruled the product out (除了耐克: its brand; 鞋子不要: its kind; 帐篷就不要了: itself)."""
+    return asked.ruled_out.excludes(product.product_id, product.brand, lambda kind: of_kind(kind, product))
 
 
 def of_kind(kind: str, product: Product) -> bool:

@@ -36,6 +36,7 @@ from agent.mentions import (
     tells_something,
     without_asking_lead,
 )
+from agent.ruled_out import THE_REST, RuledOut, ruled_out
 from db.catalog import PRICE_SORTS
 from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
@@ -164,6 +165,8 @@ class Vocabulary:
     # a word English names end with → (product id, the words of all its English names): 'ping pong paddle' and
     # 'table tennis bat' let 'table tennis paddle' name the same product
     english: dict[str, tuple[tuple[str, frozenset[str]], ...]] = field(default_factory=dict)
+    brand_of: dict[str, str] = field(default_factory=dict)   # product id → its brand
+    category_by_product: dict[str, str] = field(default_factory=dict)   # product id → its category
 
     @cached_property
     def brand_short_forms(self) -> dict[str, str]:
@@ -196,6 +199,11 @@ class Vocabulary:
             if not re.search("[a-z]", name):
                 out.setdefault(pid, []).append(base_name(name))
         return {pid: tuple(names) for pid, names in out.items()}
+
+    def kind_of(self, pid: str) -> tuple[str, str | None]:
+        """The kind of goods a product is: the character its name ends with (球, 鞋), and its category."""
+        names = self.chinese_names.get(pid, ())
+        return (max(names, key=len)[-1] if names else ""), self.category_by_product.get(pid)
 
     def of_kind(self, pid: str, kind: str) -> bool:
         """Whether one of the product's Chinese names ends with the kind (鞋: 足球鞋; 球: 乒乓球)."""
@@ -310,7 +318,8 @@ class Vocabulary:
                 for head in {words[-1] for words in phrases}:
                     english.setdefault(head, []).append((pid, every))
         return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]),
-                   english={head: tuple(owners) for head, owners in english.items()})
+                   english={head: tuple(owners) for head, owners in english.items()},
+                   brand_of={r[0]: r[2] for r in rows if r[2]}, category_by_product={r[0]: r[3] for r in rows if r[3]})
 
 
 @dataclass(frozen=True)
@@ -355,6 +364,7 @@ class Intent:
     # the subject's stem when it names a kind of goods, not one product: one character (包, 鞋子), or a word several
     # products' names end with and none is (球拍: 羽毛球拍, 乒乓球拍, 网球拍; 球鞋); read with the subject it was read of
     kind: str = ""
+    ruled_out: RuledOut = RuledOut()   # what the customer does not want (除了耐克, 帐篷就不要了, 不是瑜伽垫)
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -420,6 +430,8 @@ class Intent:
     def listing(self) -> bool:
         """A request for a list of products by budget, brand or category (or of a kind of goods named,
         有哪些跑鞋) rather than one product."""
+        if self.ruled_out and Ask.LIST in self.asks and not self.products and (self.goods or self.category):
+            return True   # 护具里除了护膝还有啥, 足球不要耐克的: the rest of a kind or category, listed
         if self.near_miss and not (Ask.LIST in self.asks and _ASK_PATTERNS[Ask.LIST].search(self.text)) \
                 and not any(word in self.near_miss
                             for word in (self.category, *CATEGORY_WORDS.get(self.category, ())) if word):
@@ -473,8 +485,9 @@ _HAVING_ONLY = re.compile(r"(?:请问|你们|你家|店里|家里|这边)*还?�
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u200D\uFE0E\uFE0F\U000E0020-\U000E007F]+")
 
 
-def _without_emoji(text: str) -> str:
-    return _EMOJI.sub(" ", text).strip()
+def reading(text: str) -> str:
+    """A customer's message as every reader of it reads it: folded (`fold`) and without emoji."""
+    return _EMOJI.sub(" ", fold(text)).strip()
 
 
 def _brands_in_full(text: str, vocabulary: Vocabulary) -> str:
@@ -673,7 +686,8 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
         if _CATEGORY_TAIL.match(text, m.end()):
             return vocabulary.category_of[word]
         use = _USE_OF.match(text, m.end())
-        if use and any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:], [])):
+        clause_end = next((c.end() for c in _CLAUSE.finditer(text) if c.start() <= m.start() < c.end()), len(text))
+        if use and any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:clause_end], [])):
             continue   # 跑步穿的紧身裤: tights worn for running, of whatever category the shop files them under
         if text[m.end():m.end() + 1] == "的" and _after_verb(text, m.start()) \
                 and (text[m.end() + 1:m.end() + 2] in vocabulary.kind_characters
@@ -695,7 +709,7 @@ def _after_verb(text: str, at: int) -> bool:
 
 
 _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
-GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝"})
+GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝", "玩意", "装备", "用品", "器材", "用具"})
 
 
 def goods_head(phrase: str) -> str:
@@ -788,21 +802,32 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     learned from examples) read the message to ask; without them the asks come from word rules alone.
     `own`: words after a product's name that its own record holds (a part or aspect of it, not a near miss)."""
     vocabulary = vocabulary or Vocabulary({})
-    folded = typed_spellings(english_numbers(_without_emoji(fold(text))).replace("俩", "两个").replace("仨", "三个"))
+    folded = typed_spellings(english_numbers(reading(text)).replace("俩", "两个").replace("仨", "三个"))
     folded = _brands_in_full(folded, vocabulary)
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _named(folded, vocabulary)
-    products = tuple(dict.fromkeys(pid for _, _, pid in spans))
+    ruled = ruled_out(folded, spans, vocabulary.brands, lambda word: bool(vocabulary.ending_with(word)))
+    # 想买个足球 但是不要耐克的: the Nike ball is ruled out by its brand, so 足球 is the kind of goods asked about
+    by_brand = tuple(dict.fromkeys(pid for _, _, pid in spans if pid not in ruled.products
+                                   and vocabulary.brand_of.get(pid) in ruled.brands))
+    products = tuple(dict.fromkeys(pid for _, _, pid in spans if not excluded(pid, ruled, vocabulary)))
     sports = _sports_played(folded, spans, vocabulary)
     spans, products = _playing(folded, spans, products, vocabulary)
     per, overall, paired, overall_paired = quantities(folded, spans)
     high, low = budget(folded)
-    brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded), None)
+    brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded
+                  and b not in ruled.brands), None)
     labels = frozenset(labels or ())
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
+    if ruled and THE_REST.search(folded):
+        by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥: the rest, listed
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
+    if ruled and THE_REST.search(folded) and not _POLICY_ASKED_PLAINLY.search(folded):
+        # 斯伯丁的不要，换个牌子的有没有: the rest of the goods, not a return (这双不要了 能退吗 asks one)
+        asks = (asks - {Ask.POLICY, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC}) | {Ask.LIST}
+        labels = frozenset(label for label in labels if not label.startswith("policy:"))
     if Ask.SPEC in asks and products and _HAVING_ONLY.fullmatch(_without(folded, spans)):
         asks = (asks - {Ask.SPEC}) | {Ask.STOCK}   # 压缩紧身裤有吗: whether the shop has it, no attribute asked
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
@@ -815,7 +840,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if len(products) < 2 and (Ask.COMPARE in asks or "各" in folded):
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
-    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) if not products else []
+    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) \
+        if not products and not ruled.products else []   # 帐篷我就不要了，其他的: the rest of where it is
     phrases = [p for p in phrases if not any(p.endswith(folded[s:e]) and (p == folded[s:e] or _PLAY.search(p[:s - e]))
                                              for s, e in sports)]   # 打网球: the sport played, no goods
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
@@ -825,6 +851,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
     goods = tuple(_described_kind(folded, g, vocabulary) for g in goods)   # 能装衣服的包: 包, described
+    goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds)   # 帽子不要: no goods asked for
     if not products and not parts:   # 有冰爪和冰镐吗: each of the goods joined is asked about
         goods = tuple(piece for g in goods for piece in joined_goods(g))
         parts = _joined(folded, goods)
@@ -899,6 +926,15 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not products and not qualifier and not any(map(is_han, folded)):
         english, sense = _english_near_miss(folded, vocabulary)   # boxing gloves: not the fitness gloves
         subject, qualifier = (english, sense) if english else (subject, qualifier)
+    if ruled:
+        products = tuple(p for p in products if not excluded(p, ruled, vocabulary))
+        goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds)
+        if by_brand and not products:   # the rest of that product's kind: its category's goods ending as its name
+            kind, category = vocabulary.kind_of(by_brand[0])
+            goods = (kind,) if kind else goods
+        pointer = None   # 除了阿迪达斯那双: the pointer is at what is ruled out
+        if by_brand and not products or noun_stem(subject) in ruled.kinds:
+            subject = goods[0] if goods and not products else ""
     activity = (category, *CATEGORY_WORDS.get(category, ())) if category else ()
     if any(word in wanted for word in activity):
         if _says_more(wanted, activity):
@@ -908,12 +944,19 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
-                  tuple(dict.fromkeys(folded[s:e] for s, e, _ in spans)), refers_back(text),
+                  tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans if not excluded(pid, ruled, vocabulary))),
+                  refers_back(text) and pointer is not None
+                  if ruled else refers_back(text),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
-                  kind=_kind_named(subject, vocabulary) if not products else "")
+                  kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled)
+
+
+def excluded(pid: str, ruled: RuledOut, vocabulary: Vocabulary) -> bool:
+    """Whether the product is one the customer ruled out (by itself, its brand or its kind)."""
+    return bool(ruled) and ruled.excludes(pid, vocabulary.brand_of.get(pid), lambda kind: vocabulary.of_kind(pid, kind))
 
 
 def _kind_named(subject: str, vocabulary: Vocabulary) -> str:
@@ -1038,7 +1081,7 @@ def each_of_earlier(text: str, vocabulary: Vocabulary, earlier: list[str], focus
     """The products 各来一个 means: the two or three the last answer was about (a comparison), else the one
     each of the latest answers (`earlier`, oldest first) was about — the first product each names — when
     they are two or three different ones; () otherwise."""
-    if not _EACH.search(fold(text)) or vocabulary.pattern is None:
+    if not _EACH.search(reading(text)) or vocabulary.pattern is None:
         return ()
     return discussed_apart(vocabulary, earlier, focus)
 
@@ -1065,7 +1108,7 @@ def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: l
     product in focus when it is of that kind, else the latest product of that kind the conversation's
     earlier answers named (`earlier`: the bot's answers, oldest first). None: no such pointer, or no such
     product (the pointer then means what is in focus, as before)."""
-    m = _POINTED_KIND.search(fold(text))
+    m = _POINTED_KIND.search(reading(text))
     if m is None or vocabulary.pattern is None:
         return None
     kind = m.group("kind")
@@ -1249,22 +1292,36 @@ _ELLIPTICAL = re.compile(r"^(?:那|那么|那要是|要是|如果|换成|改成|
                          r"|^(?:what|how) about\b|^(?:and|make it)\b")
 # A short order for a quantity of what is being discussed: 买两双, 就它了来三个, 那就要2个.
 _QUANTITY_ONLY = re.compile(f"^[^，,。？?！!]{{0,6}}(?:买|来|要|拿|订|下单)\\s*{NUM}\\s*{MEASURE}")
-_CARRIED = frozenset({"price", "promotion", "stock", "attribute", "compare", "basket"})
+CARRIED = frozenset({"price", "promotion", "stock", "attribute", "compare", "basket"})
 
 
 def elliptical(text: str) -> bool:
     """A short follow-up that leaves out what it asks (那篮球呢, 买三盒呢, 要是新客呢, 那两个): it asks
     what the previous message asked, about what it names or about the product in focus."""
-    return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", fold(text)))) or bool(_ELLIPTICAL.match(fold(text).strip()))
+    folded = reading(text)
+    return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded))
 
 
 _PARTICLES = re.compile(r"那么|那|要是|如果|换成|改成|还有|呢|嘞|咧|的|[\s，,。？?！!]")
 
 
+# Saying the last answer was about the wrong thing (搞错了, 不对, 我问的是…, 不是瑜伽垫 是健身垫); not about an order
+# the shop got wrong (订单搞错了, 发错货了: a complaint)
+_CORRECTION = re.compile(r"[搞弄说看打写问听记]错了?|不对|我(?:说|问|找|要问|想问|要找|想找|指)的是|我是说|我是问|应该是"
+                         r"|不是[^，,。？?！!\s]{1,12}[，,\s]*(?:而|我说的)?是")
+_ABOUT_AN_ORDER = re.compile(r"订单|单号|发货|发错|寄|收到|快递|物流|退|换货")
+
+
+def corrects(text: str) -> bool:
+    """The message corrects which product the conversation was about: what it names is meant, not what was shown."""
+    folded = reading(text)
+    return bool(_CORRECTION.search(folded)) and not _ABOUT_AN_ORDER.search(folded)
+
+
 def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
     """An elliptical message that is only what it names and particles (那乒乓球拍呢): all it asks is what the
     conversation asked before, so the router's reading of its few words says nothing."""
-    folded = fold(text).strip()
+    folded = reading(text)
     if vocabulary.pattern is None \
             or not (re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded) or elliptical(text)):
         return False   # (by its ends, not only `elliptical`: 那GPS心率运动手表呢 is past that pattern's length)
@@ -1274,7 +1331,7 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
 def refers_back(text: str) -> bool:
     """The message leans on the conversation: elliptical, a pointer (第二个, 便宜的那个, the cheaper one),
     a bare order for a quantity (就它了，买两个), or nothing but a question (多少钱啊, 还有库存不)."""
-    folded = fold(text).strip()
+    folded = reading(text)
     compact = re.sub(r"[\s，,。.!！]+", "", folded)
     return elliptical(text) or reference(folded) is not None or bool(_QUANTITY_ONLY.match(compact)) \
         or bool(_QUANTITY_ONLY.match(english_numbers(compact))) or _only_asking(compact)
@@ -1300,7 +1357,7 @@ def _only_asking(compact: str) -> bool:
 def names_only(text: str, vocabulary: Vocabulary) -> bool:
     """A message that is only the names it holds, with particles (羽毛球网架, 就壶铃, 要护腿板吧): the reply
     to "which product?" asks nothing of its own."""
-    return vocabulary.pattern is not None and _names_and(_NAME_FILLER, fold(text).strip(), vocabulary)
+    return vocabulary.pattern is not None and _names_and(_NAME_FILLER, reading(text), vocabulary)
 
 
 def _names_and(filler: re.Pattern[str], folded: str, vocabulary: Vocabulary) -> bool:
@@ -1316,14 +1373,14 @@ def answering_which(labels: frozenset[str], previous: frozenset[str]) -> frozens
     """The reply to "which product?" (哦 我说的是泳镜): it asks what the message before the question asked
     (after 能便宜点吗: its price and promotions), and anything it asks itself."""
     bargain = frozenset({"price", "promotion"}) if "bargain" in previous else frozenset()
-    return labels | (previous & _CARRIED) | bargain
+    return labels | (previous & CARRIED) | bargain
 
 
 def carry_over(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
     """The labels of a message that leans on the conversation: the previous message's product questions,
     and this one's own product and policy questions (not first purchase: 第一个 is a position); readings
     of a few words as pleasantries, bargaining or chit-chat are dropped."""
-    own = {label for label in labels if label in _CARRIED
+    own = {label for label in labels if label in CARRIED
            or label.startswith("policy:") and label != "policy:first-purchase"}
-    carried = (previous & _CARRIED) | own
+    carried = (previous & CARRIED) | own
     return frozenset(carried or {"price"})

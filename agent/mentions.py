@@ -509,6 +509,10 @@ def contradicted_phrase(text: str, at: int, length: int, record: str) -> str:
     return text[text.rfind(word, clause, at):at + length] if word else ""
 
 
+# Words saying the conversation was about the wrong thing (搞错了 我要问的是篮球): they qualify nothing named after them.
+_CORRECTING = set("搞错 弄错 说错 看错 打错 写错 问错 听错 记错 不对 错".split())
+
+
 def qualifiers(text: str, start: int, since: int = 0) -> list[str]:
     """The words before a mention at `start` (and after `since`, the end of the mention before it) that
     say what it is for or whom (适合小孩踢的足球 → 小孩, 踢; 孩子刚学踢球，给他挑个足球 → 孩子, 学, 踢球;
@@ -517,7 +521,8 @@ def qualifiers(text: str, start: int, since: int = 0) -> list[str]:
     for token in jieba.posseg.lcut(text[since:start]):
         word, flag = token.word, token.flag
         if flag not in _QUALIFIER_TAGS or word in _ASKING_VERBS or word in _HELPING or word in _SHOP or word in _ASPECT \
-                or word in _SOCIAL or word in _ENGLISH or _is_amount(word) or len(word.strip()) == 0:
+                or word in _SOCIAL or word in _ENGLISH or word in _CORRECTING or _is_amount(word) \
+                or len(word.strip()) == 0:
             continue
         words.append(word)
     return words

@@ -249,7 +249,8 @@ class OfflineModel:
                 # first (膝盖吃力…想买个能撑一下的东西: its words found nothing, its meaning may)
                 sentence = asked.text if asked.describes_need and asked.text != words else ""
                 return self._call("search_products", self._listing_filters(asked, sentence))
-            listed = [p for p in findings.candidates if p in findings.products]
+            listed = [p for p in findings.candidates
+                      if p in findings.products and not answers.ruled_out(findings.products[p], asked)]
             if "calculate_final_price" not in called and self._discounted(listed, findings):
                 return self._price_each(listed, asked)   # a listing says what each costs now
             answer, cites = answers.listing_answer(findings, asked)

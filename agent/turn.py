@@ -112,8 +112,11 @@ class Agent:
         ledger = EvidenceLedger(vocabulary.brands)
         labels = await self._labels(text, memory, vocabulary)
         trace.labels = sorted(labels)
+        if memory.turns and intent.corrects(text):   # 我说的是那个缓震的: not the product just shown
+            memory = dataclasses.replace(memory, focus_product_ids=[])
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = self._another_kind(text, asked, vocabulary, memory, labels)
+        asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
         asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)
@@ -196,6 +199,10 @@ class Agent:
             # after the shop's categories were offered, 乒乓球相关的 picks one to list
             listing = frozenset({"listing"}) if answers.BROWSE_QUESTION in last.assistant else frozenset()
             return intent.answering_which(labels, previous) | listing
+        if last is not None and intent.corrects(text):
+            # 不是手表，我问的是跑步腰包: what was asked before, of another product; no complaint, no greeting
+            previous = self.router.labels(last.user).labels
+            return intent.carry_over(labels & intent.CARRIED, previous)
         bare = intent.bare_follow_up(text, vocabulary)
         if bare or intent.refers_back(text):
             previous = frozenset()
@@ -268,6 +275,19 @@ class Agent:
                 return asked
         return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
                            own=frozenset({rest}))
+
+    @staticmethod
+    def _rest_of_focus(asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory) -> intent.Intent:
+        """斯伯丁的不要，换个牌子的有没有 after the Spalding ball: the goods of the kind in focus, but what the
+        message rules out, listed."""
+        if not asked.ruled_out or asked.products or asked.goods or asked.category or intent.Ask.LIST not in asked.asks:
+            return asked
+        ruled = [pid for pid in memory.focus_product_ids if intent.excluded(pid, asked.ruled_out, vocabulary)]
+        kind, category = vocabulary.kind_of(ruled[0]) if ruled else ("", None)
+        if not kind:
+            return asked
+        return dataclasses.replace(asked, goods=(kind,), subject=kind, kind=kind, category=category, follow_up=False,
+                                   reference=None)
 
     @staticmethod
     def _another_kind(text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from agent import answers
-from agent.intent import Ask, read
+from agent.intent import Ask, elliptical, names_only, read, refers_back
 from agent.mentions import tells_something
 from agent.tools import CALLABLE_TOOLS, tool_schemas
 from db.catalog import list_categories
@@ -95,6 +95,14 @@ def test_emoji_say_nothing_of_what_is_asked(vocabulary):
     plain = read("轮滑鞋有吗", vocabulary, labels=frozenset({"attribute"}))
     with_emoji = read("轮滑鞋有吗🛼✨", vocabulary, labels=frozenset({"attribute"}))
     assert Ask.STOCK in plain.asks and with_emoji.asks == plain.asks and with_emoji.products == plain.products
+
+
+def test_every_reader_of_a_message_reads_it_without_emoji(vocabulary):
+    """The readers that decide whether a message leans on the conversation read the same text `read` does."""
+    assert refers_back("多少钱😊") and refers_back("多少钱")
+    assert elliptical("那篮球呢🏀") and elliptical("那篮球呢")
+    assert names_only("羽毛球网架👍", vocabulary) and names_only("羽毛球网架", vocabulary)
+    assert not refers_back("篮球多少钱😊")
 
 
 def test_goods_asked_for_alone_are_no_chit_chat_whatever_the_router_read(vocabulary):

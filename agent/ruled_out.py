@@ -1,0 +1,79 @@
+"""What a customer rules out (除了耐克, 斯伯丁的不要, 不是瑜伽垫, 鞋子就算了): the products, brands and kinds of goods a
+message says it does not want, so that the rest is what it asks about — a list without them, or, in a correction
+(不是手表，我问的是跑步腰包), the other product it names.
+
+A marker (不要, 除了, 不是, 不考虑, 算了…) rules out what its clause names right after it (不要耐克的) or, when nothing is
+named there, right before it (耐克阿迪的不考虑, 帐篷我就不要了). A category is never ruled out: it is where the rest is
+looked for (户外用品里帐篷我就不要了)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+# 不要/不是 after 要/是 ask (要不要, 是不是耐克的); 不要太贵的 names nothing and rules nothing out
+_MARKER = re.compile(r"除了|除开|除去|排除|(?<!要)不要了?|(?<!是)不是|不(?:考虑了?|想要了?|喜欢|用了)|就?算了|除外|pass")
+# words asking for the rest once something is ruled out: 其他的还有什么, 换个牌子的, 别的
+THE_REST = re.compile(r"其他|其它|别的|另外的|换个|换一?[个款双种]|还有(?:啥|什么|哪些|没有|吗|么|的)")
+# where what a marker rules out ends: the clause's end, or what the customer asks for instead
+_REGION_END = re.compile(r"还|其他|其它|别的|换|要|[，,。？?！!；;~～\s]")
+_CLAUSE = re.compile(r"[^，,。？?！!；;~～\s]+")
+# what stands around a kind written alone (那双鞋子的, 这款): no goods
+_AROUND_KIND = re.compile(r"那[双个款只件套把支]|这[双个款只件套把支]|[的我就也都先了呢吧啊呀那这]")
+
+
+@dataclass(frozen=True)
+class RuledOut:
+    """What a message rules out: product ids, brands (as the catalog writes them), kinds (a word names end with)."""
+
+    products: frozenset[str] = frozenset()
+    brands: frozenset[str] = frozenset()
+    kinds: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.products or self.brands or self.kinds)
+
+    def excludes(self, product_id: str, brand: str | None, of_kind: Callable[[str], bool]) -> bool:
+        """Whether a product is ruled out: by its id, its brand, or its kind (`of_kind(kind)`: its name ends so)."""
+        return product_id in self.products or brand in self.brands or any(map(of_kind, self.kinds))
+
+
+def ruled_out(text: str, spans: Iterable[tuple[int, int, str]], brands: Iterable[str],
+              is_kind: Callable[[str], bool]) -> RuledOut:
+    """What the folded `text` rules out; `spans`: the catalog names found in it (start, end, product id);
+    `brands`: the catalog's brands; `is_kind(word)`: whether some product's name ends with the word."""
+    spans, brands = list(spans), [b for b in brands if b]
+    products: set[str] = set()
+    found_brands: set[str] = set()
+    kinds: set[str] = set()
+    for clause in _CLAUSE.finditer(text):
+        start = clause.start()
+        for marker in _MARKER.finditer(clause.group()):
+            at, end = clause.start() + marker.start(), clause.start() + marker.end()
+            stop = _REGION_END.search(text, end, clause.end())
+            for region in ((end, stop.start() if stop else clause.end()), (start, at)):
+                named = _named_in(text, region, spans, brands, is_kind)
+                if any(named):
+                    products |= named[0]
+                    found_brands |= named[1]
+                    kinds |= named[2]
+                    break
+            start = end
+    return RuledOut(frozenset(products), frozenset(found_brands), frozenset(kinds))
+
+
+def _named_in(text: str, region: tuple[int, int], spans: list[tuple[int, int, str]], brands: list[str],
+              is_kind: Callable[[str], bool]) -> tuple[set[str], set[str], set[str]]:
+    """The products, brands and (when neither) the kind of goods written within `region` of `text`."""
+    lo, hi = region
+    piece = text[lo:hi]
+    products = {pid for s, e, pid in spans if lo <= s and e <= hi}
+    found = {b for b in brands if b.lower() in piece}
+    if products or found:
+        return products, found, set()
+    rest = _AROUND_KIND.sub("", piece)
+    stem = rest[:-1] if len(rest) >= 2 and rest.endswith("子") else rest   # 鞋子 → 鞋
+    kind = {stem} if stem and len(stem) <= 4 and all("\u4e00" <= ch <= "\u9fff" for ch in stem) and is_kind(stem) \
+        else set()
+    return set(), set(), kind

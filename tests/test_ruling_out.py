@@ -1,0 +1,100 @@
+"""What a customer rules out (除了耐克, 帐篷就不要了, 鞋子不考虑) and what they correct (不是泳镜，我问的是泳帽): the
+rest is listed without it, and a correction asks the earlier question of the product it names. Phrasings here are
+our own; the frozen held-out split is test11 (tests/test_shopping.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agent.intent import Ask, corrects, read
+from agent.ruled_out import ruled_out
+from tests.test_understanding import converse, reply
+
+
+def prices(text):
+    return set(re.findall(r"(?<![\d.])(\d+)元", text))
+
+
+# --- the reader -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "brands"), [
+    ("羽毛球拍除了尤尼克斯的还有吗", {"尤尼克斯"}),
+    ("不要李宁的，有别的跳绳吗", {"李宁"}),
+    ("耐克和迪卡侬的都不考虑", {"耐克", "迪卡侬"}),
+    ("阿迪的就算了 换个牌子", {"阿迪达斯"}),
+])
+def test_a_brand_ruled_out_before_or_after_the_marker(vocabulary, text, brands):
+    assert read(text, vocabulary).ruled_out.brands == brands
+
+
+@pytest.mark.parametrize("text", ["要不要买个护膝", "护膝是不是李宁的", "不要太贵的跑鞋", "不用了谢谢", "护膝多少钱"])
+def test_asking_and_other_negations_rule_nothing_out(vocabulary, text):
+    assert not read(text, vocabulary).ruled_out
+
+
+def test_a_product_ruled_out_leaves_its_category_listed(vocabulary):
+    asked = read("瑜伽砖就算了，瑜伽类的还有啥", vocabulary)
+    assert asked.ruled_out.products == {"027"} and asked.category == "瑜伽" and asked.listing
+    assert "027" not in asked.products and "瑜伽砖" not in asked.named
+
+
+def test_a_kind_ruled_out_is_read_by_how_names_end(vocabulary):
+    asked = read("游泳的东西里，帽子不要，还有啥", vocabulary)
+    assert asked.ruled_out.kinds == {"帽"} and asked.listing and asked.category == "游泳"
+
+
+def test_a_product_ruled_out_by_its_brand_makes_its_kind_the_goods(vocabulary):
+    asked = read("篮球我不要斯伯丁的，还有啥", vocabulary)
+    assert asked.products == () and asked.goods == ("球",) and asked.category == "篮球" and asked.listing
+
+
+def test_giving_goods_back_is_still_a_return(vocabulary):
+    asked = read("这双鞋我不要了 能退吗", vocabulary, labels=frozenset({"policy:returns"}))
+    assert Ask.POLICY in asked.asks and not asked.listing
+
+
+def test_the_marker_rules_out_only_what_its_clause_names():
+    spans = [(0, 2, "A"), (5, 7, "B")]
+    found = ruled_out("足球不要，篮球呢", spans, ["耐克"], lambda word: False)
+    assert found.products == {"A"} and not found.brands
+
+
+@pytest.mark.parametrize("text", ["不是泳镜，我问的是泳帽", "说错了 壶铃", "我是说越野跑鞋", "搞错了，我想问的是护踝",
+                                  "不是哑铃 是壶铃"])
+def test_a_correction_is_read(text):
+    assert corrects(text)
+
+
+@pytest.mark.parametrize("text", ["你们把我的订单搞错了", "发错货了 我买的是篮球", "护膝多少钱", "不是很贵吧"])
+def test_what_is_no_correction(text):
+    assert not corrects(text)
+
+
+# --- the answers ------------------------------------------------------------------------------------------
+
+async def test_the_rest_of_a_kind_after_its_brand_is_ruled_out(agent):
+    first, second = await converse(agent, ["足球多少钱", "耐克的不要 换个牌子的呢"])
+    assert "120元" in first
+    assert {"89", "159"} <= prices(second) and "120" not in prices(second), second
+
+
+async def test_the_rest_of_a_category_without_two_products(agent):
+    answer = await reply(agent, "护具里除了护踝和护腕还有别的吗")
+    assert {"79", "39"} <= prices(answer) and not {"99", "49"} & prices(answer), answer
+
+
+async def test_the_rest_of_a_category_without_a_kind(agent):
+    answer = await reply(agent, "健身的东西，垫子不考虑，其他的都多少钱")
+    assert "199元" not in answer and "129元" in answer, answer   # not the mat; the kettlebell
+
+
+@pytest.mark.parametrize(("first", "correction", "right", "wrong"), [
+    ("泳镜多少钱", "说错了 我问的是泳帽", "49元", "129元"),
+    ("哑铃还有货吗", "不是哑铃 是壶铃", "库存30", "库存20"),
+    ("跑步鞋多少钱", "我是说越野跑鞋", "899元", "500元"),
+])
+async def test_a_correction_asks_the_earlier_question_of_the_product_it_names(agent, first, correction, right, wrong):
+    answers = await converse(agent, [first, correction])
+    assert right in answers[1] and wrong not in answers[1], answers
