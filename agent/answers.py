@@ -262,9 +262,11 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     what = (f"比{asked.too_dear}便宜的" if asked.too_dear else budget) + (asked.brand or "") + (asked.category or "") + "商品"
     lines = [(f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"
               if p.price is not None else f"{_label(p)}，{NO_PRICE}")
-             + (_stock_text(p) if Ask.STOCK in asked.asks else "") for p in products]   # 护具有货吗: each one's stock
-    if asked.superlative and products[0].price is not None:   # 最便宜的球拍是哪个: the one, not the whole order
-        top = "最便宜" if asked.sort == "price_asc" else "最贵"
+             + (_stock_text(p) if Ask.STOCK in asked.asks or asked.sort == "stock_desc" else "")
+             for p in products]   # 护具有货吗: each one's stock
+    if asked.superlative and (products[0].price is not None or asked.sort == "stock_desc"):
+        # 最便宜的球拍是哪个, 护具哪款货最多: the one, not the whole order
+        top = {"price_asc": "最便宜", "price_desc": "最贵", "stock_desc": "库存最多"}[asked.sort]
         return f"为您找到的{what}里，{top}的是{lines[0]}。", \
             _with_paid([products[0].evidence_id], products[:1], findings.basket)
     return f"为您找到这些{what}：\n" + "；\n".join(lines) + "。", \

@@ -117,6 +117,11 @@ _CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|有(?:
 _SORTS = (("price_asc", re.compile(rf"最便宜|从低到高|由低到高|价格低|便宜的排前|{_CHEAPER_GOODS.pattern}")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
           ("stock_desc", re.compile(r"库存最多|货最多")))
+# Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
+_KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸)"
+                          r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s])|有什么(?:款|种|牌子)")
+# The shop's goods as a whole (你们店里最贵的东西, 全店最便宜的): the catalog, not a kind or what was shown
+_WHOLE_SHOP = re.compile(r"店里|店内|你们家|你家|全店|整个店|本店|的东西|的商品|的产品|的宝贝")
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
 _CLAUSE = re.compile(r"[^\s，,。.!！？?；;～~]+")   # a clause of a message: between its punctuation and spaces
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
@@ -438,7 +443,10 @@ class Intent:
             return False   # 四人帐篷有吗 一家人出去露营: the thing asked is not sold, whatever the story's category
             # (足球用品 is the category's own goods: listed)
         # the cheapest or cheaper of a kind (最便宜的足球, 跑鞋哪双最便宜, 篮球有没有便宜点的): a list by price
-        by_price = self.sort in PRICE_SORTS and Ask.COMPARE not in self.asks \
+        if self.superlative and self.reference is None and not (self.products or self.goods or self.filtered) \
+                and _WHOLE_SHOP.search(self.text):
+            return True   # 你们店里最贵的东西: the whole catalog in that order
+        by_price = self.sort != "relevance" and Ask.COMPARE not in self.asks \
             and len(self.products) <= 1 and bool(self.products or self.goods) \
             and (self.reference is None or bool(self.goods))   # 最便宜的那个: the cheapest of a list shown
         filtered = self.filtered or by_price
@@ -720,7 +728,7 @@ def goods_head(phrase: str) -> str:
 def unspecific(phrase: str) -> bool:
     """Whether a goods phrase names no kind of goods: its head is a generic word or ends with one (东西,
     健身小东西, 健身用的小东西) — what it is for may be said, what it is is not."""
-    head = goods_head(phrase)
+    head = goods_head(phrase).lstrip(MEASURE_WORDS) or goods_head(phrase)   # 款货 (哪款货最多): 货
     return head in GENERIC or any(head.endswith(word) for word in GENERIC if len(word) >= 2)
 
 
@@ -831,7 +839,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if Ask.SPEC in asks and products and _HAVING_ONLY.fullmatch(_without(folded, spans)):
         asks = (asks - {Ask.SPEC}) | {Ask.STOCK}   # 压缩紧身裤有吗: whether the shop has it, no attribute asked
     sort = next((name for name, pattern in _SORTS if pattern.search(folded)), "relevance")
-    by_price = sort in PRICE_SORTS   # 护具里最便宜的, 最便宜的包: the cheapest of a category or kind
+    by_price = sort != "relevance"   # 护具里最便宜的, 最便宜的包, 哪款货最多: the first of a category or kind
     category = _category(folded, vocabulary, spans, bool({Ask.LIST} & (asks | by_rules)) or high is not None
                          or low is not None or by_price)
     if not labels and _GREETING.match(folded):
@@ -870,6 +878,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if products and not near:   # 有冰球吗？没有的话足球多少钱: a thing asked for apart from the product named
         near = _asked_apart(folded, spans, vocabulary)
     pointer = reference(folded) if not products else None
+    if pointer is not None and by_price and _SUPERLATIVE.search(folded) \
+            and (brand or category or _WHOLE_SHOP.search(folded)):
+        pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
     if not products and not goods and not parts and pointer is None and not has_focus:
         goods = kind_written(folded, vocabulary)   # 包多少钱: a kind of goods written as one character
     if category and goods and _story_category(folded, category, goods):
@@ -887,7 +898,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) < 2 and not parts:
         asks.discard(Ask.COMPARE)   # 600到780之间的跑鞋有哪个: 哪个 picks from a list, nothing to compare
-    if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts and (goods or category or products):
+    if Ask.COMPARE in asks and by_price and len(products) < 2 and not parts \
+            and (goods or category or products or brand):
         asks.discard(Ask.COMPARE)   # 护具里最便宜的是哪个: the cheapest of a kind, not two things compared
     if Ask.COMPARE in asks and (high is not None or low is not None) and not parts and (goods or category or products):
         # 300到500的球拍选哪个: those within the budget, listed; 80以内 护膝护踝哪个行: those of the two within it
@@ -935,6 +947,13 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         pointer = None   # 除了阿迪达斯那双: the pointer is at what is ruled out
         if by_brand and not products or noun_stem(subject) in ruled.kinds:
             subject = goods[0] if goods and not products else ""
+    as_kind = products[0] if len(products) == 1 and not parts and high is None and low is None and not category \
+        and _KINDS_ASKED.search(folded) and any(vocabulary.ending_with(folded[s:e]) for s, e, pid in spans
+                                                if pid == products[0]) else None
+    if as_kind is not None:   # 篮球你们有哪几种, 跑步鞋有哪些: the kind the name names (室外耐磨篮球 too), listed
+        kind, category = vocabulary.kind_of(as_kind)
+        products, goods, subject, pointer = (), (kind,), kind, None
+        asks.add(Ask.LIST)
     activity = (category, *CATEGORY_WORDS.get(category, ())) if category else ()
     if any(word in wanted for word in activity):
         if _says_more(wanted, activity):
@@ -944,13 +963,13 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     return Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
-                  tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans if not excluded(pid, ruled, vocabulary))),
-                  refers_back(text) and pointer is not None
-                  if ruled else refers_back(text),
+                  tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans
+                                      if not excluded(pid, ruled, vocabulary) and pid != as_kind)),
+                  refers_back(text) and not (pointer is None and reference(folded) is not None and not products),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
-                  superlative=sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
+                  superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
                   kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled)
 
 
@@ -1257,7 +1276,8 @@ _AROUND_FIRST_PURCHASE = re.compile(r"[新老客户用的话买价单下来我�
 
 def _asked_of_goods(phrase: str) -> bool:
     """A phrase that is what is asked of goods, not goods: a policy's word (退货运费 cut as 退/货运费), an
-    attribute alone (what sizes?), or only words asking for a promotion or stock (有没有优惠活动, 有现货吗)."""
+    attribute alone (what sizes?), or only words asking for a promotion or stock (有没有优惠活动, 有现货吗, 哪款货)."""
+    phrase = phrase.lstrip(MEASURE_WORDS) or phrase   # 哪款货最多: jieba's 款货 is a measure word and stock
     return bool(_ASK_PATTERNS[Ask.POLICY].search(phrase) or _ASK_PATTERNS[Ask.SPEC].fullmatch(phrase)
                 or any(re.fullmatch(f"(?:{_ASK_PATTERNS[ask].pattern})+", phrase) for ask in (Ask.PROMOTION, Ask.STOCK)))
 

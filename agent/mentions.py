@@ -79,8 +79,10 @@ _ORDINALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 
 _ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{MEASURE_WORDS}]")
 _LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{MEASURE_WORDS}]|(?:最后|后面)那")
 _FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{MEASURE_WORDS}]|最前面")
-_CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最便宜的")
-_DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最贵的")
+_CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最便宜的"
+                       f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:便宜|实惠|划算)")   # 哪个最便宜: of those shown
+_DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最贵的"
+                      f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最贵")
 _EN_POINTER = (("cheapest", re.compile(r"\b(?:the )?(?:cheaper|cheapest|less expensive)(?: one)?\b")),
                ("dearest", re.compile(r"\b(?:the )?(?:more expensive|pricier|dearer)(?: one)?\b")),
                ("first", re.compile(r"\bthe first(?: one)?\b|\bthe former\b")),

@@ -529,7 +529,7 @@ class OfflineModel:
             return [("get_product_details", {"product_ids": list(asked.products)})]  # the budget read after
         if asked.listing:
             words = OfflineModel._listing_words(asked)
-            if not words and asked.describes_need and not (asked.category or asked.brand):
+            if not words and asked.describes_need and not (asked.category or asked.brand or asked.superlative):
                 words = question   # a need told in a sentence, with a budget: search by the sentence
             return [("search_products", OfflineModel._listing_filters(asked, words))]
         if asked.several and not asked.products:

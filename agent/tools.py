@@ -69,7 +69,8 @@ class _Args(BaseModel):
 class SearchProducts(_Args):
     """Find products for the customer's words, optionally filtered (price range, brand, category, in stock)
     and sorted. Candidates are NOT facts: verify them by id. With filters and no words, lists the catalog's
-    matching products (e.g. 李宁的所有商品, 500元以内的户外用品). The result usually carries
+    matching products (e.g. 李宁的所有商品, 500元以内的户外用品); with only an order, the whole catalog in that order
+    (店里最贵的东西: sort price_desc). The result usually carries
     prepared_evidence: verified details and promotions of the candidates and a price calculation."""
 
     query: str = Field("", max_length=200, description="the customer's need or product words, in Chinese")
@@ -83,8 +84,8 @@ class SearchProducts(_Args):
 
     @model_validator(mode="after")
     def _something_to_search(self) -> SearchProducts:
-        if not self.query.strip() and not self.filter():
-            raise ValueError("give query words or at least one filter")
+        if not self.query.strip() and not self.filter() and self.sort == "relevance":
+            raise ValueError("give query words, a filter or an order")
         return self
 
     def filter(self) -> ProductFilter:
@@ -446,7 +447,7 @@ class ToolRunner:
                 outside, rows = len(by_id) - len(kept), _by_id(kept)
                 found = [by_id[p.product_id] for p in kept]
             candidates = tuple(found[:args.top_k])
-        elif where:
+        elif where or args.sort != "relevance":   # 店里最贵的东西: the whole catalog in the order asked
             listed = await find_products(self.conn, where, None, args.sort, args.top_k, self._paid_now)
             candidates, rows = tuple(Candidate(p.product_id, p.product_name, 0.0) for p in listed), _by_id(listed)
         ids = [c.product_id for c in candidates][:10 if wide else 3]

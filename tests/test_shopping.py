@@ -108,7 +108,9 @@ async def test_search_tool_filters_candidates_and_lists_the_catalog(conn, search
     listing = await runner.run("search_products", SearchProducts(category="游泳", sort="price_asc"))
     assert [c.product_id for c in listing.candidates] == ["042", "041", "043"]
     assert {"product:041", "product:042", "product:043"} <= set(runner.ledger.entries)
-    with pytest.raises(Exception, match="query words or at least one filter"):
+    dearest = await runner.run("search_products", SearchProducts(sort="price_desc", top_k=3))   # the whole shop
+    assert [c.product_id for c in dearest.candidates][:1] == ["048"]
+    with pytest.raises(Exception, match="query words, a filter or an order"):
         parse_arguments("search_products", "{}")
 
 

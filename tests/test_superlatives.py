@@ -1,0 +1,49 @@
+"""The first of an order (最便宜的, 最贵的, 库存最多的) of a category, a brand, a kind or the whole shop, and which kinds
+a name names (足球有哪几款): the catalog in that order by SQL, the one at the top stated. Phrasings here are our own;
+the frozen held-out split is test11's superlatives (tests/test_shopping.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agent.intent import read
+from tests.test_understanding import converse, reply
+
+
+def prices(text):
+    return set(re.findall(r"(?<![\d.])(\d+)元", text))
+
+
+async def test_the_fullest_of_a_category_by_its_stock(agent):
+    answer = await reply(agent, "游泳的东西里哪款库存最多")
+    assert "硅胶泳帽" in answer and "库存90" in answer and "库存最多" in answer, answer
+
+
+@pytest.mark.parametrize(("text", "top", "price"), [("全店最便宜的是啥", "最便宜", "35"),
+                                                     ("你们家最贵的商品多少钱", "最贵", "1999")])
+async def test_the_first_of_the_whole_shop(agent, text, top, price):
+    answer = await reply(agent, text)
+    assert top in answer and prices(answer) == {price}, answer
+
+
+async def test_the_dearest_of_a_brand_after_another_product(agent):
+    answers = await converse(agent, ["护膝多少钱", "李宁的东西里最贵的是哪个"])
+    assert "篮球鞋" in answers[1] and "699元" in answers[1] and "79元" not in answers[1], answers
+
+
+@pytest.mark.parametrize("text", ["足球有哪几款", "足球你们都有哪些"])
+async def test_the_kinds_a_name_names_are_listed(agent, text):
+    answer = await reply(agent, text)
+    assert {"120", "89", "159"} <= prices(answer) and "699" not in prices(answer), answer
+
+
+def test_an_attribute_of_a_name_is_no_list_of_kinds(vocabulary):
+    assert read("跑步鞋有哪些颜色", vocabulary).products == ("004",)
+    assert read("篮球装备有哪些", vocabulary).category == "篮球"   # the category, not the balls
+
+
+async def test_which_is_dearest_of_those_shown(agent):
+    answers = await converse(agent, ["跑鞋有哪些", "哪个最贵"])
+    assert "越野跑鞋" in answers[1] and "899元" in answers[1] and "500元" not in answers[1], answers
