@@ -815,7 +815,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
-    spans = _named(folded, vocabulary)
+    spans = _of_its_line(folded, _named(folded, vocabulary), vocabulary)
     ruled = ruled_out(folded, spans, vocabulary.brands, lambda word: bool(vocabulary.ending_with(word)))
     # 想买个足球 但是不要耐克的: the Nike ball is ruled out by its brand, so 足球 is the kind of goods asked about
     by_brand = tuple(dict.fromkeys(pid for _, _, pid in spans if pid not in ruled.products
@@ -823,15 +823,22 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     products = tuple(dict.fromkeys(pid for _, _, pid in spans if not excluded(pid, ruled, vocabulary)))
     sports = _sports_played(folded, spans, vocabulary)
     spans, products = _playing(folded, spans, products, vocabulary)
-    per, overall, paired, overall_paired = quantities(folded, spans)
-    high, low = budget(folded)
+    # a price stated to be confirmed (壶铃99对吧) is no count and no budget: blanked, the positions kept
+    figures = _STATED_PRICE.sub(lambda m: " " * len(m.group()), folded) if spans else folded
+    per, overall, paired, overall_paired = quantities(figures, spans)
+    high, low = budget(figures)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded
                   and b not in ruled.brands), None)
     labels = frozenset(labels or ())
+    if "policy:sizing" in labels and not _SIZE_WORDS.search(folded):
+        labels = labels - {"policy:sizing"}   # 带跳操课 穿什么鞋合适: which shoes, no size asked
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
     if ruled and THE_REST.search(folded):
         by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥: the rest, listed
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
+    if products and _STATED_PRICE.search(folded):   # 壶铃99对吧 我记得是: no complaint, the price confirmed
+        confirming = {Ask.BARGAIN} if _CONFIRMING.search(folded) else set()   # 篮球是200块吧: no offer made
+        asks = (asks - {Ask.COMPLAINT, Ask.OFF_TOPIC, Ask.THANKS} - confirming) | {Ask.PRICE}
     if ruled and THE_REST.search(folded) and not _POLICY_ASKED_PLAINLY.search(folded):
         # 斯伯丁的不要，换个牌子的有没有: the rest of the goods, not a return (这双不要了 能退吗 asks one)
         asks = (asks - {Ask.POLICY, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC}) | {Ask.LIST}
@@ -971,6 +978,21 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
                   kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled)
+
+
+def _of_its_line(text: str, spans: list[tuple[int, int, str]],
+                 vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
+    """乒乓球刚入门 想买个成品拍, 网球…想换支进阶点的拍子: a name with a kind of goods written after it on its own (拍,
+    拍子, 鞋) means the product named by the two together (乒乓球拍, 网球拍), when the catalog has one."""
+    out = []
+    for start, end, pid in spans:
+        name, rest = text[start:end], text[end:]
+        line = next((vocabulary.names[name + kind] for kind in dict.fromkeys(rest)
+                     if name + kind in vocabulary.names and kind in vocabulary.name_endings
+                     and re.search(f"{kind}子?(?:$|[^\u4e00-\u9fff]|[吗呢啊呀吧嘛么的有])", rest)),
+                    None) if len(spans) == 1 else None
+        out.append((start, end, line or pid))
+    return out
 
 
 def excluded(pid: str, ruled: RuledOut, vocabulary: Vocabulary) -> bool:
@@ -1234,6 +1256,12 @@ _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, A
 
 
 # A product's price asked in so many words (not 运费多少, 多少天).
+# A price stated to be confirmed (799来着, 99对吧, 200块是吧, 是180吗): a figure, its unit, and a question
+_STATED_PRICE = re.compile(r"(?<![\d.])\d+(?:\.\d+)?\s*(?:元|块钱?|rmb)?\s*(?:来着|对吧|对吗|对不对|是吧|是不是|没错|吧|吗|嘛|[?？])")
+_CONFIRMING = re.compile(r"对吧|对吗|对不对|是吧|来着|没错|是不是|我记得|好像是|应该是|是\d")
+# Words of a size question (码, 身高, 偏大): a size guide asked, not which goods to wear
+_SIZE_WORDS = re.compile(r"码|尺寸|尺码|大小|多大|号|偏大|偏小|脚长|脚宽|脚背|身高|体重|斤|公斤|kg|cm|厘米|宽|窄|胖|瘦|肥|紧|松|合脚|挤脚|size",
+                         re.I)
 _PRICE_ASKED_PLAINLY = re.compile(r"多少钱|多钱|价格是|价钱|售价|怎么卖|几块钱|卖多少|(?:什么|啥)价")
 # A delivery, returns, invoice or warranty question in so many words (not 客服 or 支付 alone, which greet or pay).
 _POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|(?:啥|什么)时候(?:能)?到|退货|退换|换货|退款|"
