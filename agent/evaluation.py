@@ -31,13 +31,17 @@ from agent.memory import InProcessMemory, Turn
 # after most of that sitting's work, to see how far its fixes carry (first run at 05dff7f: 90.0%; 63.3% at 6160a27);
 # test11 (72: a thing ruled out, the cheapest/dearest/fullest of a kind, a correction of which product was meant,
 # a fact stated to be confirmed, voice-input rambling, and the person whose level or age decides the product) by
-# a helper who read only the demo catalog, at the start of the tenth sitting (first run at 52dde52: 65.3%).
+# a helper who read only the demo catalog, at the start of the tenth sitting (first run at 52dde52: 65.3%);
+# test12 (62: the same families but voice-input rambling, plus a list narrowed by two or three constraints) by
+# another helper the same way after test11 was brought to 100%, to see how far those fixes carry (first run at
+# 4605fc9: 71.0%; 56.5% at 52dde52).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
            "dialogues-understanding-test6.jsonl", "dialogues-understanding-test7.jsonl",
            "dialogues-understanding-test8.jsonl", "dialogues-understanding-test9.jsonl",
-           "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl")
+           "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl",
+           "dialogues-understanding-test12.jsonl")
 
 
 @dataclass(frozen=True)
