@@ -22,6 +22,7 @@ import jieba.posseg
 
 from agent.counts import budget, english_numbers, quantities
 from agent.mentions import (
+    FULLEST,
     MEASURE_WORDS,
     PRICE_WORDS,
     Reference,
@@ -36,7 +37,7 @@ from agent.mentions import (
     tells_something,
     without_asking_lead,
 )
-from agent.ruled_out import THE_REST, RuledOut, ruled_out
+from agent.ruled_out import THE_REST, RuledOut, is_marker, ruled_out
 from db.catalog import PRICE_SORTS
 from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
@@ -90,7 +91,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                              r"|\bwhich (?:one|is)\b|\bcompared?\b|\bdifference\b|\bversus\b|\bvs\b")),
     # (有啥优惠, 有什么区别: the aspect asked of goods, not a list of them)
     (Ask.LIST, re.compile(r"(?:有哪些|有什么|有啥|哪些|都有)(?!优惠|活动|折扣|促销|赠品|区别|不同|差别|颜色|尺码|款式|"
-                          r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几")),
+                          r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几|[有卖](?:哪|几)几?[款种类样]")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
                           r"(?:什么|啥)码|(?:哪些|哪几|几个|几种|多少)个?(?:码|尺码|号|尺寸)|"
                           r"[一单](?:只|个|双|对|副|套|盒|支)[^，,。？?！!]{0,6}还是[一两]?(?:只|个|双|对|副|套|盒|支)|"
@@ -116,10 +117,12 @@ FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validat
 _CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|有(?:没有)?便宜(?:一)?[点些][^\s，,。？?！!的]{1,12}的(?!话)|平价")
 _SORTS = (("price_asc", re.compile(rf"最便宜|从低到高|由低到高|价格低|便宜的排前|{_CHEAPER_GOODS.pattern}")),
           ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
-          ("stock_desc", re.compile(r"库存最多|货最多")))
+          ("stock_desc", FULLEST))
 # Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
 _KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸)"
                           r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s])|有什么(?:款|种|牌子)")
+# Looking at goods (我想看看, 推荐, 有啥): with something ruled out, the rest is listed
+_LOOKING = re.compile(r"看看|推荐|有啥|有什么|列一下|都有")
 # The shop's goods as a whole (你们店里最贵的东西, 全店最便宜的): the catalog, not a kind or what was shown
 _WHOLE_SHOP = re.compile(r"店里|店内|你们家|你家|全店|整个店|本店|的东西|的商品|的产品|的宝贝")
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
@@ -129,7 +132,7 @@ _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以�
 CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
                   "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
                   "配件": ("配件",)}
-_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|的东西|的商品|的产品|东西|产品|商品")
+_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|有关|的东西|的商品|的产品|的装备|的用品|的器材|东西|产品|商品")
 
 
 def _as_pattern(word: str) -> str:
@@ -817,6 +820,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _of_its_line(folded, _named(folded, vocabulary), vocabulary)
     ruled = ruled_out(folded, spans, vocabulary.brands, lambda word: bool(vocabulary.ending_with(word)))
+    if ruled.kinds:   # every product of a kind ruled out, by the names the reader knows (瑜伽服 for 瑜伽服套装)
+        ruled = dataclasses.replace(ruled, products=ruled.products | {
+            pid for pid in vocabulary.chinese_names if any(vocabulary.of_kind(pid, k) for k in ruled.kinds)})
     # 想买个足球 但是不要耐克的: the Nike ball is ruled out by its brand, so 足球 is the kind of goods asked about
     by_brand = tuple(dict.fromkeys(pid for _, _, pid in spans if pid not in ruled.products
                                    and vocabulary.brand_of.get(pid) in ruled.brands))
@@ -833,13 +839,13 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if "policy:sizing" in labels and not _SIZE_WORDS.search(folded):
         labels = labels - {"policy:sizing"}   # 带跳操课 穿什么鞋合适: which shoes, no size asked
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
-    if ruled and THE_REST.search(folded):
-        by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥: the rest, listed
+    if ruled and (THE_REST.search(folded) or _LOOKING.search(folded)):
+        by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥, 护具我想看看 耐克的别推荐: the rest, listed
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
     if products and _STATED_PRICE.search(folded):   # 壶铃99对吧 我记得是: no complaint, the price confirmed
         confirming = {Ask.BARGAIN} if _CONFIRMING.search(folded) else set()   # 篮球是200块吧: no offer made
         asks = (asks - {Ask.COMPLAINT, Ask.OFF_TOPIC, Ask.THANKS} - confirming) | {Ask.PRICE}
-    if ruled and THE_REST.search(folded) and not _POLICY_ASKED_PLAINLY.search(folded):
+    if ruled and (THE_REST.search(folded) or _LOOKING.search(folded)) and not _POLICY_ASKED_PLAINLY.search(folded):
         # 斯伯丁的不要，换个牌子的有没有: the rest of the goods, not a return (这双不要了 能退吗 asks one)
         asks = (asks - {Ask.POLICY, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC}) | {Ask.LIST}
         labels = frozenset(label for label in labels if not label.startswith("policy:"))
@@ -852,7 +858,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not labels and _GREETING.match(folded):
         asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
     parts: tuple[str, ...] = ()
-    if len(products) < 2 and (Ask.COMPARE in asks or "各" in folded):
+    if len(products) < 2 and (Ask.COMPARE in asks or re.search("各(?![种类样式])", folded)) \
+            and not (by_price and _SUPERLATIVE.search(folded)):   # 所有鞋子里最便宜的是哪双: one order, no parts
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
     phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) \
@@ -866,7 +873,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
     goods = tuple(_described_kind(folded, g, vocabulary) for g in goods)   # 能装衣服的包: 包, described
-    goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds)   # 帽子不要: no goods asked for
+    goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds and not is_marker(g))   # 帽子不要, pass
     if not products and not parts:   # 有冰爪和冰镐吗: each of the goods joined is asked about
         goods = tuple(piece for g in goods for piece in joined_goods(g))
         parts = _joined(folded, goods)

@@ -83,6 +83,8 @@ _CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一
                        f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:便宜|实惠|划算)")   # 哪个最便宜: of those shown
 _DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最贵的"
                       f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最贵")
+# The most in stock (哪个库存最多, 哪款现货最充足, 剩得最多的): of those shown, or the first of a stock order
+FULLEST = re.compile(r"(?:库存|存货|现货|货)(?:最多|最充足|最足|最大)|剩(?:得|的|下)?最多|数量最多|最多货")
 _EN_POINTER = (("cheapest", re.compile(r"\b(?:the )?(?:cheaper|cheapest|less expensive)(?: one)?\b")),
                ("dearest", re.compile(r"\b(?:the )?(?:more expensive|pricier|dearer)(?: one)?\b")),
                ("first", re.compile(r"\bthe first(?: one)?\b|\bthe former\b")),
@@ -93,7 +95,7 @@ _THIS = re.compile(f"[这那]\\s*[{MEASURE_WORDS}]|它|刚才的|刚刚的|上�
 
 @dataclass(frozen=True)
 class Reference:
-    """A pointer back at the products of the last answer: `first`, `last`, `cheapest`, `dearest`,
+    """A pointer back at the products of the last answer: `first`, `last`, `cheapest`, `dearest`, `fullest`,
     `this` (the one being discussed), or an ordinal position (1-based)."""
 
     kind: str
@@ -104,7 +106,8 @@ def reference(text: str) -> Reference | None:
     """How `text` (folded) points back at goods already shown, if it does."""
     if m := _ORDINAL.search(text):
         return Reference("ordinal", _ORDINALS[m.group(1)])
-    for kind, pattern in (("last", _LAST), ("first", _FIRST), ("cheapest", _CHEAPEST), ("dearest", _DEAREST)):
+    for kind, pattern in (("last", _LAST), ("first", _FIRST), ("cheapest", _CHEAPEST), ("dearest", _DEAREST),
+                          ("fullest", FULLEST)):
         if pattern.search(text):
             return Reference(kind)
     if _THIS.search(text):

@@ -12,15 +12,21 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-# 不要/不是 after 要/是 ask (要不要, 是不是耐克的); 不要太贵的 names nothing and rules nothing out
-_MARKER = re.compile(r"除了|除开|除去|排除|(?<!要)不要了?|(?<!是)不是|不(?:考虑了?|想要了?|喜欢|用了)|就?算了|除外|pass")
-# words asking for the rest once something is ruled out: 其他的还有什么, 换个牌子的, 别的
-THE_REST = re.compile(r"其他|其它|别的|另外的|换个|换一?[个款双种]|还有(?:啥|什么|哪些|没有|吗|么|的)")
+# Three ways to rule a thing out: not wanting it (不要, 不考虑, 用不上, 腻了, pass, 别推荐), having it already (我都有了,
+# 自己有, 已经买过了) and leaving it aside (除了, 除开, 刨去, 以外). 不要/不是 after 要/是 ask (要不要, 是不是耐克的);
+# 不要太贵的 names nothing and so rules nothing out.
+_MARKER = re.compile(
+    r"除了|除开|除去|刨去|刨除|去掉|排除|以外|之外|除外|不算"
+    r"|(?<!要)不要了?|(?<!是)不是|不(?:考虑了?|想要了?|需要了?|喜欢|感兴趣|用了|看了)|用不[上着到]|[穿用玩看]?腻了|就?算了|免了|pass"
+    r"|别(?:再|给我)?推荐?了?|别给我看"
+    r"|(?:我|自己)(?:都|也|已经)*有了?|已经有了?|(?:已经)?买过了|已经买了")
+# words asking for the rest once something is ruled out: 其他的还有什么, 换个牌子的, 别的, 剩下的, 另外两样
+THE_REST = re.compile(r"其他|其它|其余|别的|另外|剩下|剩余|换个|换一?[个款双种]|看看别|还(?:有|卖|能买)(?:些|点)?(?:啥|什么|哪些|没有|吗|么|的)")
 # where what a marker rules out ends: the clause's end, or what the customer asks for instead
 _REGION_END = re.compile(r"还|其他|其它|别的|换|要|[，,。？?！!；;~～\s]")
 _CLAUSE = re.compile(r"[^，,。？?！!；;~～\s]+")
-# what stands around a kind written alone (那双鞋子的, 这款): no goods
-_AROUND_KIND = re.compile(r"那[双个款只件套把支]|这[双个款只件套把支]|[的我就也都先了呢吧啊呀那这]")
+# what stands around a kind written alone (那双鞋子的, 这款, 各种包): no goods
+_AROUND_KIND = re.compile(r"[那这][双个款只件套把支些]|各[种类样]|所有|一些|[的我就也都先了呢吧啊呀那这]")
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,13 @@ def _named_in(text: str, region: tuple[int, int], spans: list[tuple[int, int, st
         return products, found, set()
     rest = _AROUND_KIND.sub("", piece)
     stem = rest[:-1] if len(rest) >= 2 and rest.endswith("子") else rest   # 鞋子 → 鞋
-    kind = {stem} if stem and len(stem) <= 4 and all("\u4e00" <= ch <= "\u9fff" for ch in stem) and is_kind(stem) \
-        else set()
-    return set(), set(), kind
+    if not stem or len(stem) > 4 or not all("\u4e00" <= ch <= "\u9fff" for ch in stem):
+        return set(), set(), set()
+    # 衣服 ends no name; its head 服 ends 瑜伽服: a kind by its whole stem, else a word of two by its last character
+    kind = next((k for k in dict.fromkeys((stem, stem[-1] if len(stem) == 2 else stem)) if is_kind(k)), None)
+    return set(), set(), {kind} if kind else set()
+
+
+def is_marker(word: str) -> bool:
+    """Whether a word is only a marker of ruling out (pass, 算了): no goods."""
+    return bool(_MARKER.fullmatch(word))

@@ -60,6 +60,7 @@ _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺�
 
 
 _DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
+_ONLY = re.compile(r"只看|只要|只想看|只考虑|就看|就要")   # 只看跟踢足球有关的: of those shown, only these
 _SOLD_APART = re.compile(r"单[卖买]|单独(?:卖|买|购买|出售)|另外[卖买]|零[卖买]|配件")
 
 
@@ -117,6 +118,7 @@ class Agent:
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         asked = self._another_kind(text, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
+        asked = self._narrowed(asked, vocabulary, memory)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
         asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)
@@ -278,16 +280,37 @@ class Agent:
 
     @staticmethod
     def _rest_of_focus(asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory) -> intent.Intent:
-        """斯伯丁的不要，换个牌子的有没有 after the Spalding ball: the goods of the kind in focus, but what the
-        message rules out, listed."""
+        """What a message that names nothing but what it rules out asks: the others of those just shown (泡沫轴用不上，
+        另外两样多少钱), or when the one shown is ruled out (斯伯丁的不要，换个牌子的有没有 after the Spalding ball) the
+        goods of its kind, listed without it."""
         if not asked.ruled_out or asked.products or asked.goods or asked.category or intent.Ask.LIST not in asked.asks:
             return asked
         ruled = [pid for pid in memory.focus_product_ids if intent.excluded(pid, asked.ruled_out, vocabulary)]
+        rest = tuple(pid for pid in memory.focus_product_ids if pid not in ruled)
+        if ruled and rest:   # 帐篷跟登山鞋我都有了，剩下的多少钱 (after four shown): the others shown, each priced
+            return dataclasses.replace(asked, products=rest, follow_up=False, reference=None,
+                                       asks=(asked.asks - {intent.Ask.LIST}) | {intent.Ask.PRICE})
         kind, category = vocabulary.kind_of(ruled[0]) if ruled else ("", None)
         if not kind:
             return asked
         return dataclasses.replace(asked, goods=(kind,), subject=kind, kind=kind, category=category, follow_up=False,
                                    reference=None)
+
+    @staticmethod
+    def _narrowed(asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory) -> intent.Intent:
+        """800以下的有哪几双, 只看跟踢足球有关的 after a list: those shown that meet the budget or are of the category
+        (the budget is read against what each costs now, as for products named with a budget)."""
+        shown = memory.focus_product_ids
+        if len(shown) < 2 or asked.products or asked.goods or asked.brand or asked.ruled_out:
+            return asked
+        if (asked.max_price is not None or asked.min_price is not None) and not asked.category:
+            return dataclasses.replace(asked, products=tuple(shown), follow_up=False, reference=None)
+        if asked.category and _ONLY.search(asked.text):
+            kept = tuple(pid for pid in shown if vocabulary.category_by_product.get(pid) == asked.category)
+            if kept:
+                return dataclasses.replace(asked, products=kept, category=None, follow_up=False, reference=None,
+                                           asks=(asked.asks - {intent.Ask.LIST}) | {intent.Ask.PRICE})
+        return asked
 
     @staticmethod
     def _another_kind(text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,
@@ -438,6 +461,10 @@ class Agent:
             pick = shown[0]
         elif pointer.kind == "last":
             pick = shown[-1]
+        elif pointer.kind == "fullest":   # 哪个库存最多: of those shown, the most in stock by the records
+            stocked = {pid: p.stock_quantity for pid, p in (await fetch_products(self.conn, shown)).items()
+                       if p.stock_quantity is not None}
+            pick = max(stocked, key=stocked.__getitem__) if stocked else None
         elif pointer.kind in ("cheapest", "dearest"):
             if len(shown) == 1:   # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one by one
                 shown = list(intent.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown

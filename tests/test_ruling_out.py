@@ -98,3 +98,21 @@ async def test_the_rest_of_a_category_without_a_kind(agent):
 async def test_a_correction_asks_the_earlier_question_of_the_product_it_names(agent, first, correction, right, wrong):
     answers = await converse(agent, [first, correction])
     assert right in answers[1] and wrong not in answers[1], answers
+
+
+@pytest.mark.parametrize(("text", "ruled"), [("健身的东西里跳绳我已经有了，其他的呢", {"024"}),
+                                             ("护具里刨去护膝还有啥", {"030"}),
+                                             ("游泳的泳帽用不上 还有别的吗", {"042"})])
+def test_having_it_already_or_leaving_it_aside_rules_it_out(vocabulary, text, ruled):
+    asked = read(text, vocabulary)
+    assert asked.ruled_out.products == ruled and asked.listing and not asked.products
+
+
+def test_a_marker_is_no_goods(vocabulary):
+    asked = read("李宁的pass 看看别的", vocabulary)
+    assert asked.ruled_out.brands == {"李宁"} and asked.goods == ()
+
+
+async def test_the_others_of_those_shown(agent):
+    answers = await converse(agent, ["护具有哪些", "护膝跟护踝我都有了，剩下的多少钱"])
+    assert {"49", "39"} <= prices(answers[1]) and not {"79", "99"} & prices(answers[1]), answers

@@ -47,3 +47,23 @@ def test_an_attribute_of_a_name_is_no_list_of_kinds(vocabulary):
 async def test_which_is_dearest_of_those_shown(agent):
     answers = await converse(agent, ["跑鞋有哪些", "哪个最贵"])
     assert "越野跑鞋" in answers[1] and "899元" in answers[1] and "500元" not in answers[1], answers
+
+
+async def test_which_is_fullest_of_those_shown(agent):
+    answers = await converse(agent, ["游泳的东西有哪些", "哪个库存最多"])
+    assert "硅胶泳帽" in answers[1] and "库存90" in answers[1], answers
+
+
+async def test_the_fullest_of_a_category_in_other_words(agent):
+    answer = await reply(agent, "健身的东西哪个存货最充足")
+    assert "计数跳绳" in answer and "库存150" in answer, answer
+
+
+async def test_a_budget_after_a_list_narrows_what_was_shown(agent):
+    answers = await converse(agent, ["李宁的东西都有什么", "100以内的就行"])
+    assert {"39", "79", "49"} <= prices(answers[1]) and not {"699", "229"} & prices(answers[1]), answers
+
+
+async def test_a_category_after_a_list_keeps_those_shown_of_it(agent):
+    answers = await converse(agent, ["耐克的东西有哪些", "只看护具类的"])
+    assert {"49", "39"} <= prices(answers[1]) and not {"120", "699"} & prices(answers[1]), answers

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
 import signal
 from dataclasses import dataclass
 from typing import Any
@@ -144,10 +145,11 @@ def _bot_problem(exc: BaseException, where: str) -> str:
 
 async def _health(request: web.Request) -> web.Response:
     """Alive; `ready` once the dispatcher has started (signal handlers installed, updates taken). 503 when
-    the audit writer of this process is dead or stuck: answers would go on while nothing is recorded."""
+    the audit writer of this process is dead or stuck: answers would go on while nothing is recorded. `pid`: which
+    process answered (a supervisor, or a test, can tell its own process from another holding the port)."""
     problems = writer_problems()
     return web.json_response({"status": "audit_writer_down" if problems else "ok",
-                              "ready": request.app[READY].is_set(),
+                              "ready": request.app[READY].is_set(), "pid": os.getpid(),
                               "in_flight": request.app[SEQUENCER].in_flight,
                               **({"problems": problems} if problems else {})},
                              status=503 if problems else 200)

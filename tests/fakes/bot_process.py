@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
@@ -63,8 +64,8 @@ class BotProcess:
         return int(self.env["WEBHOOK_PORT"])
 
     async def _healthy(self) -> bool:
-        """Whether /healthz on the process's port says ready (False, not a hang, when what holds the port
-        does not answer HTTP within 5 s)."""
+        """Whether /healthz on the process's port says this process is ready (False, not a hang, when what holds
+        the port does not answer HTTP within 5 s)."""
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", self.port), 5)
         except (OSError, TimeoutError):
@@ -77,7 +78,13 @@ class BotProcess:
         finally:
             writer.close()
         head, _, body = answer.partition(b"\r\n\r\n")
-        return b" 200 " in head.split(b"\r\n")[0] + b" " and b'"ready": true' in body
+        try:
+            health = json.loads(body)
+        except ValueError:
+            return False
+        # ready, and this process's own answer: another test's bot holding the port is not this one started
+        return b" 200 " in head.split(b"\r\n")[0] + b" " and health.get("ready") is True \
+            and self.process is not None and health.get("pid") == self.process.pid
 
     async def start(self) -> None:
         """Start the process; ready when /healthz says the dispatcher has started (signal handlers
