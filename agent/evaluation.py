@@ -34,14 +34,15 @@ from agent.memory import InProcessMemory, Turn
 # a helper who read only the demo catalog, at the start of the tenth sitting (first run at 52dde52: 65.3%);
 # test12 (62: the same families but voice-input rambling, plus a list narrowed by two or three constraints) by
 # another helper the same way after test11 was brought to 100%, to see how far those fixes carry (first run at
-# 4605fc9: 71.0%; 56.5% at 52dde52).
+# 4605fc9: 71.0%; 56.5% at 52dde52); test13 (58: the same six families, inventive wording, lists just shown
+# narrowed) by a third helper the same way after test12 was mended (first run at a66c0b6: 70.7%; 48.3% at 52dde52).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
            "dialogues-understanding-test6.jsonl", "dialogues-understanding-test7.jsonl",
            "dialogues-understanding-test8.jsonl", "dialogues-understanding-test9.jsonl",
            "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl",
-           "dialogues-understanding-test12.jsonl")
+           "dialogues-understanding-test12.jsonl", "dialogues-understanding-test13.jsonl")
 
 
 @dataclass(frozen=True)
