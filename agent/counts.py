@@ -14,7 +14,8 @@ _BUDGET = (   # the first that matches decides
     (re.compile(f"(?:预算)?\\s*(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:左右|上下|附近|差不多)"), "around"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:出头|多点|多一点)"), "above"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*(?:以内|以下|之内|内|之下)"), "max"),
-    (re.compile(f"(?:不超过|不高于|低于|少于|预算|最多)\\s*(?P<n>{NUM})"), "max"),
+    # 预算就180, 预算只有两百, 预算大概300: a budget said with a word between
+    (re.compile(f"(?:不超过|不高于|低于|少于|预算(?:就|只有|也就|大概|大约|差不多|是|在|有)?|最多)\\s*(?P<n>{NUM})"), "max"),
     (re.compile(f"(?P<n>{NUM})\\s*(?:元|块钱|块)?\\s*以上"), "min"),
     # 100元起, 200起: a price from; not 一起 (together)
     (re.compile("(?P<n>\\d+(?:\\.\\d+)?)\\s*(?:元|块钱|块)?\\s*起"), "min"),

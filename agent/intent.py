@@ -132,7 +132,7 @@ _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以�
 CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
                   "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
                   "配件": ("配件",)}
-_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|有关|的东西|的商品|的产品|的装备|的用品|的器材|东西|产品|商品")
+_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|有关|(?:要|需要)用的(?:东西|装备)|的东西|的商品|的产品|的装备|的用品|的器材|东西|产品|商品")
 
 
 def _as_pattern(word: str) -> str:
@@ -820,6 +820,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _of_its_line(folded, _named(folded, vocabulary), vocabulary)
     ruled = ruled_out(folded, spans, vocabulary.brands, lambda word: bool(vocabulary.ending_with(word)))
+    if ruled and not (THE_REST.search(folded) or _LOOKING.search(folded)
+                      or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
+        ruled = RuledOut()   # 帐篷699太贵啦 (bargaining), 这双不要了 能退吗: nothing else asked, so nothing ruled out
     if ruled.kinds:   # every product of a kind ruled out, by the names the reader knows (瑜伽服 for 瑜伽服套装)
         ruled = dataclasses.replace(ruled, products=ruled.products | {
             pid for pid in vocabulary.chinese_names if any(vocabulary.of_kind(pid, k) for k in ruled.kinds)})
@@ -834,7 +837,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     per, overall, paired, overall_paired = quantities(figures, spans)
     high, low = budget(figures)
     brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded
-                  and b not in ruled.brands), None)
+                  and b not in ruled.brands | ruled.naming), None)
     labels = frozenset(labels or ())
     if "policy:sizing" in labels and not _SIZE_WORDS.search(folded):
         labels = labels - {"policy:sizing"}   # 带跳操课 穿什么鞋合适: which shoes, no size asked
@@ -842,6 +845,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if ruled and (THE_REST.search(folded) or _LOOKING.search(folded)):
         by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥, 护具我想看看 耐克的别推荐: the rest, listed
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
+    if (high is not None or low is not None) and _BUDGET_TOLD.search(folded):
+        asks.discard(Ask.BARGAIN)   # 预算就180，有合适的吗: what the budget allows, no offer made
     if products and _STATED_PRICE.search(folded):   # 壶铃99对吧 我记得是: no complaint, the price confirmed
         confirming = {Ask.BARGAIN} if _CONFIRMING.search(folded) else set()   # 篮球是200块吧: no offer made
         asks = (asks - {Ask.COMPLAINT, Ask.OFF_TOPIC, Ask.THANKS} - confirming) | {Ask.PRICE}
@@ -869,7 +874,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
     goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
                   and not _asked_of_goods(g) and g not in story)
-    if not products and not any(is_han(ch) for g in goods for ch in g) \
+    if not products and not ruled.products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
     goods = tuple(_described_kind(folded, g, vocabulary) for g in goods)   # 能装衣服的包: 包, described
@@ -895,10 +900,13 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if pointer is not None and by_price and _SUPERLATIVE.search(folded) \
             and (brand or category or _WHOLE_SHOP.search(folded)):
         pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
-    if not products and not goods and not parts and pointer is None and not has_focus:
+    if not products and not goods and not parts and pointer is None and not has_focus and not ruled.products:
         goods = kind_written(folded, vocabulary)   # 包多少钱: a kind of goods written as one character
     if category and goods and _story_category(folded, category, goods):
         category = None   # 游完泳湿衣服…，有啥包能分开装的: the bags asked for, not clothes
+    if category:   # 打网球要用的东西: the sport played, no goods of its own
+        words = (category, *CATEGORY_WORDS.get(category, ()))
+        goods = tuple(g for g in goods if not any(g.endswith(w) and _PLAY.fullmatch(g[:-len(w)]) for w in words))
     if category and any(category_word in g and not _only_known_words(g, vocabulary) and not unspecific(g)
                         for g in (*goods, *story) for category_word in (category, *CATEGORY_WORDS.get(category, ()))):
         category = None   # 跑步机, 瑜伽球: a thing of its own, not the category 跑步 or 瑜伽 (nor is 健身房)
@@ -957,7 +965,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds)
         if by_brand and not products:   # the rest of that product's kind: its category's goods ending as its name
             kind, category = vocabulary.kind_of(by_brand[0])
-            goods = (kind,) if kind else goods
+            goods, wanted = ((kind,) if kind else goods), ""
         pointer = None   # 除了阿迪达斯那双: the pointer is at what is ruled out
         if by_brand and not products or noun_stem(subject) in ruled.kinds:
             subject = goods[0] if goods and not products else ""
@@ -1265,6 +1273,7 @@ _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, A
 # A product's price asked in so many words (not 运费多少, 多少天).
 # A price stated to be confirmed (799来着, 99对吧, 200块是吧, 是180吗): a figure, its unit, and a question
 _STATED_PRICE = re.compile(r"(?<![\d.])\d+(?:\.\d+)?\s*(?:元|块钱?|rmb)?\s*(?:来着|对吧|对吗|对不对|是吧|是不是|没错|吧|吗|嘛|[?？])")
+_BUDGET_TOLD = re.compile(r"预算|以内|以下|之内|不超过|左右|上下|出头|之间")
 _CONFIRMING = re.compile(r"对吧|对吗|对不对|是吧|来着|没错|是不是|我记得|好像是|应该是|是\d")
 # Words of a size question (码, 身高, 偏大): a size guide asked, not which goods to wear
 _SIZE_WORDS = re.compile(r"码|尺寸|尺码|大小|多大|号|偏大|偏小|脚长|脚宽|脚背|身高|体重|斤|公斤|kg|cm|厘米|宽|窄|胖|瘦|肥|紧|松|合脚|挤脚|size",
@@ -1362,7 +1371,7 @@ _PARTICLES = re.compile(r"那么|那|要是|如果|换成|改成|还有|呢|嘞|
 
 # Saying the last answer was about the wrong thing (搞错了, 不对, 我问的是…, 不是瑜伽垫 是健身垫); not about an order
 # the shop got wrong (订单搞错了, 发错货了: a complaint)
-_CORRECTION = re.compile(r"[搞弄说看打写问听记]错了?|不对|我(?:说|问|找|要问|想问|要找|想找|指)的是|我是说|我是问|应该是"
+_CORRECTION = re.compile(r"[搞弄说看打写问听记想]错了?|理解错|[问说搞弄记][岔混]了?|不对|我(?:说|问|找|要问|想问|要找|想找|指)的是|我是说|我是问|应该是"
                          r"|不是[^，,。？?！!\s]{1,12}[，,\s]*(?:而|我说的)?是")
 _ABOUT_AN_ORDER = re.compile(r"订单|单号|发货|发错|寄|收到|快递|物流|退|换货")
 

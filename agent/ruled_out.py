@@ -12,14 +12,15 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-# Three ways to rule a thing out: not wanting it (不要, 不考虑, 用不上, 腻了, pass, 别推荐), having it already (我都有了,
-# 自己有, 已经买过了) and leaving it aside (除了, 除开, 刨去, 以外). 不要/不是 after 要/是 ask (要不要, 是不是耐克的);
+# Three ways to rule a thing out: not wanting it (不要, 不考虑, 用不上, 腻了, 太贵了, 不合脚, pass, 别推荐), having it
+# already or having tried it (我都有了, 自己有, 已经买过了, 穿过, 一大堆) and leaving it aside (除了, 除开, 刨去, 以外). 不要/不是 after 要/是 ask (要不要, 是不是耐克的);
 # 不要太贵的 names nothing and so rules nothing out.
 _MARKER = re.compile(
     r"除了|除开|除去|刨去|刨除|去掉|排除|以外|之外|除外|不算"
-    r"|(?<!要)不要了?|(?<!是)不是|不(?:考虑了?|想要了?|需要了?|喜欢|感兴趣|用了|看了)|用不[上着到]|[穿用玩看]?腻了|就?算了|免了|pass"
+    r"|(?<!要)不要了?|(?<!是)不是|不(?:考虑了?|想要了?|需要了?|喜欢|感兴趣|用了|看了|习惯|合脚|合适|好用)|用不[上着到]"
+    r"|[穿用玩看]?腻了|就?算了|免了|pass|(?:太|有点|有些)贵了?"
     r"|别(?:再|给我)?推荐?了?|别给我看"
-    r"|(?:我|自己)(?:都|也|已经)*有了?|已经有了?|(?:已经)?买过了|已经买了")
+    r"|(?:我|自己)(?:都|也|已经)*有了?|已经有了?|(?:已经)?买过了|已经买了|[我家]?(?:用|穿)过了?|一大堆|有的是|多的是")
 # words asking for the rest once something is ruled out: 其他的还有什么, 换个牌子的, 别的, 剩下的, 另外两样
 THE_REST = re.compile(r"其他|其它|其余|别的|另外|剩下|剩余|换个|换一?[个款双种]|看看别|还(?:有|卖|能买)(?:些|点)?(?:啥|什么|哪些|没有|吗|么|的)")
 # where what a marker rules out ends: the clause's end, or what the customer asks for instead
@@ -36,6 +37,8 @@ class RuledOut:
     products: frozenset[str] = frozenset()
     brands: frozenset[str] = frozenset()
     kinds: frozenset[str] = frozenset()
+    # brands written to say which product is ruled out (阿迪那个健身包不要): not ruled out, and no filter either
+    naming: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.products or self.brands or self.kinds)
@@ -53,6 +56,7 @@ def ruled_out(text: str, spans: Iterable[tuple[int, int, str]], brands: Iterable
     products: set[str] = set()
     found_brands: set[str] = set()
     kinds: set[str] = set()
+    naming: set[str] = set()
     for clause in _CLAUSE.finditer(text):
         start = clause.start()
         for marker in _MARKER.finditer(clause.group()):
@@ -64,9 +68,11 @@ def ruled_out(text: str, spans: Iterable[tuple[int, int, str]], brands: Iterable
                     products |= named[0]
                     found_brands |= named[1]
                     kinds |= named[2]
+                    if named[0]:
+                        naming |= {b for b in brands if b.lower() in text[region[0]:region[1]]}
                     break
             start = end
-    return RuledOut(frozenset(products), frozenset(found_brands), frozenset(kinds))
+    return RuledOut(frozenset(products), frozenset(found_brands), frozenset(kinds), frozenset(naming))
 
 
 def _named_in(text: str, region: tuple[int, int], spans: list[tuple[int, int, str]], brands: list[str],
@@ -75,9 +81,11 @@ def _named_in(text: str, region: tuple[int, int], spans: list[tuple[int, int, st
     lo, hi = region
     piece = text[lo:hi]
     products = {pid for s, e, pid in spans if lo <= s and e <= hi}
+    if products:   # 阿迪那个健身包不要: the brand says which product, the brand's other goods stay
+        return products, set(), set()
     found = {b for b in brands if b.lower() in piece}
-    if products or found:
-        return products, found, set()
+    if found:
+        return set(), found, set()
     rest = _AROUND_KIND.sub("", piece)
     stem = rest[:-1] if len(rest) >= 2 and rest.endswith("子") else rest   # 鞋子 → 鞋
     if not stem or len(stem) > 4 or not all("\u4e00" <= ch <= "\u9fff" for ch in stem):

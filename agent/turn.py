@@ -60,6 +60,9 @@ _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺�
 
 
 _DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
+# Whom goods are for (给我家娃买的，他9岁, 我妈用, 新手): it may qualify the product in focus
+_WHOM = re.compile(r"\d+岁|[一二两三四五六七八九十]+岁|年级|孩子|娃|小孩|儿童|儿子|女儿|闺女|宝宝|老人|老爸|老妈|爸|妈|爷爷|奶奶|"
+                   r"老婆|老公|媳妇|女朋友|男朋友|女生|男生|新手|初学|入门|专业")
 _ONLY = re.compile(r"只看|只要|只想看|只考虑|就看|就要")   # 只看跟踢足球有关的: of those shown, only these
 _SOLD_APART = re.compile(r"单[卖买]|单独(?:卖|买|购买|出售)|另外[卖买]|零[卖买]|配件")
 
@@ -124,6 +127,7 @@ class Agent:
         asked = await self._cheaper_than(asked, vocabulary)
         asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
         asked = await self._qualify(text, asked, vocabulary)
+        asked = await self._for_whom(text, asked, vocabulary, memory)
         asked = await self._unlike_the_record(asked)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
@@ -238,6 +242,24 @@ class Agent:
             best = max(close, key=close.__getitem__, default=own)
             if best != own and close[best] - close.get(own, 0.0) >= QUALIFIED_MARGIN:
                 asked = intent.replace_product(asked, own, best)
+        return asked
+
+    async def _for_whom(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary,
+                        memory: ChatMemory) -> intent.Intent:
+        """给我家娃买的，他9岁 after 足球: whom it is for qualifies the product in focus as it would the name written
+        (适合小孩踢的足球) — of the products whose names end with its name (青少年训练足球), the one the embedder finds
+        closest to the message with that name, when clearly closer than the product in focus."""
+        focus = memory.focus_product_ids
+        if not asked.follow_up or len(focus) != 1 or not _WHOM.search(asked.text):
+            return asked
+        name = max(vocabulary.chinese_names.get(focus[0], ("",)), key=len)
+        options = [focus[0], *sorted(vocabulary.ending_with(name))] if name else []
+        if len(options) < 2:
+            return asked
+        close = await self.search.closeness(f"{text[:150]} {name}", options)
+        best = max(close, key=close.__getitem__, default=focus[0])
+        if best != focus[0] and close[best] - close.get(focus[0], 0.0) >= QUALIFIED_MARGIN:
+            return dataclasses.replace(asked, products=(best,), follow_up=False)
         return asked
 
     @staticmethod

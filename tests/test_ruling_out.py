@@ -22,7 +22,7 @@ def prices(text):
 @pytest.mark.parametrize(("text", "brands"), [
     ("羽毛球拍除了尤尼克斯的还有吗", {"尤尼克斯"}),
     ("不要李宁的，有别的跳绳吗", {"李宁"}),
-    ("耐克和迪卡侬的都不考虑", {"耐克", "迪卡侬"}),
+    ("耐克和迪卡侬的都不考虑，还有啥", {"耐克", "迪卡侬"}),
     ("阿迪的就算了 换个牌子", {"阿迪达斯"}),
 ])
 def test_a_brand_ruled_out_before_or_after_the_marker(vocabulary, text, brands):
@@ -116,3 +116,24 @@ def test_a_marker_is_no_goods(vocabulary):
 async def test_the_others_of_those_shown(agent):
     answers = await converse(agent, ["护具有哪些", "护膝跟护踝我都有了，剩下的多少钱"])
     assert {"49", "39"} <= prices(answers[1]) and not {"79", "99"} & prices(answers[1]), answers
+
+
+def test_having_tried_it_rules_it_out(vocabulary):
+    asked = read("阿迪那双跑鞋穿过不合脚 别的跑鞋呢", vocabulary)
+    assert asked.ruled_out.brands == {"阿迪达斯"} and asked.brand is None and asked.listing
+
+
+def test_a_brand_naming_the_product_ruled_out_is_neither_ruled_out_nor_a_filter(vocabulary):
+    asked = read("配件里阿迪那个健身包不要 别的呢", vocabulary)
+    assert asked.ruled_out.products == {"040"} and asked.ruled_out.naming == {"阿迪达斯"}
+    assert not asked.ruled_out.brands and asked.brand is None and asked.category == "配件"
+
+
+def test_nothing_is_ruled_out_when_nothing_else_is_asked(vocabulary):
+    assert read("帐篷699太贵啦 能便宜点吗", vocabulary, labels=frozenset({"bargain"})).products == ("050",)
+    assert read("羽毛球拍我自己有了 羽毛球类的其他东西呢", vocabulary).ruled_out.products == {"003"}
+
+
+@pytest.mark.parametrize("text", ["不好意思问岔了，我想问泳帽", "我理解错了 是护踝"])
+def test_more_ways_to_correct(text):
+    assert corrects(text)

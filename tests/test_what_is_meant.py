@@ -38,3 +38,15 @@ def test_names_written_whole_are_read_as_before(vocabulary, text, product):
 def test_which_shoes_to_wear_asks_no_size_guide(vocabulary):
     assert Ask.POLICY not in read("平时带瑜伽课 穿什么鞋合适", vocabulary, labels=frozenset({"policy:sizing"})).asks
     assert Ask.POLICY in read("脚长260穿多大码", vocabulary, labels=frozenset({"policy:sizing"})).asks
+
+
+@pytest.mark.parametrize(("text", "high"), [("预算就180", 180), ("预算只有两百", 200), ("预算180", 180)])
+def test_a_budget_said_with_a_word_between(text, high):
+    from agent.counts import budget
+    assert budget(text)[0] == high
+
+
+async def test_whom_it_is_for_qualifies_the_product_in_focus(agent):
+    from tests.test_understanding import converse
+    answers = await converse(agent, ["足球多少钱", "给我家孩子买的，他才10岁"])
+    assert "青少年训练足球" in answers[1] and "89元" in answers[1], answers
