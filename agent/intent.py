@@ -820,8 +820,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _of_its_line(folded, _named(folded, vocabulary), vocabulary)
     ruled = ruled_out(folded, spans, vocabulary.brands, lambda word: bool(vocabulary.ending_with(word)))
-    if ruled and not (THE_REST.search(folded) or _LOOKING.search(folded)
-                      or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
+    rest_asked = bool(THE_REST.search(folded) or _LOOKING.search(folded))   # 其他的还有什么, 我想看看
+    if ruled and not (rest_asked or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
         ruled = RuledOut()   # 帐篷699太贵啦 (bargaining), 这双不要了 能退吗: nothing else asked, so nothing ruled out
     if ruled.kinds:   # every product of a kind ruled out, by the names the reader knows (瑜伽服 for 瑜伽服套装)
         ruled = dataclasses.replace(ruled, products=ruled.products | {
@@ -842,7 +842,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if "policy:sizing" in labels and not _SIZE_WORDS.search(folded):
         labels = labels - {"policy:sizing"}   # 带跳操课 穿什么鞋合适: which shoes, no size asked
     by_rules = {ask for ask, pattern in _ASKS if pattern.search(folded)}
-    if ruled and (THE_REST.search(folded) or _LOOKING.search(folded)):
+    if ruled and rest_asked:
         by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥, 护具我想看看 耐克的别推荐: the rest, listed
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
     if (high is not None or low is not None) and _BUDGET_TOLD.search(folded):
@@ -850,7 +850,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if products and _STATED_PRICE.search(folded):   # 壶铃99对吧 我记得是: no complaint, the price confirmed
         confirming = {Ask.BARGAIN} if _CONFIRMING.search(folded) else set()   # 篮球是200块吧: no offer made
         asks = (asks - {Ask.COMPLAINT, Ask.OFF_TOPIC, Ask.THANKS} - confirming) | {Ask.PRICE}
-    if ruled and (THE_REST.search(folded) or _LOOKING.search(folded)) and not _POLICY_ASKED_PLAINLY.search(folded):
+    if ruled and rest_asked and not _POLICY_ASKED_PLAINLY.search(folded):
         # 斯伯丁的不要，换个牌子的有没有: the rest of the goods, not a return (这双不要了 能退吗 asks one)
         asks = (asks - {Ask.POLICY, Ask.COMPLAINT, Ask.GREETING, Ask.THANKS, Ask.OFF_TOPIC}) | {Ask.LIST}
         labels = frozenset(label for label in labels if not label.startswith("policy:"))
@@ -962,7 +962,6 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         subject, qualifier = (english, sense) if english else (subject, qualifier)
     if ruled:
         products = tuple(p for p in products if not excluded(p, ruled, vocabulary))
-        goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds)
         if by_brand and not products:   # the rest of that product's kind: its category's goods ending as its name
             kind, category = vocabulary.kind_of(by_brand[0])
             goods, wanted = ((kind,) if kind else goods), ""

@@ -116,9 +116,14 @@ class Agent:
         ledger = EvidenceLedger(vocabulary.brands)
         labels = await self._labels(text, memory, vocabulary)
         trace.labels = sorted(labels)
-        if memory.turns and intent.corrects(text):   # 我说的是那个缓震的: not the product just shown
-            memory = dataclasses.replace(memory, focus_product_ids=[])
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
+        kind_only = bool(asked.goods) and not asked.products and all(
+            len(intent.noun_stem(g)) == 1 and intent.noun_stem(g) in vocabulary.name_endings for g in asked.goods)
+        if memory.focus_product_ids and intent.corrects(text) and not kind_only:
+            # 说错了，是护踝 / 我问的是保温的那款: what it names or describes, not the product just shown (我要拍子不是球
+            # keeps it: a kind alone means the one of the shown product's own line)
+            memory = dataclasses.replace(memory, focus_product_ids=[])
+            asked = intent.read(text, vocabulary, labels=labels)
         asked = self._another_kind(text, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)

@@ -137,3 +137,12 @@ def test_nothing_is_ruled_out_when_nothing_else_is_asked(vocabulary):
 @pytest.mark.parametrize("text", ["不好意思问岔了，我想问泳帽", "我理解错了 是护踝"])
 def test_more_ways_to_correct(text):
     assert corrects(text)
+
+
+@pytest.mark.parametrize(("first", "correction", "right", "wrong"), [
+    ("羽毛球多少钱", "不对 我要的是拍子", "300元", "98元"),        # a kind alone: the one of the shown product's line
+    ("运动水壶多少钱", "搞错了 我问的是能保温的那种", "199元", "库存200"),   # described: searched, not the one shown
+])
+async def test_a_correction_by_a_kind_or_a_description(agent, first, correction, right, wrong):
+    answers = await converse(agent, [first, correction])
+    assert right in answers[1] and wrong not in answers[1], answers

@@ -177,7 +177,8 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test9.jsonl", 0.84, 0.6),
     ("dialogues-understanding-test10.jsonl", 0.9, 0.75),
     ("dialogues-understanding-test11.jsonl", 0.97, 0.9),
-    ("dialogues-understanding-test12.jsonl", 0.88, 0.75),
+    ("dialogues-understanding-test12.jsonl", 0.9, 0.8),
+    ("dialogues-understanding-test13.jsonl", 0.85, 0.65),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -202,11 +203,13 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     the end; test11, 72 written at the start of the tenth sitting — a thing ruled out, the first of an order,
     corrections, stated facts, voice-input rambling, the person's level or age: 0.653 at its first run (52dde52),
     1.000 when its families were mended; test12, 62 written after that — the same families and lists narrowed by
-    two or three constraints: 0.565 at 52dde52 and 0.710 at its first run (4605fc9), 0.919 when mended),
+    two or three constraints: 0.565 at 52dde52 and 0.710 at its first run (4605fc9), 0.935 at the end; test13, 58
+    written after test12 was mended — the same six families in inventive wording: 0.483 at 52dde52 and 0.707 at its
+    first run (a66c0b6), 0.879 at the end),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
-    assert len(dialogues) >= 60 and {d.split for d in dialogues} == {"test"}
+    assert len(dialogues) >= 58 and {d.split for d in dialogues} == {"test"}
     outcomes = await run_dialogues(Agent(conn, search), dialogues)
     failed = [(o.dialogue.family, o.failures) for o in outcomes if not o.passed]
     assert sum(o.passed for o in outcomes) >= floor * len(outcomes), failed
