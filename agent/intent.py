@@ -121,6 +121,10 @@ _SORTS = (("price_asc", re.compile(rf"最便宜|从低到高|由低到高|价格
 # Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
 _KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸)"
                           r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s])|有什么(?:款|种|牌子)")
+# A pointer with a kind of goods (那个球, 这双鞋): the goods named or shown, never a thing not sold
+_POINTED_THING = re.compile(f"[那这哪][{MEASURE_WORDS}]?[\u4e00-\u9fff]")
+# Goods asked for beside a greeting the router read alone (推荐推荐, 随便瞅瞅, 主打什么, 卖些啥)
+_BROWSE_ASKED = re.compile(r"推荐|随便(?:看|瞅|逛|瞧)|(?:看看|瞅瞅|逛逛|瞧瞧)|主打|卖(?:些|点)?(?:啥|什么)|有(?:啥|什么)(?:好|卖|推荐)")
 # Looking at goods (我想看看, 推荐, 有啥): with something ruled out, the rest is listed
 _LOOKING = re.compile(r"看看|推荐|有啥|有什么|列一下|都有")
 # The shop's goods as a whole (你们店里最贵的东西, 全店最便宜的): the catalog, not a kind or what was shown
@@ -896,6 +900,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         products = apart or products
     if products and not near:   # 有冰球吗？没有的话足球多少钱: a thing asked for apart from the product named
         near = _asked_apart(folded, spans, vocabulary)
+    if _POINTED_THING.fullmatch(near):
+        near = ""   # 最便宜的那个球: a pointer at the goods named, not another thing
     pointer = reference(folded) if not products else None
     if pointer is not None and by_price and _SUPERLATIVE.search(folded) \
             and (brand or category or _WHOLE_SHOP.search(folded)):
@@ -916,6 +922,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         # the catalog's own words outweigh a reading as chit-chat: 速比涛有什么 is about goods; so does a clause
         # saying what the customer wants to buy (…想买个能自动记数的，哪款合适), or goods asked for alone (游泳圈有吗)
         asks = by_rules | (asks & {Ask.GREETING}) or {Ask.PRICE}
+    if labels and asks and asks <= {Ask.GREETING, Ask.THANKS} and _BROWSE_ASKED.search(folded):
+        asks = {Ask.GREETING, Ask.LIST}   # 客服在吗？推荐推荐, 晚上好，我就随便瞅瞅: a greeting, and goods asked for
     if "policy:first-purchase" in labels and products and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)   # 瑜伽砖有首单优惠吗: the product's own first-purchase offer
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) < 2 and not parts:

@@ -459,7 +459,9 @@ _SHOP_TALK = frozenset(_SOCIAL | _BROWSING | _ASKING_VERBS | _ASPECT | _STAFF | 
     # the shop's own ways of filing its goods and saying they are new
     "品类 类别 种类 类目 分类 上新".split()))
 # The words a customer addresses the shop's staff with (jieba may cut 小哥哥 into 小 and 哥哥): taken out first.
-_ADDRESS = re.compile("小姐姐|小哥哥|老板娘|美女|帅哥|亲爱的|宝子|亲们|亲")
+_ADDRESS = re.compile("小姐姐|小哥哥|老板娘|美女|帅哥|亲爱的|宝子|亲们|亲"
+                      # greetings by the time of day, and the shop's main lines (主打, which jieba cuts as 店主 + 打)
+                      "|早上好|上午好|中午好|下午好|晚上好|早安|晚安|主打")
 # Tags of the words that can tell a need: nouns (people, places, bodies too), times, verbs, adjectives, idioms.
 _TELLING_TAGS = frozenset({*_NOUN_TAGS, "ns", "nt", "j", "s", "t", "a", "ad", "an", "v", "vd", "i"})
 

@@ -119,3 +119,9 @@ def test_a_budget_with_which_one_lists_the_goods_within_it(vocabulary):
 def test_the_words_of_browsing_name_no_goods(text):
     from agent.mentions import goods_phrases
     assert goods_phrases(text, []) == []
+
+
+@pytest.mark.parametrize("text", ["客服在吗？推荐推荐", "早上好 我就随便逛逛", "hello 你们家主打什么"])
+async def test_a_greeting_with_goods_asked_for_offers_what_the_shop_sells(agent, text):
+    answer = await reply(agent, text)
+    assert "足球" in answer and "元" not in answer and "没有销售" not in answer, answer

@@ -67,3 +67,7 @@ async def test_a_budget_after_a_list_narrows_what_was_shown(agent):
 async def test_a_category_after_a_list_keeps_those_shown_of_it(agent):
     answers = await converse(agent, ["耐克的东西有哪些", "只看护具类的"])
     assert {"49", "39"} <= prices(answers[1]) and not {"120", "699"} & prices(answers[1]), answers
+
+
+def test_a_pointer_with_a_kind_is_no_thing_not_sold(vocabulary):
+    assert read("有没有便宜点的篮球 最便宜的那个球多少钱", vocabulary).near_miss == ""
