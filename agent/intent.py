@@ -115,8 +115,9 @@ FIRST_PURCHASE = FIRST_PURCHASE_WORDS   # one word list, shared with the validat
 # 便宜点的跑鞋 / 有没有更便宜的: cheaper goods asked for (not 能便宜点吗, a lower price asked, nor 便宜的话)
 # 有便宜点能装衣服的包吗: a having question about cheaper goods, described between 便宜点 and 的
 _CHEAPER_GOODS = re.compile(r"更便宜|便宜(?:一)?[点些]?的(?!话)|有(?:没有)?便宜(?:一)?[点些][^\s，,。？?！!的]{1,12}的(?!话)|平价")
-_SORTS = (("price_asc", re.compile(rf"最便宜|从低到高|由低到高|价格低|便宜的排前|{_CHEAPER_GOODS.pattern}")),
-          ("price_desc", re.compile(r"最贵|从高到低|由高到低|价格高")),
+_SORTS = (("price_asc", re.compile(rf"最便宜|(?<!买)最实惠|最低价|(?:价格|价钱)最低|从低到高|由低到高|价格低|便宜的排前|"
+                                   rf"{_CHEAPER_GOODS.pattern}")),
+          ("price_desc", re.compile(r"最贵|最高档|(?:价格|价钱)最高|从高到低|由高到低|价格高")),
           ("stock_desc", FULLEST))
 # Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
 _KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸)"
@@ -128,7 +129,7 @@ _BROWSE_ASKED = re.compile(r"推荐|随便(?:看|瞅|逛|瞧)|(?:看看|瞅瞅|�
 # Looking at goods (我想看看, 推荐, 有啥): with something ruled out, the rest is listed
 _LOOKING = re.compile(r"看看|推荐|有啥|有什么|列一下|都有")
 # The shop's goods as a whole (你们店里最贵的东西, 全店最便宜的): the catalog, not a kind or what was shown
-_WHOLE_SHOP = re.compile(r"店里|店内|你们家|你家|全店|整个店|本店|的东西|的商品|的产品|的宝贝")
+_WHOLE_SHOP = re.compile(r"店里|店内|你们家|你家|你们这|全店|整个店|本店|的东西|的商品|的产品|的宝贝|的玩意")
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
 _CLAUSE = re.compile(r"[^\s，,。.!！？?；;～~]+")   # a clause of a message: between its punctuation and spaces
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
@@ -136,7 +137,7 @@ _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以�
 CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
                   "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
                   "配件": ("配件",)}
-_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|有关|(?:要|需要)用的(?:东西|装备)|的东西|的商品|的产品|的装备|的用品|的器材|东西|产品|商品")
+_CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|有关|这块|那块|这一块|那一块|(?:要|需要)用的(?:东西|装备)|的东西|的商品|的产品|的装备|的用品|的器材|东西|产品|商品")
 
 
 def _as_pattern(word: str) -> str:
@@ -475,7 +476,7 @@ class Intent:
 
 # Goods said to be too dear (太贵了, 有点贵, 贵了点), not a question about it (贵不贵, 不贵, 多贵)
 _TOO_DEAR = re.compile(r"(?<![不多])贵(?![不吗么])(?:了|一?点|一?些)*")
-_SUPERLATIVE = re.compile(r"最(?:便宜|贵)|价格最[低高]")   # the one cheapest or dearest, not a list by price
+_SUPERLATIVE = re.compile(r"最(?:便宜|贵|高档)|(?<!买)最实惠|最低价|(?:价格|价钱)最[低高]")   # (怎么买最实惠: a deal)   # the one cheapest or dearest, not a list by price
 
 
 _WOOD_HAS = re.compile("木有")
@@ -724,7 +725,7 @@ def _after_verb(text: str, at: int) -> bool:
 
 
 _QUESTION_REST = re.compile(r"几|多少|吗|么|怎|什么|哪|还")
-GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝", "玩意", "装备", "用品", "器材", "用具"})
+GENERIC = frozenset({"东西", "商品", "产品", "货", "啥", "什么", "的", "宝贝", "玩意", "玩意儿", "装备", "用品", "器材", "用具"})
 
 
 def goods_head(phrase: str) -> str:
@@ -970,8 +971,11 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         subject, qualifier = (english, sense) if english else (subject, qualifier)
     if ruled:
         products = tuple(p for p in products if not excluded(p, ruled, vocabulary))
-        if by_brand and not products:   # the rest of that product's kind: its category's goods ending as its name
-            kind, category = vocabulary.kind_of(by_brand[0])
+        # the rest of that product's kind — its category's goods ending as its name — when it is ruled out by its
+        # brand (足球 不要耐克的) or named again for another (家里有个耐克的足球了，想再整个别的足球)
+        again = [pid for pid in ruled.products if rest_asked and folded.count(_name_of(pid, spans, folded)) >= 2]
+        if (by_brand or again and not category) and not products:
+            kind, category = vocabulary.kind_of((*by_brand, *again)[0])
             goods, wanted = ((kind,) if kind else goods), ""
         pointer = None   # 除了阿迪达斯那双: the pointer is at what is ruled out
         if by_brand and not products or noun_stem(subject) in ruled.kinds:
@@ -1015,6 +1019,11 @@ def _of_its_line(text: str, spans: list[tuple[int, int, str]],
                     None) if len(spans) == 1 else None
         out.append((start, end, line or pid))
     return out
+
+
+def _name_of(pid: str, spans: list[tuple[int, int, str]], text: str) -> str:
+    """The words a product was named by in `text` ('\0' when it was not)."""
+    return next((text[s:e] for s, e, p in spans if p == pid), "\0")
 
 
 def excluded(pid: str, ruled: RuledOut, vocabulary: Vocabulary) -> bool:
@@ -1378,7 +1387,7 @@ _PARTICLES = re.compile(r"那么|那|要是|如果|换成|改成|还有|呢|嘞|
 
 # Saying the last answer was about the wrong thing (搞错了, 不对, 我问的是…, 不是瑜伽垫 是健身垫); not about an order
 # the shop got wrong (订单搞错了, 发错货了: a complaint)
-_CORRECTION = re.compile(r"[搞弄说看打写问听记想]错了?|理解错|[问说搞弄记][岔混]了?|不对|我(?:说|问|找|要问|想问|要找|想找|指)的是|我是说|我是问|应该是"
+_CORRECTION = re.compile(r"[搞弄说看打写问听记想]错了?|理解错|[问说搞弄记][岔混]了?|不对|我是想问|我(?:说|问|找|要问|想问|要找|想找|指)的是|我是说|我是问|应该是"
                          r"|不是[^，,。？?！!\s]{1,12}[，,\s]*(?:而|我说的)?是")
 _ABOUT_AN_ORDER = re.compile(r"订单|单号|发货|发错|寄|收到|快递|物流|退|换货")
 

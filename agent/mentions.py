@@ -32,7 +32,7 @@ _THING_TAGS = frozenset({"n", "nz", "ng"})   # …of which common nouns only (�
 # calls the shop's staff by, the shop's own premises, and goods in general.
 _STAFF = set("亲 亲们 老板 店家 掌柜 客服 人工".split())
 _PREMISES_WORDS = set("店 店里 店铺 本店 你们家".split())
-_GENERIC_GOODS = set("东西 商品 产品 宝贝 玩意".split())
+_GENERIC_GOODS = set("东西 商品 产品 宝贝 玩意 玩意儿 装备 用品 器材 运动装备 运动用品".split())
 _PEOPLE = _STAFF | set("我 你 您 他 她 人 大人 小孩 孩子 儿子 女儿 宝宝 老婆 老公 媳妇 爸爸 妈妈 爸 妈 爷爷 奶奶 朋友 同学 同事 家人 "
               "男朋友 女朋友 对象 男生 女生 学生 老人 新手 小白 初学者 客户 顾客 客人 经理 领导 "
               "管理员 真人 机器人 跑者 选手 自己 大家 朋友们 姐妹 兄弟 用户 新用户 老用户 新客户 老客户 老客 "
@@ -66,7 +66,7 @@ _ENGLISH = set("the a an one ones it this that these those them of to for and or
 # is good of goods in general (新品, 爆款, 热卖): never goods, never a need.
 _BROWSING = set("推荐 介绍 看 看看 瞅 瞅瞅 瞧 瞧瞧 逛 逛逛 挑 挑挑 选 选选 帮 帮忙 随便 主要 最近 新品 新款 新货 "
                 "爆款 热门 热卖 好货 好物 好东西 卖得 值得 受欢迎 好卖 畅销 人气 东东 好 新 火 有些 哪些 些 什么样 "
-                "买点".split())   # 买点东西: jieba's 买点 (a trading term) is buying some
+                "买点 添 添点 想好 没想好 运动".split())   # (运动: everything here is for sport)   # 买点东西: jieba's 买点 (a trading term) is buying some
 _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH | _BROWSING)
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "
@@ -80,9 +80,9 @@ _ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{MEA
 _LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{MEASURE_WORDS}]|(?:最后|后面)那")
 _FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{MEASURE_WORDS}]|最前面")
 _CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最便宜的"
-                       f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:便宜|实惠|划算)")   # 哪个最便宜: of those shown
+                       f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:便宜|实惠|低)")   # 哪个最便宜: of those shown
 _DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最贵的"
-                      f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最贵")
+                      f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:贵|高)")
 # The most in stock (哪个库存最多, 哪款现货最充足, 剩得最多的): of those shown, or the first of a stock order
 FULLEST = re.compile(r"(?:库存|存货|现货|货)(?:最多|最充足|最足|最大)|剩(?:得|的|下)?最多|数量最多|最多货")
 _EN_POINTER = (("cheapest", re.compile(r"\b(?:the )?(?:cheaper|cheapest|less expensive)(?: one)?\b")),

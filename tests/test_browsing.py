@@ -125,3 +125,7 @@ def test_the_words_of_browsing_name_no_goods(text):
 async def test_a_greeting_with_goods_asked_for_offers_what_the_shop_sells(agent, text):
     answer = await reply(agent, text)
     assert "足球" in answer and "元" not in answer and "没有销售" not in answer, answer
+
+
+def test_sports_goods_in_general_tell_nothing():
+    assert not tells_something("想添点运动装备 还没想好买啥")

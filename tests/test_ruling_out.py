@@ -146,3 +146,12 @@ def test_more_ways_to_correct(text):
 async def test_a_correction_by_a_kind_or_a_description(agent, first, correction, right, wrong):
     answers = await converse(agent, [first, correction])
     assert right in answers[1] and wrong not in answers[1], answers
+
+
+async def test_a_product_owned_and_named_again_leaves_the_rest_of_its_kind(agent):
+    answer = await reply(agent, "家里有个斯伯丁的篮球了 想再买个别的篮球 有啥")
+    assert "169元" in answer and "200元" not in answer and "699元" not in answer, answer
+
+
+def test_wearing_it_already_rules_it_out(vocabulary):
+    assert read("李宁那双篮球鞋我已经穿着了 别的鞋呢", vocabulary).ruled_out.products == {"008"}

@@ -71,3 +71,18 @@ async def test_a_category_after_a_list_keeps_those_shown_of_it(agent):
 
 def test_a_pointer_with_a_kind_is_no_thing_not_sold(vocabulary):
     assert read("有没有便宜点的篮球 最便宜的那个球多少钱", vocabulary).near_miss == ""
+
+
+@pytest.mark.parametrize(("text", "top"), [("护具那块最实惠的一样是啥", "39元"), ("你们这最贵的玩意儿是啥", "1999元")])
+async def test_more_words_for_the_first_of_an_order(agent, text, top):
+    answer = await reply(agent, text)
+    assert top in answer and len(re.findall(r"售价", answer)) == 1, answer
+
+
+def test_how_to_buy_most_cheaply_asks_a_deal_not_an_order(vocabulary):
+    assert read("羽毛球拍怎么买最实惠", vocabulary).sort == "relevance"
+
+
+async def test_which_is_lowest_priced_of_those_shown(agent):
+    answers = await converse(agent, ["护具类有哪些", "就这几个 哪个价钱最低"])
+    assert "运动头带" in answers[1] and "39元" in answers[1], answers
