@@ -983,6 +983,13 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     as_kind = products[0] if len(products) == 1 and not parts and high is None and low is None and not category \
         and _KINDS_ASKED.search(folded) and any(vocabulary.ending_with(folded[s:e]) for s, e, pid in spans
                                                 if pid == products[0]) else None
+    examples = _category_by_examples(folded, spans, vocabulary)
+    if examples is not None and category in (None, examples[0]):   # 衣服裤子袜子这类的: the category, not the socks
+        category, dropped = examples
+        products = tuple(p for p in products if p not in dropped)
+        goods = () if not products else goods
+    else:
+        dropped = frozenset()
     if as_kind is not None:   # 篮球你们有哪几种, 跑步鞋有哪些: the kind the name names (室外耐磨篮球 too), listed
         kind, category = vocabulary.kind_of(as_kind)
         products, goods, subject, pointer = (), (kind,), kind, None
@@ -997,7 +1004,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans
-                                      if not excluded(pid, ruled, vocabulary) and pid != as_kind)),
+                                      if not excluded(pid, ruled, vocabulary) and pid != as_kind
+                                      and pid not in dropped)),
                   refers_back(text) and not (pointer is None and reference(folded) is not None and not products),
                   (high is not None or low is not None) and any(vocabulary.ending_with(folded[s:e]) for s, e, _ in spans),
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
@@ -1019,6 +1027,30 @@ def _of_its_line(text: str, spans: list[tuple[int, int, str]],
                     None) if len(spans) == 1 else None
         out.append((start, end, line or pid))
     return out
+
+
+# Goods given as examples of what is meant (衣服裤子袜子这类的, 护膝护腕之类, 衣服裤子都行)
+_SUCH_AS = re.compile(r"([\u4e00-\u9fff、和跟或]{2,16}?)(?:这类|这一类|那类|之类|这些|什么的|都行|都可以)")
+
+
+def _category_by_examples(text: str, spans: list[tuple[int, int, str]],
+                          vocabulary: Vocabulary) -> tuple[str, frozenset[str]] | None:
+    """(the category, the products named as its examples) when goods are listed as examples of one category that
+    one of them names (衣服 → 服饰; 袜子, the socks, is one of its goods) or that two products named are of (护膝护腕
+    这类的: 护具), else None."""
+    m = _SUCH_AS.search(text)
+    if m is None or vocabulary.category_pattern is None:
+        return None
+    categories = {vocabulary.category_of[w] for w in vocabulary.category_pattern.findall(m.group(1))}
+    named = [pid for s, e, pid in spans if m.start(1) <= s and e <= m.end(1)]
+    if not categories and len(set(named)) >= 2:   # 护膝护腕这类的: two products of one category
+        categories = {vocabulary.category_by_product.get(pid) for pid in named}
+    if len(categories) != 1 or None in categories:
+        return None
+    category = categories.pop()
+    inside = frozenset(pid for s, e, pid in spans if m.start(1) <= s and e <= m.end(1)
+                       and vocabulary.category_by_product.get(pid) == category)
+    return category, inside
 
 
 def _name_of(pid: str, spans: list[tuple[int, int, str]], text: str) -> str:

@@ -86,3 +86,14 @@ def test_how_to_buy_most_cheaply_asks_a_deal_not_an_order(vocabulary):
 async def test_which_is_lowest_priced_of_those_shown(agent):
     answers = await converse(agent, ["护具类有哪些", "就这几个 哪个价钱最低"])
     assert "运动头带" in answers[1] and "39元" in answers[1], answers
+
+
+def test_goods_given_as_examples_mean_their_category(vocabulary):
+    asked = read("护膝护腕这类的都有啥", vocabulary)
+    assert asked.category == "护具" and asked.products == () and asked.listing
+    assert read("护膝多少钱", vocabulary).products == ("030",)
+
+
+async def test_examples_of_a_category_with_a_budget(agent):
+    answer = await reply(agent, "衣服裤子之类的 150以内有啥")
+    assert {"99", "89", "49"} <= set(re.findall(r"(?<![\d.])(\d+)元", answer)) and "329元" not in answer, answer
