@@ -12,7 +12,8 @@ from retrieval.text import fold
 # A unit as written → the unit compared (千克 and kg are 公斤).
 _SIZE_UNITS = {"人": "人", "号": "号", "公斤": "公斤", "千克": "公斤", "kg": "公斤", "斤": "斤", "升": "升", "l": "升",
                "毫升": "毫升", "ml": "毫升", "码": "码", "寸": "寸", "英寸": "寸", "厘米": "厘米", "cm": "厘米", "磅": "磅"}
-_SIZE = re.compile(rf"(?P<low>{NUM}|双|单)(?:\s*[-~至到]\s*(?P<high>{NUM}))?\s*"
+# (小一号, 大一码, 大半码: one size up or down, no size of its own)
+_SIZE = re.compile(rf"(?<![小大])(?P<low>{NUM}|双|单)(?:\s*[-~至到]\s*(?P<high>{NUM}))?\s*"
                    f"(?P<unit>{'|'.join(sorted(_SIZE_UNITS, key=len, reverse=True))})(?![a-z])")
 _SHOE_SIZES = re.compile(rf"尺码\s*[:：]?\s*(?P<low>{NUM})(?:\s*[-~至到]\s*(?P<high>{NUM}))?(?![\d.])(?!\s*[-~至到号])")
 

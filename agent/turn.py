@@ -122,8 +122,12 @@ class Agent:
         if memory.focus_product_ids and intent.corrects(text) and not kind_only:
             # 说错了，是护踝 / 我问的是保温的那款: what it names or describes, not the product just shown (我要拍子不是球
             # keeps it: a kind alone means the one of the shown product's own line)
+            shown = memory.focus_product_ids
             memory = dataclasses.replace(memory, focus_product_ids=[])
             asked = intent.read(text, vocabulary, labels=labels)
+            if len(shown) == 1 and not (asked.products or asked.goods or asked.category or asked.brand):
+                # 不对 我说的是给小孩练的那个小一号的 after 足球: described, so one of the shown product's line
+                asked = await self._of_the_line(text, asked, shown[0], vocabulary, exclude_own=True)
         asked = self._another_kind(text, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)
@@ -257,14 +261,22 @@ class Agent:
         focus = memory.focus_product_ids
         if not asked.follow_up or len(focus) != 1 or not _WHOM.search(asked.text):
             return asked
-        name = max(vocabulary.chinese_names.get(focus[0], ("",)), key=len)
-        options = [focus[0], *sorted(vocabulary.ending_with(name))] if name else []
-        if len(options) < 2:
+        return await self._of_the_line(text, asked, focus[0], vocabulary)
+
+    async def _of_the_line(self, text: str, asked: intent.Intent, shown: str, vocabulary: intent.Vocabulary,
+                           exclude_own: bool = False) -> intent.Intent:
+        """Of the product shown and those whose names end with its name (足球: 青少年训练足球, 室内五人制足球), the one
+        the embedder finds closest to the message with that name, when clearly closer than the one shown; with
+        `exclude_own` (a correction: the one shown is not meant) the closest of the others, whatever the margin."""
+        name = max(vocabulary.chinese_names.get(shown, ("",)), key=len)
+        others = sorted(vocabulary.ending_with(name)) if name else []
+        if not others:
             return asked
-        close = await self.search.closeness(f"{text[:150]} {name}", options)
-        best = max(close, key=close.__getitem__, default=focus[0])
-        if best != focus[0] and close[best] - close.get(focus[0], 0.0) >= QUALIFIED_MARGIN:
-            return dataclasses.replace(asked, products=(best,), follow_up=False)
+        close = await self.search.closeness(f"{text[:150]} {name}", [shown, *others])
+        best = max((pid for pid in close if not exclude_own or pid != shown), key=close.__getitem__, default=shown)
+        if best != shown and (exclude_own or close[best] - close.get(shown, 0.0) >= QUALIFIED_MARGIN):
+            return dataclasses.replace(asked, products=(best,), follow_up=False, reference=None, goods=(), subject="",
+                                       near_miss="", related=("", ""), foreign_qualifier="")
         return asked
 
     @staticmethod

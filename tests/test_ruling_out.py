@@ -155,3 +155,17 @@ async def test_a_product_owned_and_named_again_leaves_the_rest_of_its_kind(agent
 
 def test_wearing_it_already_rules_it_out(vocabulary):
     assert read("李宁那双篮球鞋我已经穿着了 别的鞋呢", vocabulary).ruled_out.products == {"008"}
+
+
+@pytest.mark.parametrize(("first", "correction", "right", "wrong"), [
+    ("篮球多少钱", "不对 我说的是在水泥地上打的那种耐磨的", "169元", "200元"),
+    ("足球还有货吗", "不是这个 我说的是给小孩练的那个小一号的", "库存80", "库存50"),
+])
+async def test_a_correction_that_describes_one_of_the_shown_products_line(agent, first, correction, right, wrong):
+    answers = await converse(agent, [first, correction])
+    assert right in answers[1] and wrong not in answers[1] and "没有销售" not in answers[1], answers
+
+
+def test_one_size_up_or_down_is_no_size():
+    from agent.sizes import sizes
+    assert not sizes("要小一号的") and not sizes("大一码的有吗") and sizes("42码的有吗")
