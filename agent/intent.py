@@ -904,7 +904,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if _POINTED_THING.fullmatch(near):
         near = ""   # 最便宜的那个球: a pointer at the goods named, not another thing
     pointer = reference(folded) if not products else None
-    if pointer is not None and by_price and _SUPERLATIVE.search(folded) \
+    if pointer is not None and by_price and (_SUPERLATIVE.search(folded) or sort == "stock_desc") \
             and (brand or category or _WHOLE_SHOP.search(folded)):
         pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
     if not products and not goods and not parts and pointer is None and not has_focus and not ruled.products:

@@ -97,3 +97,8 @@ def test_goods_given_as_examples_mean_their_category(vocabulary):
 async def test_examples_of_a_category_with_a_budget(agent):
     answer = await reply(agent, "衣服裤子之类的 150以内有啥")
     assert {"99", "89", "49"} <= set(re.findall(r"(?<![\d.])(\d+)元", answer)) and "329元" not in answer, answer
+
+
+async def test_the_fullest_of_a_category_named_after_another_product(agent):
+    answers = await converse(agent, ["足球有哪几款", "护具哪款货最多"])
+    assert "运动头带" in answers[1] and "库存130" in answers[1], answers
