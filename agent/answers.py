@@ -340,12 +340,17 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
     return text, _with_paid([p.evidence_id for p in products], products, paid)
 
 
+def most_in_stock(products: Iterable[Product]) -> Product | None:
+    """The product with the most in stock by its record (the first of a tie); None when no record states stock."""
+    return max((p for p in products if p.stock_quantity is not None), key=lambda p: p.stock_quantity, default=None)
+
+
 def _more_stock(products: list[Product]) -> str:
     """Which of the products compared has more in stock — drawn from the stock figures just stated."""
     stocked = [p for p in products if p.stock_quantity is not None]
     if len(stocked) < 2:
         return ""
-    most = max(stocked, key=lambda p: p.stock_quantity)
+    most = most_in_stock(stocked)
     if all(p.stock_quantity == most.stock_quantity for p in stocked):
         return "两者库存相同。" if len(stocked) == 2 else "库存相同。"
     return f"{most.product_name}库存更多。"
@@ -513,7 +518,7 @@ def related_answer(subject: str, products: list[Product]) -> tuple[str, list[str
 
 def ruled_out(product: Product, asked: Intent) -> bool:
     """Whether the customer ruled the product out (除了耐克: its brand; 鞋子不要: its kind; 帐篷就不要了: itself)."""
-    return asked.ruled_out.excludes(product.product_id, product.brand, lambda kind: of_kind(kind, product))
+    return asked.ruled_out.excludes(product.product_id, product.brand)
 
 
 def of_kind(kind: str, product: Product) -> bool:

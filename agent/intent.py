@@ -218,6 +218,10 @@ class Vocabulary:
         names = self.chinese_names.get(pid, ())
         return (max(names, key=len)[-1] if names else ""), self.category_by_product.get(pid)
 
+    def products_of_kind(self, kind: str) -> frozenset[str]:
+        """The products one of whose Chinese names ends with the kind (服: 瑜伽服套装, by its short form 瑜伽服)."""
+        return frozenset(pid for pid in self.chinese_names if self.of_kind(pid, kind))
+
     def of_kind(self, pid: str, kind: str) -> bool:
         """Whether one of the product's Chinese names ends with the kind (鞋: 足球鞋; 球: 乒乓球)."""
         return any(name.endswith(kind) for name in self.chinese_names.get(pid, ()))
@@ -824,13 +828,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
     spans = _of_its_line(folded, _named(folded, vocabulary), vocabulary)
-    ruled = ruled_out(folded, spans, vocabulary.brands, lambda word: bool(vocabulary.ending_with(word)))
+    ruled = ruled_out(folded, spans, vocabulary.brands, vocabulary.products_of_kind)
     rest_asked = bool(THE_REST.search(folded) or _LOOKING.search(folded))   # 其他的还有什么, 我想看看
     if ruled and not (rest_asked or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
         ruled = RuledOut()   # 帐篷699太贵啦 (bargaining), 这双不要了 能退吗: nothing else asked, so nothing ruled out
-    if ruled.kinds:   # every product of a kind ruled out, by the names the reader knows (瑜伽服 for 瑜伽服套装)
-        ruled = dataclasses.replace(ruled, products=ruled.products | {
-            pid for pid in vocabulary.chinese_names if any(vocabulary.of_kind(pid, k) for k in ruled.kinds)})
     # 想买个足球 但是不要耐克的: the Nike ball is ruled out by its brand, so 足球 is the kind of goods asked about
     by_brand = tuple(dict.fromkeys(pid for _, _, pid in spans if pid not in ruled.products
                                    and vocabulary.brand_of.get(pid) in ruled.brands))
@@ -1060,7 +1061,7 @@ def _name_of(pid: str, spans: list[tuple[int, int, str]], text: str) -> str:
 
 def excluded(pid: str, ruled: RuledOut, vocabulary: Vocabulary) -> bool:
     """Whether the product is one the customer ruled out (by itself, its brand or its kind)."""
-    return bool(ruled) and ruled.excludes(pid, vocabulary.brand_of.get(pid), lambda kind: vocabulary.of_kind(pid, kind))
+    return ruled.excludes(pid, vocabulary.brand_of.get(pid))
 
 
 def _kind_named(subject: str, vocabulary: Vocabulary) -> str:

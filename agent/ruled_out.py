@@ -32,7 +32,8 @@ _AROUND_KIND = re.compile(r"[那这][双个款只件套把支些]|各[种类样]
 
 @dataclass(frozen=True)
 class RuledOut:
-    """What a message rules out: product ids, brands (as the catalog writes them), kinds (a word names end with)."""
+    """What a message rules out: product ids (with every product of a kind ruled out), brands (as the catalog writes
+    them), kinds (a word names end with)."""
 
     products: frozenset[str] = frozenset()
     brands: frozenset[str] = frozenset()
@@ -43,15 +44,15 @@ class RuledOut:
     def __bool__(self) -> bool:
         return bool(self.products or self.brands or self.kinds)
 
-    def excludes(self, product_id: str, brand: str | None, of_kind: Callable[[str], bool]) -> bool:
-        """Whether a product is ruled out: by its id, its brand, or its kind (`of_kind(kind)`: its name ends so)."""
-        return product_id in self.products or brand in self.brands or any(map(of_kind, self.kinds))
+    def excludes(self, product_id: str, brand: str | None) -> bool:
+        """Whether a product is ruled out: by itself or its kind (its id is in `products`), or by its brand."""
+        return product_id in self.products or brand in self.brands
 
 
 def ruled_out(text: str, spans: Iterable[tuple[int, int, str]], brands: Iterable[str],
-              is_kind: Callable[[str], bool]) -> RuledOut:
+              of_kind: Callable[[str], frozenset[str]]) -> RuledOut:
     """What the folded `text` rules out; `spans`: the catalog names found in it (start, end, product id);
-    `brands`: the catalog's brands; `is_kind(word)`: whether some product's name ends with the word."""
+    `brands`: the catalog's brands; `of_kind(word)`: the products whose names end with the word (none: no kind)."""
     spans, brands = list(spans), [b for b in brands if b]
     products: set[str] = set()
     found_brands: set[str] = set()
@@ -63,7 +64,7 @@ def ruled_out(text: str, spans: Iterable[tuple[int, int, str]], brands: Iterable
             at, end = clause.start() + marker.start(), clause.start() + marker.end()
             stop = _REGION_END.search(text, end, clause.end())
             for region in ((end, stop.start() if stop else clause.end()), (start, at)):
-                named = _named_in(text, region, spans, brands, is_kind)
+                named = _named_in(text, region, spans, brands, lambda word: bool(of_kind(word)))
                 if any(named):
                     products |= named[0]
                     found_brands |= named[1]
@@ -72,6 +73,7 @@ def ruled_out(text: str, spans: Iterable[tuple[int, int, str]], brands: Iterable
                         naming |= {b for b in brands if b.lower() in text[region[0]:region[1]]}
                     break
             start = end
+    products |= {pid for kind in kinds for pid in of_kind(kind)}   # 鞋子不要: every shoe
     return RuledOut(frozenset(products), frozenset(found_brands), frozenset(kinds), frozenset(naming))
 
 
