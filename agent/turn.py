@@ -114,12 +114,13 @@ class Agent:
         trace = TurnTrace(model=self.model.name)
         vocabulary = await self.vocabulary()
         ledger = EvidenceLedger(vocabulary.brands)
-        labels = await self._labels(text, memory, vocabulary)
+        correcting = bool(memory.turns) and intent.corrects(text)   # 搞错了 我问的是护踝
+        labels = await self._labels(text, memory, vocabulary, correcting)
         trace.labels = sorted(labels)
         asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
         kind_only = bool(asked.goods) and not asked.products and all(
             len(intent.noun_stem(g)) == 1 and intent.noun_stem(g) in vocabulary.name_endings for g in asked.goods)
-        if memory.focus_product_ids and intent.corrects(text) and not kind_only:
+        if memory.focus_product_ids and correcting and not kind_only:
             # 说错了，是护踝 / 我问的是保温的那款: what it names or describes, not the product just shown (我要拍子不是球
             # keeps it: a kind alone means the one of the shown product's own line)
             shown = memory.focus_product_ids
@@ -200,9 +201,11 @@ class Agent:
         return Signs(await own_flags(text, answer, fallback, self.search),
                      await previous_flags(text, earlier, getattr(self.search, "query_vector", None)))
 
-    async def _labels(self, text: str, memory: ChatMemory, vocabulary: intent.Vocabulary) -> frozenset[str]:
+    async def _labels(self, text: str, memory: ChatMemory, vocabulary: intent.Vocabulary,
+                      correcting: bool) -> frozenset[str]:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
-        the product in focus asks what the previous message asked, plus anything it asks itself."""
+        the product in focus asks what the previous message asked, plus anything it asks itself; so does a
+        correction (`correcting`: 搞错了 我问的是护踝), of what it names."""
         text = intent.typed_spellings(text)   # 瑜伽服有木有 asks what 瑜伽服有没有 asks
         labels = self.router.labels(text, await self._router_vector(text)).labels
         last = memory.turns[-1] if memory.turns else None
@@ -214,7 +217,7 @@ class Agent:
             # after the shop's categories were offered, 乒乓球相关的 picks one to list
             listing = frozenset({"listing"}) if answers.BROWSE_QUESTION in last.assistant else frozenset()
             return intent.answering_which(labels, previous) | listing
-        if last is not None and intent.corrects(text):
+        if last is not None and correcting:
             # 不是手表，我问的是跑步腰包: what was asked before, of another product; no complaint, no greeting
             previous = self.router.labels(last.user).labels
             return intent.carry_over(labels & intent.CARRIED, previous)
@@ -248,8 +251,7 @@ class Agent:
             phrase = await self.search.closeness(query[:200], options)
             whole = await self.search.closeness(text[:200], options)
             close = {pid: (phrase[pid] + whole[pid]) / 2 for pid in options if pid in phrase and pid in whole}
-            best = max(close, key=close.__getitem__, default=own)
-            if best != own and close[best] - close.get(own, 0.0) >= QUALIFIED_MARGIN:
+            if (best := _clearly_closer(close, own)) is not None:
                 asked = intent.replace_product(asked, own, best)
         return asked
 
@@ -273,8 +275,7 @@ class Agent:
         if not others:
             return asked
         close = await self.search.closeness(f"{text[:150]} {name}", [shown, *others])
-        best = max((pid for pid in close if not exclude_own or pid != shown), key=close.__getitem__, default=shown)
-        if best != shown and (exclude_own or close[best] - close.get(shown, 0.0) >= QUALIFIED_MARGIN):
+        if (best := _clearly_closer(close, shown, exclude_own=exclude_own)) is not None:
             return dataclasses.replace(asked, products=(best,), follow_up=False, reference=None, goods=(), subject="",
                                        near_miss="", related=("", ""), foreign_qualifier="")
         return asked
@@ -327,8 +328,7 @@ class Agent:
         ruled = [pid for pid in memory.focus_product_ids if intent.excluded(pid, asked.ruled_out, vocabulary)]
         rest = tuple(pid for pid in memory.focus_product_ids if pid not in ruled)
         if ruled and rest:   # 帐篷跟登山鞋我都有了，剩下的多少钱 (after four shown): the others shown, each priced
-            return dataclasses.replace(asked, products=rest, follow_up=False, reference=None,
-                                       asks=(asked.asks - {intent.Ask.LIST}) | {intent.Ask.PRICE})
+            return _priced(asked, rest)
         kind, category = vocabulary.kind_of(ruled[0]) if ruled else ("", None)
         if not kind:
             return asked
@@ -347,8 +347,7 @@ class Agent:
         if asked.category and _ONLY.search(asked.text):
             kept = tuple(pid for pid in shown if vocabulary.category_by_product.get(pid) == asked.category)
             if kept:
-                return dataclasses.replace(asked, products=kept, category=None, follow_up=False, reference=None,
-                                           asks=(asked.asks - {intent.Ask.LIST}) | {intent.Ask.PRICE})
+                return _priced(asked, kept)
         return asked
 
     @staticmethod
@@ -501,9 +500,8 @@ class Agent:
         elif pointer.kind == "last":
             pick = shown[-1]
         elif pointer.kind == "fullest":   # 哪个库存最多: of those shown, the most in stock by the records
-            stocked = {pid: p.stock_quantity for pid, p in (await fetch_products(self.conn, shown)).items()
-                       if p.stock_quantity is not None}
-            pick = max(stocked, key=stocked.__getitem__) if stocked else None
+            most = answers.most_in_stock((await fetch_products(self.conn, shown)).values())
+            pick = most.product_id if most is not None else None
         elif pointer.kind in ("cheapest", "dearest"):
             if len(shown) == 1:   # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one by one
                 shown = list(intent.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
@@ -561,3 +559,18 @@ class Agent:
             at = answer.find(names.get(pid) or "\0")
             return at if at >= 0 else len(answer)
         return sorted(dict.fromkeys(ids), key=shown_at), quantity
+
+
+def _clearly_closer(close: dict[str, float], own: str, *, exclude_own: bool = False) -> str | None:
+    """Of the products scored by closeness, the one clearly closer than `own` (by QUALIFIED_MARGIN), or None; with
+    `exclude_own` (`own` is not meant) the closest of the others, whatever the margin."""
+    best = max((pid for pid in close if not exclude_own or pid != own), key=close.__getitem__, default=None)
+    if best is None or best == own:
+        return None
+    return best if exclude_own or close[best] - close.get(own, 0.0) >= QUALIFIED_MARGIN else None
+
+
+def _priced(asked: intent.Intent, products: tuple[str, ...]) -> intent.Intent:
+    """The message read as asking the price of these products (some of those just shown), not for a list."""
+    return dataclasses.replace(asked, products=products, category=None, follow_up=False, reference=None,
+                               asks=(asked.asks - {intent.Ask.LIST}) | {intent.Ask.PRICE})
