@@ -37,7 +37,10 @@ from agent.memory import InProcessMemory, Turn
 # 4605fc9: 71.0%; 56.5% at 52dde52); test13 (58: the same six families, inventive wording, lists just shown
 # narrowed) by a third helper the same way after test12 was mended (first run at a66c0b6: 70.7%; 48.3% at 52dde52);
 # test14 (60: those families plus two questions, open requests and follow-ups) by a fourth helper at the sitting's
-# end, after test13 was mended (first run at 5aa2bf4: 78.3%; 65.0% at 52dde52).
+# end, after test13 was mended (first run at 5aa2bf4: 78.3%; 65.0% at 52dde52); test15 (60: an item picked from a
+# list just shown, English words and slang in Chinese, Traditional script and Cantonese, questions asked in the
+# negative, quantities, typos inside a sentence) by a helper who read only the demo catalog, at the start of the
+# eleventh sitting (first run at 9f7f7d9: 75.0%).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -45,7 +48,7 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test8.jsonl", "dialogues-understanding-test9.jsonl",
            "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl",
            "dialogues-understanding-test12.jsonl", "dialogues-understanding-test13.jsonl",
-           "dialogues-understanding-test14.jsonl")
+           "dialogues-understanding-test14.jsonl", "dialogues-understanding-test15.jsonl")
 
 
 @dataclass(frozen=True)
