@@ -31,6 +31,8 @@ from agent.mentions import (
     extended_names,
     framed_objects,
     goods_phrases,
+    is_amount,
+    is_asking_verb,
     joined_goods,
     qualifiers,
     reference,
@@ -1191,6 +1193,25 @@ def each_of_earlier(text: str, vocabulary: Vocabulary, earlier: list[str], focus
     return discussed_apart(vocabulary, earlier, focus)
 
 
+# What a pointer's description leaves out: the pointer itself, words of asking and particles
+_NOT_DESCRIBING = re.compile(f"[这那哪][{MEASURE_WORDS}]|还有|有没有|有吗|多少|几个|什么|啥|怎么|吗|呢|啊|呀|吧|哈|的$")
+
+
+def pointer_description(text: str) -> str:
+    """What a pointer at goods shown says of the one it means (防崴脚那个还有多少库存 → 防崴脚, 门将戴的那副多少钱 →
+    门将戴的): the message without the pointer, the words of what is asked and particles; empty when nothing of two
+    characters or more is left (这个多少钱)."""
+    for ask in (Ask.PRICE, Ask.STOCK, Ask.PROMOTION, Ask.BRAND):   # an aspect may describe (能调重量那个)
+        text = _ASK_PATTERNS[ask].sub(" ", text)
+    # words of two characters or more, no count (大的那个买五个, 那就它吧: nothing said of which)
+    rest = _NOT_DESCRIBING.sub(" ", text)
+    # a word of two characters or more naming a thing, an action or a property, not of asking or buying and no
+    # count (就要它了, 你推荐的那个, 大的那个买五个: nothing said of which)
+    described = any(len(w.word) >= 2 and w.flag[:1] in "nva" and not is_asking_verb(w.word) and not is_amount(w.word)
+                    for w in jieba.posseg.lcut(rest))
+    return " ".join(rest.split()) if described else ""
+
+
 def discussed_apart(vocabulary: Vocabulary, earlier: list[str], focus: list[str]) -> tuple[str, ...]:
     """The products just discussed: the two or three the last answer was about, else the one each of the latest
     answers (`earlier`, oldest first) was about — the first product each names — when they are two or three
@@ -1208,24 +1229,24 @@ def discussed_apart(vocabulary: Vocabulary, earlier: list[str], focus: list[str]
     return tuple(reversed(shown)) if len(shown) >= 2 else ()
 
 
-def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:
-    """The product a pointer with a kind of goods means (刚才那双鞋防水吗 after a watch was shown): the
-    product in focus when it is of that kind, else the latest product of that kind the conversation's
-    earlier answers named (`earlier`: the bot's answers, oldest first). None: no such pointer, or no such
-    product (the pointer then means what is in focus, as before)."""
+def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> tuple[str, ...]:
+    """The products a pointer with a kind of goods may mean (刚才那双鞋防水吗 after a watch was shown): none when the
+    product in focus is of that kind, else those of that kind the latest of the conversation's earlier answers
+    naming any named, in its order (`earlier`: the bot's answers, oldest first; 安德玛那条裤子 after a list of
+    clothes: 运动短裤 and 压缩紧身裤, of which the pointer's brand or description chooses). Empty: no such pointer,
+    or no such product (the pointer then means what is in focus, as before)."""
     m = _POINTED_KIND.search(reading(text))
     if m is None or vocabulary.pattern is None:
-        return None
+        return ()
     kind = m.group("kind")
     kind = kind[:-1] if len(kind) > 1 and kind.endswith("子") else kind   # 鞋子, 垫子: the kind is 鞋, 垫
     if focus and vocabulary.of_kind(focus[0], kind):
-        return None   # the product in focus is of that kind: the pointer means it, as it always did
+        return ()   # the product in focus is of that kind: the pointer means it, as it always did
     for answer in reversed(earlier):
         named = [vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))]
-        for pid in dict.fromkeys(named):
-            if vocabulary.of_kind(pid, kind):
-                return pid
-    return None
+        if of_kind := tuple(pid for pid in dict.fromkeys(named) if vocabulary.of_kind(pid, kind)):
+            return of_kind
+    return ()
 
 
 def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:

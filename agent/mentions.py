@@ -71,7 +71,7 @@ _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH | _BROWSIN
 # Verbs that belong to the asking, never to a name (拳击手套 keeps its 拳击; 买手套 drops its 买).
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "
                           "看 看看 问 请问 推荐 是 算 能 可以 "
-                          "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道".split())
+                          "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道 就要 不卖 没卖 应该".split())
 # The shop's measure words: 第二个, 那双, 这款 point at goods; 第一次 does not.
 MEASURE_WORDS = "个款双支件只张根盒把套条副瓶罐种样台顶块"
 _ORDINALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
@@ -133,11 +133,11 @@ _WHICH = re.compile(r"哪|什么|啥")
 
 def _is_goods_word(word: str, flag: str) -> bool:
     return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not _premises(word) and not _reduplicated(word)
-            and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not _is_amount(word)
+            and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not is_amount(word)
             and not _WHICH.match(word))   # 哪几个 (tagged an idiom): a question word, never goods
 
 
-def _is_amount(word: str) -> bool:
+def is_amount(word: str) -> bool:
     return bool(re.fullmatch(r"[\d.一二两三四五六七八九十百千万几多]+(?:块钱|[个件双支盒块元钱斤公斤米号码岁人天筒])?", word))
 
 
@@ -217,6 +217,11 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
                 continue   # 有几个码: the frame opened inside the count (个 + 码), and 码 is asked of goods
             spans.append((first, last))
     return spans
+
+
+def is_asking_verb(word: str) -> bool:
+    """A word of asking, buying or choosing (有没有, 想买, 推荐, 就要): it says nothing of which goods."""
+    return word in _ASKING_VERBS
 
 
 def without_asking_lead(phrase: str) -> str:
@@ -528,7 +533,7 @@ def qualifiers(text: str, start: int, since: int = 0) -> list[str]:
     for token in jieba.posseg.lcut(text[since:start]):
         word, flag = token.word, token.flag
         if flag not in _QUALIFIER_TAGS or word in _ASKING_VERBS or word in _HELPING or word in _SHOP or word in _ASPECT \
-                or word in _SOCIAL or word in _ENGLISH or word in _CORRECTING or _is_amount(word) \
+                or word in _SOCIAL or word in _ENGLISH or word in _CORRECTING or is_amount(word) \
                 or len(word.strip()) == 0:
             continue
         words.append(word)

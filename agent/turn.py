@@ -141,9 +141,10 @@ class Agent:
         asked = await self._unlike_the_record(asked)
         asked = await self._sized(asked, vocabulary)
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
-            if asked.reference is not None and not asked.products else None
-        if earlier is not None:   # 刚才那双鞋: the shoes shown before, not the watch in focus now
-            asked = dataclasses.replace(asked, products=(earlier,), follow_up=False, goods=(), subject="")
+            if asked.reference is not None and not asked.products else ()
+        if earlier:   # 刚才那双鞋: the shoes shown before, not the watch in focus now (of several, the one described)
+            meant = (await self._described_of(asked, list(earlier)))[0]
+            asked = dataclasses.replace(asked, products=(meant,), follow_up=False, goods=(), subject="")
         asked = self._each(text, asked, memory, vocabulary)
         asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
@@ -493,6 +494,8 @@ class Agent:
         if pointer is None or asked.products or not shown:
             return asked
         pick: str | None = None
+        if pointer.kind == "this" and len(shown) >= 2:   # 李宁那个, 防崴脚那个 after a list: the one it describes
+            shown = await self._described_of(asked, shown)
         if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(shown):
             pick = shown[pointer.position - 1]
         elif pointer.kind in ("first", "this"):
@@ -517,6 +520,21 @@ class Agent:
         quantities = {pick: asked.quantity} if asked.quantity else {}
         return dataclasses.replace(asked, products=(pick,), follow_up=False, quantities=quantities,
                                    goods=(), subject="")
+
+    async def _described_of(self, asked: intent.Intent, shown: list[str]) -> list[str]:
+        """Of the products shown, those a pointer describes: the brand it names (安德玛那条裤子), then the one its other
+        words are clearly closest to by meaning (防崴脚那个 → 护踝, by QUALIFIED_MARGIN over the next); all of them
+        when it says nothing of which."""
+        if asked.brand:
+            found = await fetch_products(self.conn, shown)
+            shown = [pid for pid in shown if pid in found and found[pid].brand == asked.brand] or shown
+        described = intent.pointer_description(asked.text)
+        if len(shown) >= 2 and described:
+            close = await self.search.closeness(described[:200], shown)
+            ranked = sorted(close, key=close.__getitem__, reverse=True)
+            if len(ranked) >= 2 and close[ranked[0]] - close[ranked[1]] >= QUALIFIED_MARGIN:
+                shown = ranked[:1]
+        return shown
 
     async def _count_pairs(self, asked: intent.Intent, focus: list[str]) -> intent.Intent:
         """登山杖买一对, 护膝要一对: a pair of goods the shop sells one piece at a time is two of them (shoes and
