@@ -110,7 +110,8 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     follows its product."""
     found = find_mentions(text)
     mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and _whole(m.value)
-                and not text[max(0, m.start - 1):m.start] == "第"]   # 第一个 is a position, not a count
+                and not text[max(0, m.start - 1):m.start] == "第"   # 第一个 is a position, not a count
+                and not text[m.end:m.end + 1] == "人"]   # 两个人睡的: people, not pieces
     mentions = _counts_ordered(text, mentions)
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}

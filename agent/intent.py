@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 import jieba
 import jieba.posseg
 
+from agent.cantonese import as_mandarin
 from agent.counts import budget, english_numbers, quantities
 from agent.mentions import (
     FULLEST,
@@ -101,10 +102,11 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                           r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
                           r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|(?:什么|啥)人)|"
                           r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
-    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|还有货|还有几|还剩|剩几|剩多少|还有多少|存货|货[多少]|"
+    (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|卖光|卖没|断货|售罄|没货|脱销|还有货|还有几|还剩|剩几|剩多少|还有多少|存货|货[多少]|"
                            r"剩[的得下]?(?:更|比较)?[多少]")),
     (Ask.BRAND, re.compile(r"(?:什么|啥)牌子|哪个牌子|品牌|牌子")),
-    (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥)|包邮|划算|新客|首单|首次|第一次")),
+    (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥|东西|点)|有(?:没有)?送(?!货|到|上门)|附送|"
+                               r"包邮|划算|新客|首单|首次|第一次")),
     (Ask.PRICE, re.compile(PRICE_WORDS + r"|价钱|售价|几块|多少元|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
 )
 _ASK_PATTERNS = dict(_ASKS)
@@ -508,8 +510,9 @@ _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u200D\uFE0E\uFE0F\U000E
 
 
 def reading(text: str) -> str:
-    """A customer's message as every reader of it reads it: folded (`fold`) and without emoji."""
-    return _EMOJI.sub(" ", fold(text)).strip()
+    """A customer's message as every reader of it reads it: folded (`fold`), its Cantonese words as Mandarin ones
+    (仲有几多个 → 还有多少个) and without emoji."""
+    return _EMOJI.sub(" ", as_mandarin(fold(text))).strip()
 
 
 def _brands_in_full(text: str, vocabulary: Vocabulary) -> str:
@@ -1342,7 +1345,11 @@ _NOT_ABOUT_FOCUS = frozenset({Ask.POLICY, Ask.ORDER, Ask.MODIFY, Ask.SPENDING, A
 
 # A product's price asked in so many words (not 运费多少, 多少天).
 # A price stated to be confirmed (799来着, 99对吧, 200块是吧, 是180吗): a figure, its unit, and a question
-_STATED_PRICE = re.compile(r"(?<![\d.])\d+(?:\.\d+)?\s*(?:元|块钱?|rmb)?\s*(?:来着|对吧|对吗|对不对|是吧|是不是|没错|吧|吗|嘛|[?？])")
+# (或 a guess: 不会要三百多吧, 八百块吗 — a figure in characters holds 百/千/万, or says 块/元)
+_CN_DIGITS = "一二两三四五六七八九十"
+_STATED_PRICE = re.compile(rf"(?<![\d.{_CN_DIGITS}百千万])(?:\d+(?:\.\d+)?多?\s*(?:元|块钱?|rmb)?|"
+                           rf"[{_CN_DIGITS}]*[百千万][{_CN_DIGITS}百]*多?\s*(?:元|块钱?)?|[{_CN_DIGITS}]+多?\s*(?:元|块钱?))"
+                           r"\s*(?:来着|对吧|对吗|对不对|是吧|是不是|没错|吧|吗|嘛|[?？])")
 _BUDGET_TOLD = re.compile(r"预算|以内|以下|之内|不超过|左右|上下|出头|之间")
 _CONFIRMING = re.compile(r"对吧|对吗|对不对|是吧|来着|没错|是不是|我记得|好像是|应该是|是\d")
 # Words of a size question (码, 身高, 偏大): a size guide asked, not which goods to wear
@@ -1376,6 +1383,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)
+    if named and Ask.LIST in asks and Ask.LIST not in by_rules and asks & {Ask.PRICE, Ask.STOCK, Ask.PROMOTION}:
+        asks.discard(Ask.LIST)   # 迪卡侬的瑜伽垫有木有送啥赠品: what the product named has, no list of goods
     return asks
 
 
@@ -1459,7 +1468,10 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
     if vocabulary.pattern is None \
             or not (re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded) or elliptical(text)):
         return False   # (by its ends, not only `elliptical`: 那GPS心率运动手表呢 is past that pattern's length)
-    return _names_and(_PARTICLES, folded, vocabulary)
+    # a brand before the name says which product (那Keep的泡沫轴呢), no question of its own
+    brands = [b.lower() for b in vocabulary.brands if b.lower() in folded]
+    return _names_and(_PARTICLES, re.sub("|".join(map(re.escape, brands)), "", folded) if brands else folded,
+                      vocabulary)
 
 
 def refers_back(text: str) -> bool:

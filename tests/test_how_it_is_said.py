@@ -1,0 +1,63 @@
+"""The same questions said another way: in Cantonese, in the negative or as a guess, with a gift for a promotion,
+with English words and brands. Phrasings here are our own; the frozen held-out split is test15
+(tests/test_shopping.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.cantonese import as_mandarin
+from agent.intent import Ask, read
+from tests.test_understanding import converse, reply
+
+
+@pytest.mark.parametrize(("cantonese", "mandarin"), [
+    ("跑鞋仲有冇货", "跑鞋还有没有货"), ("网球拍几多钱", "网球拍多少钱"), ("呢对鞋点卖", "这对鞋怎么卖"),
+    ("边款最平", "哪款最平"), ("买咗唔啱可唔可以退", "买了不合适可不可以退"),
+    # Mandarin reads as it did: 呢 and 边 only before a measure word, and 边 not after 这/那/旁…
+    ("这边个人觉得还行", "这边个人觉得还行"), ("足球呢？多少钱", "足球呢？多少钱"), ("系列", "系列"),
+])
+def test_cantonese_words_read_as_mandarin(cantonese, mandarin):
+    assert as_mandarin(cantonese) == mandarin
+
+
+@pytest.mark.parametrize(("text", "fact"), [("跳繩仲有幾多", "库存"), ("網球拍幾多錢呀", "899元")])
+async def test_a_cantonese_question_is_answered(agent, text, fact):
+    assert fact in await reply(agent, text)
+
+
+def test_a_count_of_people_is_no_count_of_goods(vocabulary):
+    assert read("帐篷两个人用的多少钱", vocabulary).quantity is None
+    assert read("买两个帐篷", vocabulary).quantity == 2
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("跳绳断货了吗", "库存"), ("泡沫轴是不是卖光了", "库存"),                     # out of stock, asked
+    ("壶铃不会要两百多吧", "129元"), ("瑜伽砖应该不到五十块吧", "39元"),          # a price guessed
+    ("瑜伽垫买了有送东西不", "教程视频"), ("迪卡侬的瑜伽垫有没有送啥", "教程视频"),  # a gift asked of the product
+    ("萨洛蒙的鞋有优惠吗", "满500减100"),                                          # a brand's one product
+])
+async def test_a_question_said_another_way_gets_its_fact(agent, text, fact):
+    answer = await reply(agent, text)
+    assert fact in answer and "没有销售" not in answer, answer
+
+
+@pytest.mark.parametrize(("text", "ask"), [("跳绳断货了吗", Ask.STOCK), ("泡沫轴是不是卖光了", Ask.STOCK),
+                                          ("护膝售罄了？", Ask.STOCK), ("瑜伽垫买了有送东西不", Ask.PROMOTION),
+                                          ("手表附送什么", Ask.PROMOTION)])
+def test_words_of_asking_read_without_the_router(vocabulary, text, ask):
+    assert ask in read(text, vocabulary).asks
+
+
+def test_delivery_is_no_gift(vocabulary):
+    assert Ask.PROMOTION not in read("帐篷有送货上门吗", vocabulary).asks
+
+
+def test_a_guessed_price_asks_the_price(vocabulary):
+    assert Ask.PRICE in read("双肩包不会要三百多吧", vocabulary).asks
+    assert read("双肩包不会要三百多吧", vocabulary).max_price is None   # a guess, not a budget
+
+
+async def test_a_follow_up_with_a_brand_asks_what_was_asked_before(agent):
+    answers = await converse(agent, ["Keep的弹力带怎么卖", "那Keep的泡沫轴呢"])
+    assert "89元" in answers[1], answers
