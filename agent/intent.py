@@ -94,7 +94,8 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                              r"|\bwhich (?:one|is)\b|\bcompared?\b|\bdifference\b|\bversus\b|\bvs\b")),
     # (有啥优惠, 有什么区别: the aspect asked of goods, not a list of them)
     (Ask.LIST, re.compile(r"(?:有哪些|有什么|有啥|哪些|都有)(?!优惠|活动|折扣|促销|赠品|区别|不同|差别|颜色|尺码|款式|"
-                          r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几|[有卖](?:哪|几)几?[款种类样]")),
+                          r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几|[有卖](?:哪|几)几?[款种类样]|"
+                          r"卖(?:些|点)?(?:啥|什么)(?!价)")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
                           r"(?:什么|啥)码|(?:哪些|哪几|几个|几种|多少)个?(?:码|尺码|号|尺寸)|"
                           r"[一单](?:只|个|双|对|副|套|盒|支)[^，,。？?！!]{0,6}还是[一两]?(?:只|个|双|对|副|套|盒|支)|"
@@ -269,8 +270,10 @@ class Vocabulary:
             by_sound: dict[str, set[str]] = {}
             for name, pid in self.names.items():
                 if len(name) >= 2 and all("\u4e00" <= ch <= "\u9fff" for ch in name):
-                    # the name read as a word (瑜伽: yu jia; 伽 alone is ga), a message's characters one by one
-                    by_sound.setdefault(pinyin_of(name), set()).add(pid)
+                    # the name read as a word (瑜伽: yu jia; 伽 alone is ga), as a message's characters are read
+                    # one by one — and read so too (鱼伽垫: yu ga dian, the name's own 伽 typed beside a homophone)
+                    for key in {pinyin_of(name), " ".join(map(pinyin_of, name))}:
+                        by_sound.setdefault(key, set()).add(pid)
             sounds: dict[str, dict[int, dict[str, str]]] = {}
             for key, pids in by_sound.items():
                 if len(pids) == 1:   # a sound two products share names neither
@@ -1484,7 +1487,7 @@ def refers_back(text: str) -> bool:
 
 
 # What is left of a message once its asking words are out and that says nothing of what about.
-_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有卖还是要请问亲你们家店里货~～…？?]")
+_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有卖还是要请问亲你们家店里货应该会~～…？?]")
 
 
 @lru_cache(maxsize=1024)   # read by refers_back and by describes_need, a property read at every step of a turn

@@ -61,3 +61,18 @@ def test_a_guessed_price_asks_the_price(vocabulary):
 async def test_a_follow_up_with_a_brand_asks_what_was_asked_before(agent):
     answers = await converse(agent, ["Keep的弹力带怎么卖", "那Keep的泡沫轴呢"])
     assert "89元" in answers[1], answers
+
+
+async def test_what_an_area_sells_lists_its_category(agent):
+    answer = await reply(agent, "足球这块你们都卖些什么")   # 足球 names a product and the category: the category
+    assert "足球鞋" in answer and "守门员手套" in answer, answer
+
+
+async def test_a_thing_doubted_to_be_sold_is_said_not_sold(agent):
+    answer = await reply(agent, "你们应该不卖冲浪板吧")
+    assert "没有销售" in answer and "推荐您看看" not in answer, answer
+
+
+@pytest.mark.parametrize(("text", "product"), [("鱼伽垫有货吗", "005"), ("乎膝多少钱", "030")])
+def test_a_name_typed_by_its_sound_beside_its_own_character(vocabulary, text, product):
+    assert read(text, vocabulary).products == (product,)   # 鱼伽: 伽 read alone is ga, as in the name read so
