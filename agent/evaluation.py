@@ -40,7 +40,8 @@ from agent.memory import InProcessMemory, Turn
 # end, after test13 was mended (first run at 5aa2bf4: 78.3%; 65.0% at 52dde52); test15 (60: an item picked from a
 # list just shown, English words and slang in Chinese, Traditional script and Cantonese, questions asked in the
 # negative, quantities, typos inside a sentence) by a helper who read only the demo catalog, at the start of the
-# eleventh sitting (first run at 9f7f7d9: 75.0%).
+# eleventh sitting (first run at 9f7f7d9: 75.0%); test16 (60: the same six families, no pick by position) by
+# another helper the same way after test15 was mended (first run at d71dc11: 85.0%; 75.0% at 9f7f7d9).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -48,7 +49,8 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test8.jsonl", "dialogues-understanding-test9.jsonl",
            "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl",
            "dialogues-understanding-test12.jsonl", "dialogues-understanding-test13.jsonl",
-           "dialogues-understanding-test14.jsonl", "dialogues-understanding-test15.jsonl")
+           "dialogues-understanding-test14.jsonl", "dialogues-understanding-test15.jsonl",
+           "dialogues-understanding-test16.jsonl")
 
 
 @dataclass(frozen=True)
