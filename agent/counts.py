@@ -111,7 +111,7 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     found = find_mentions(text)
     mentions = [m for m in found if (m.kind == QUANTITY or _pieces(text, m, spans)) and _whole(m.value)
                 and not text[max(0, m.start - 1):m.start] == "第"   # 第一个 is a position, not a count
-                and not text[m.end:m.end + 1] == "人"]   # 两个人睡的: people, not pieces
+                and text[m.end:m.end + 1] not in ("人", "装")]   # 两个人睡的: people; 10只装: a pack's size
     mentions = _counts_ordered(text, mentions)
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
@@ -136,10 +136,21 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
         overall = _whole(totalled[0].value)
         per = {pid: overall for pid in per} if overall else per
+    if people := _PEOPLE_EACH.search(text):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
+        each_one = _whole(parse_number(people.group("k"))) if people.group("k") else 1
+        heads = _whole(parse_number(people.group("n")))
+        if heads and each_one and len({pid for _, _, pid in spans}) <= 1:
+            overall = heads * each_one
+            per = {pid: overall for pid in per} if per else per
     if overall is None:
         m = re.search(f"买\\s*(?P<n>{NUM})", text)
         overall = _whole(parse_number(m.group("n"))) if m else None
     return per, overall, frozenset(paired), overall_paired
+
+
+# A count of people, then what each of them gets (5个人 每人一副, 40个小朋友每人买一根, 三位队员一人一双)
+_PEOPLE_EACH = re.compile(f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|孩子|学生|同学|队员|球员|朋友)[^，,。？?！!]{{0,8}}?"
+                          f"(?:每人|每个人|每位|一人|人手|各)(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}")
 
 
 def _counted_in_pairs(count: str) -> bool:

@@ -104,11 +104,12 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                           r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|(?:什么|啥)人)|"
                           r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
     (Ask.STOCK, re.compile(r"库存|有货|现货|还有吗|有没有货|缺货|卖完|卖光|卖没|断货|售罄|没货|脱销|还有货|还有几|还剩|剩几|剩多少|还有多少|存货|货[多少]|"
-                           r"剩[的得下]?(?:更|比较)?[多少]")),
+                           r"剩[的得下]?(?:更|比较)?[多少]|(?<![a-z])(?:in )?stock(?![a-z])|(?<![a-z])available(?![a-z])")),
     (Ask.BRAND, re.compile(r"(?:什么|啥)牌子|哪个牌子|品牌|牌子")),
     (Ask.PROMOTION, re.compile(r"优惠|活动|打折|折扣|促销|满减|赠|送(?:什么|啥|东西|点)|有(?:没有)?送(?!货|到|上门)|附送|"
                                r"包邮|划算|新客|首单|首次|第一次")),
-    (Ask.PRICE, re.compile(PRICE_WORDS + r"|价钱|售价|几块|多少元|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗")),
+    (Ask.PRICE, re.compile(PRICE_WORDS + r"|价钱|售价|几块|多少元|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗|"
+                                         r"(?<![a-z])(?:how much|price|money|cost)(?![a-z])")),
 )
 _ASK_PATTERNS = dict(_ASKS)
 # a request for a list, read by the offline model beside a budget: the reader's list words, any 推荐, English
@@ -1386,8 +1387,9 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)
-    if named and Ask.LIST in asks and Ask.LIST not in by_rules and asks & {Ask.PRICE, Ask.STOCK, Ask.PROMOTION}:
-        asks.discard(Ask.LIST)   # 迪卡侬的瑜伽垫有木有送啥赠品: what the product named has, no list of goods
+    if named and Ask.LIST in asks and Ask.LIST not in by_rules and "推荐" not in text \
+            and (asks & {Ask.PRICE, Ask.STOCK, Ask.PROMOTION} or _HAVING.search(text)):
+        asks.discard(Ask.LIST)   # 迪卡侬的瑜伽垫有木有送啥赠品, keep的泡沫轴有木有: the product named, no list of goods
     return asks
 
 

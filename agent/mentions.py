@@ -61,7 +61,10 @@ _ENGLISH = set("the a an one ones it this that these those them of to for and or
                "under below over above within around about up max maximum budget yuan rmb cny kuai buck bucks "
                "dollar dollars sell selling sold got do don't you're ll "
                # chat words that accept or agree, never goods
-               "fine great good sure yes yeah yep no nope just then so well alright cool nice right".split())
+               "fine great good sure yes yeah yep no nope just then so well alright cool nice right "
+               # asking about goods in English, and chat slang typed in letters (yyds, nsdd: 你说得对), never goods
+               "money order orders first discount discounts sale deal deals promo return refund ship shipping invoice "
+               "thx plz lol omg btw yyds nsdd xswl awsl dddd zqsg u1s1 bdjw plmm".split())
 # Browsing: asking for goods in general — to be shown around, recommended to, helped to choose — and what
 # is good of goods in general (新品, 爆款, 热卖): never goods, never a need.
 _BROWSING = set("推荐 介绍 看 看看 瞅 瞅瞅 瞧 瞧瞧 逛 逛逛 挑 挑挑 选 选选 帮 帮忙 随便 主要 最近 新品 新款 新货 "
@@ -131,8 +134,14 @@ def _premises(word: str) -> bool:
 _WHICH = re.compile(r"哪|什么|啥")
 
 
+def _a_group(word: str) -> bool:
+    """A group of people (跑团, 校队, 骑行社, 俱乐部): whom the goods are for, never goods."""
+    return len(word) >= 2 and word.endswith(("团", "队", "社", "俱乐部", "协会"))
+
+
 def _is_goods_word(word: str, flag: str) -> bool:
     return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not _premises(word) and not _reduplicated(word)
+            and not _a_group(word)
             and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not is_amount(word)
             and not _WHICH.match(word))   # 哪几个 (tagged an idiom): a question word, never goods
 

@@ -251,8 +251,9 @@ class OfflineModel:
                 return self._call("search_products", self._listing_filters(asked, sentence))
             listed = [p for p in findings.candidates
                       if p in findings.products and not answers.ruled_out(findings.products[p], asked)]
-            if len(listed) == 1 and Ask.LIST not in asked.asks and asked.asks & {Ask.PRICE, Ask.STOCK, Ask.PROMOTION}:
-                # 佳明那个GPS表有送东西吗: the brand's one product, what is asked of it (not a list of one)
+            if len(listed) == 1 and Ask.LIST not in asked.asks:
+                # 佳明那个GPS表有送东西吗, speedo有防雾的泳镜吗: the brand's one product, what is asked of it (not a list
+                # of one), and the one in focus after
                 return self._about_one(dataclasses.replace(asked, products=tuple(listed), subject="", goods=()),
                                        findings, called)
             if "calculate_final_price" not in called and self._discounted(listed, findings):

@@ -76,3 +76,24 @@ async def test_a_thing_doubted_to_be_sold_is_said_not_sold(agent):
 @pytest.mark.parametrize(("text", "product"), [("鱼伽垫有货吗", "005"), ("乎膝多少钱", "030")])
 def test_a_name_typed_by_its_sound_beside_its_own_character(vocabulary, text, product):
     assert read(text, vocabulary).products == (product,)   # 鱼伽: 伽 read alone is ga, as in the name read so
+
+
+@pytest.mark.parametrize(("first", "then", "fact"), [
+    ("arena的泳裤有吗", "多少money", "元"),            # a brand's one product shown: it is in focus after
+    ("膳魔师的水杯有没有", "stock还多不 nsdd", "库存40"),   # English asking words and slang name no goods
+])
+async def test_a_brands_one_product_is_the_one_in_focus(agent, first, then, fact):
+    answers = await converse(agent, [first, then])
+    assert "为您找到" not in answers[0] and fact in answers[1], answers
+
+
+@pytest.mark.parametrize(("text", "quantity"), [
+    ("我们队6个人 每人一双羽毛球鞋 多少钱", 6), ("给30个学生每人买两根跳绳", 60),   # people × each one's count
+    ("运动袜3双装的 来两包", 2), ("乒乓球10只装 要四盒", 4),                          # a pack's size is no count
+])
+def test_how_many_are_asked(vocabulary, text, quantity):
+    assert read(text, vocabulary).quantity == quantity
+
+
+def test_a_group_of_people_is_no_goods(vocabulary):
+    assert read("我们跑团想团购泡沫轴", vocabulary).goods == ()
