@@ -40,6 +40,7 @@ from db.facts import (
 from db.pricing import measure_word, yuan
 from guardrails.figures import NUM, find_mentions
 from retrieval.bridge import pieces, qualifier_senses, reading, senses, tokens
+from retrieval.shapes import components
 from retrieval.text import fold, is_han, plain_words
 
 REFUSE_CHANGE = ("抱歉，我只能查询商品信息，不能修改商品价格、库存或优惠活动。"
@@ -578,22 +579,26 @@ def dictionary_synonym(subject: str, product: Product) -> bool:
 
 
 def mistyped(subject: str, product_name: str) -> bool:
-    """Whether a name is the product's own with one character mistyped (兵乓球拍 for 乒乓球拍): as long, three characters
-    or more, one differs and not the last (the head: 羽毛球鞋 is no 羽毛球拍), the character typed makes no word of the
+    """Whether a name is the product's own with one character mistyped (兵乓球拍 for 乒乓球拍, 壸铃 for 壶铃): as long,
+    one differs and not the last (the head: 羽毛球鞋 is no 羽毛球拍), the character typed makes no word of the
     dictionary with those beside it (女士泳裤 is no typo of 男士泳裤), the name's own character does (乒乓), and the two
-    rhyme, as keys typed by sound slip (bing / ping; 跑山鞋 is no typo of 跑步鞋)."""
+    rhyme, as keys typed by sound slip (bing / ping; 跑山鞋 is no typo of 跑步鞋) in a name of three characters or more,
+    or look alike by a part few characters have (壸/壶: 士; retrieval/shapes.py), as a glance slips."""
     base = base_name(product_name) or product_name
-    if len(subject) != len(base) or len(base) < 3 or not all(map(is_han, subject + base)):
+    if len(subject) != len(base) or len(base) < 2 or not all(map(is_han, subject + base)):
         return False
     differ = [i for i, (a, b) in enumerate(zip(subject, base, strict=True)) if a != b]
     if len(differ) != 1 or differ[0] == len(base) - 1:
         return False
-    if lazy_pinyin(subject[differ[0]], style=Style.FINALS) != lazy_pinyin(base[differ[0]], style=Style.FINALS):
+    typed, own = subject[differ[0]], base[differ[0]]
+    rhymes = len(base) >= 3 and lazy_pinyin(typed, style=Style.FINALS) == lazy_pinyin(own, style=Style.FINALS)
+    if not rhymes and not components(typed) & (components(own) | {own}):
         return False
     beside = [j for j in (differ[0] - 1, differ[0]) if 0 <= j <= len(base) - 2]
     jieba.dt.check_initialized()
+    # (a slip of the eye needs no word of the name's own there: the dictionary has no 壶铃)
     return not any(jieba.dt.FREQ.get(subject[j:j + 2]) for j in beside) \
-        and any(jieba.dt.FREQ.get(base[j:j + 2]) for j in beside)
+        and (not rhymes or any(jieba.dt.FREQ.get(base[j:j + 2]) for j in beside))
 
 
 def described_by_record(subject: str, product: Product) -> bool:

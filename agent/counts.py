@@ -149,7 +149,7 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
 
 
 # A count of people, then what each of them gets (5个人 每人一副, 40个小朋友每人买一根, 三位队员一人一双)
-_PEOPLE_EACH = re.compile(f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|孩子|学生|同学|队员|球员|朋友)[^，,。？?！!]{{0,8}}?"
+_PEOPLE_EACH = re.compile(f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|孩子|学生|同学|队员|球员|朋友)[^。？?！!]{{0,8}}?"
                           f"(?:每人|每个人|每位|一人|人手|各)(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}")
 
 

@@ -646,7 +646,8 @@ def kind_written(text: str, vocabulary: Vocabulary, enders: frozenset[str] | Non
 
 def _kind_word(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None = None) -> tuple[str, ...]:
     """A kind of goods written as one character standing as a word (300以内的鞋, 有什么包): a character that ends
-    several products' names (or one of `enders`); not a measure word after a count (一套, 两双)."""
+    several products' names (or one of `enders`); not a measure word after a count (一套, 两双) or after 多少/几
+    (还剩多少套)."""
     kinds = vocabulary.kind_characters if enders is None else enders
     at = 0
     for word in jieba.lcut(text):
@@ -655,7 +656,7 @@ def _kind_word(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None 
             word[0] if word[0] in kinds and word[1:] in _GLUED else \
             word[1] if len(word) == 2 and word[0] in "那这" + word[1] and word[1] in kinds else ""
         # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢; 包包: a kind said twice, as people do)
-        if kind and not re.search(f"{NUM}\\s*$", text[:start]):
+        if kind and not re.search(f"(?:{NUM}|多少|几)\\s*$", text[:start]):   # 还剩多少套: a measure word asked
             return (kind,)
     for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
         kind = _english_kind(word, vocabulary) if word not in vocabulary.names else None

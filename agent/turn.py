@@ -146,6 +146,7 @@ class Agent:
             meant = (await self._described_of(asked, list(earlier)))[0]
             asked = dataclasses.replace(asked, products=(meant,), follow_up=False, goods=(), subject="")
         asked = self._each(text, asked, memory, vocabulary)
+        asked = await self._another_brand(asked, memory, vocabulary)
         asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
         quantity = asked.quantity
@@ -520,6 +521,25 @@ class Agent:
         quantities = {pick: asked.quantity} if asked.quantity else {}
         return dataclasses.replace(asked, products=(pick,), follow_up=False, quantities=quantities,
                                    goods=(), subject="")
+
+    async def _another_brand(self, asked: intent.Intent, memory: ChatMemory,
+                             vocabulary: intent.Vocabulary) -> intent.Intent:
+        """那斯伯丁那个呢 after 室外耐磨篮球 (威尔胜): the brand's product of the kind in focus, asked as that one was —
+        the one of its products whose name ends as the focus's does (球), else the closest by meaning of them."""
+        focus = memory.focus_product_ids
+        if not asked.brand or asked.products or asked.goods or asked.category or len(focus) != 1 \
+                or intent.Ask.LIST in asked.asks or vocabulary.brand_of.get(focus[0]) == asked.brand:
+            return asked
+        names = vocabulary.chinese_names.get(focus[0], ())
+        kind = min(names, key=len)[-1:] if names else ""
+        of_brand = sorted(pid for pid, brand in vocabulary.brand_of.items()
+                          if brand == asked.brand and kind and vocabulary.of_kind(pid, kind))
+        if len(of_brand) >= 2:
+            close = await self.search.closeness(min(names, key=len), of_brand)
+            of_brand = sorted(close, key=close.__getitem__, reverse=True)[:1] or of_brand[:1]
+        if not of_brand:
+            return asked
+        return dataclasses.replace(asked, products=(of_brand[0],), follow_up=False, reference=None, subject="")
 
     async def _described_of(self, asked: intent.Intent, shown: list[str]) -> list[str]:
         """Of the products shown, those a pointer describes: the brand it names (安德玛那条裤子), then the one its other

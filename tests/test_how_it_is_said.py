@@ -97,3 +97,30 @@ def test_how_many_are_asked(vocabulary, text, quantity):
 
 def test_a_group_of_people_is_no_goods(vocabulary):
     assert read("我们跑团想团购泡沫轴", vocabulary).goods == ()
+
+
+async def test_how_many_sets_are_left_asks_the_stock(agent):
+    answers = await converse(agent, ["弹力带套装多少钱", "还有多少套"])   # 套 a measure word, not 手套
+    assert "库存100" in answers[1] and "手套" not in answers[1], answers
+
+
+def test_people_then_what_each_gets_across_a_comma(vocabulary):
+    assert read("我们班8个人，每人一根跳绳", vocabulary).quantity == 8
+
+
+async def test_another_brand_after_a_product_means_its_product_of_that_kind(agent):
+    answers = await converse(agent, ["耐克的足球多少钱", "那阿迪的那个呢"])
+    assert "青少年训练足球" in answers[1] and "89元" in answers[1], answers
+    answers = await converse(agent, ["足球多少钱", "阿迪达斯有什么"])   # a list asked: the brand's goods
+    assert "跑步鞋" in answers[1] and "干湿分离健身包" in answers[1], answers
+
+
+def test_a_name_mistyped_by_a_character_that_looks_alike():
+    from agent.answers import mistyped
+    assert mistyped("壸铃", "壶铃") and mistyped("兵乓球拍", "乒乓球拍")
+    assert not mistyped("女士泳裤", "男士泳裤") and not mistyped("羽毛球鞋", "羽毛球拍")
+
+
+async def test_a_product_typed_with_a_look_alike_character_is_answered(agent):
+    answer = await reply(agent, "壸铃还有货吗")
+    assert "库存30" in answer and "没有销售" not in answer, answer
