@@ -138,7 +138,7 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
         per = {pid: overall for pid in per} if overall else per
     if people := _PEOPLE_EACH.search(text):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
         each_one = _whole(parse_number(people.group("k"))) if people.group("k") else 1
-        heads = _whole(parse_number(people.group("n")))
+        heads = 2 if people.group("two") else _whole(parse_number(people.group("n")))
         if heads and each_one and len({pid for _, _, pid in spans}) <= 1:
             overall = heads * each_one
             per = {pid: overall for pid in per} if per else per
@@ -148,9 +148,17 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     return per, overall, frozenset(paired), overall_paired
 
 
-# A count of people, then what each of them gets (5个人 每人一副, 40个小朋友每人买一根, 三位队员一人一双)
-_PEOPLE_EACH = re.compile(f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|孩子|学生|同学|队员|球员|朋友)[^。？?！!]{{0,8}}?"
+# A count of people, then what each of them gets (5个人 每人一副, 40个小朋友每人买一根, 三位队员一人一双), or two
+# people joined (我和我弟各要一双, 我跟老公一人一双)
+_PEOPLE_EACH = re.compile(f"(?:(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|孩子|学生|同学|队员|球员|朋友)|"
+                          f"(?P<two>[我咱你他她](?:和|跟|与)[^，,。？?！!各每一]{{1,4}}?))[^。？?！!]{{0,8}}?"
                           f"(?:每人|每个人|每位|一人|人手|各)(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}")
+
+
+def for_each_person(text: str) -> bool:
+    """Whether the message gives goods to each of some people (5个人 每人一副, 我和我弟各要一双): 各 then shares
+    among people, not among goods."""
+    return _PEOPLE_EACH.search(text) is not None
 
 
 def _counted_in_pairs(count: str) -> bool:

@@ -21,7 +21,7 @@ import jieba
 import jieba.posseg
 
 from agent.cantonese import as_mandarin
-from agent.counts import budget, english_numbers, quantities
+from agent.counts import budget, english_numbers, for_each_person, quantities
 from agent.mentions import (
     FULLEST,
     MEASURE_WORDS,
@@ -223,6 +223,14 @@ class Vocabulary:
         """The kind of goods a product is: the character its name ends with (球, 鞋), and its category."""
         names = self.chinese_names.get(pid, ())
         return (max(names, key=len)[-1] if names else ""), self.category_by_product.get(pid)
+
+    @cached_property
+    def products_of_brand(self) -> dict[str, tuple[str, ...]]:
+        """Brand → its products, read once (another brand asked after a product: its products of that kind)."""
+        out: dict[str, list[str]] = {}
+        for pid, brand in self.brand_of.items():
+            out.setdefault(brand, []).append(pid)
+        return {brand: tuple(sorted(pids)) for brand, pids in out.items()}
 
     def products_of_kind(self, kind: str) -> frozenset[str]:
         """The products one of whose Chinese names ends with the kind (服: 瑜伽服套装, by its short form 瑜伽服)."""
@@ -880,7 +888,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
     parts: tuple[str, ...] = ()
     if len(products) < 2 and (Ask.COMPARE in asks or re.search("各(?![种类样式])", folded)) \
-            and not (by_price and _SUPERLATIVE.search(folded)):   # 所有鞋子里最便宜的是哪双: one order, no parts
+            and not (by_price and _SUPERLATIVE.search(folded)) \
+            and not for_each_person(folded):   # 所有鞋子里最便宜的是哪双: one order; 我和我弟各要一双: people, no parts
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         parts = tuple(pieces) if len(pieces) >= 2 else ()
     phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) \

@@ -532,8 +532,8 @@ class Agent:
             return asked
         names = vocabulary.chinese_names.get(focus[0], ())
         kind = min(names, key=len)[-1:] if names else ""
-        of_brand = sorted(pid for pid, brand in vocabulary.brand_of.items()
-                          if brand == asked.brand and kind and vocabulary.of_kind(pid, kind))
+        of_brand = [pid for pid in vocabulary.products_of_brand.get(asked.brand, ())
+                    if kind and vocabulary.of_kind(pid, kind)]
         if len(of_brand) >= 2:
             close = await self.search.closeness(min(names, key=len), of_brand)
             of_brand = sorted(close, key=close.__getitem__, reverse=True)[:1] or of_brand[:1]

@@ -124,3 +124,14 @@ def test_a_name_mistyped_by_a_character_that_looks_alike():
 async def test_a_product_typed_with_a_look_alike_character_is_answered(agent):
     answer = await reply(agent, "壸铃还有货吗")
     assert "库存30" in answer and "没有销售" not in answer, answer
+
+
+def test_two_people_joined_each_get_one(vocabulary):
+    asked = read("我跟我老婆各买一双跑鞋", vocabulary)
+    assert asked.quantity == 2 and asked.parts == (), asked
+    assert read("网球和网球拍各一个", vocabulary).products == ("014", "013")   # goods joined: each of them
+
+
+async def test_two_people_each_getting_one_is_a_count_of_the_product_in_focus(agent):
+    answers = await converse(agent, ["徒步登山鞋多少钱", "我和我老公各要一双 库存够吗"])
+    assert "库存14" in answers[1] and "买2双" in answers[1], answers

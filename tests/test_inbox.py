@@ -527,8 +527,9 @@ async def test_with_a_replica_asked_nothing_counts_as_appended_or_acknowledged_b
             await asyncio.sleep(0.05)
 
     def replicas_connected(n: int):
-        async def check() -> bool:
-            return len((await client.execute_command("ROLE"))[2]) == n
+        async def check() -> bool:   # connected and caught up: its first sync done (a busy host takes a while,
+            _, offset, replicas = await client.execute_command("ROLE")   # and WAIT would time out meanwhile)
+            return len(replicas) == n and offset > 0 and all(int(r[2]) >= offset for r in replicas)
         return check
 
     def refused_at_least(n: float):
