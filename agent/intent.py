@@ -1205,8 +1205,9 @@ def each_of_earlier(text: str, vocabulary: Vocabulary, earlier: list[str], focus
     """The products 各来一个 means: the two or three the last answer was about (a comparison), else the one
     each of the latest answers (`earlier`, oldest first) was about — the first product each names — when
     they are two or three different ones; () otherwise."""
-    if not _EACH.search(reading(text)) or vocabulary.pattern is None:
-        return ()
+    folded = reading(text)
+    if not _EACH.search(folded) or vocabulary.pattern is None or for_each_person(folded):
+        return ()   # (我和我弟各要一个: one each for two people, of the product in focus)
     return discussed_apart(vocabulary, earlier, focus)
 
 

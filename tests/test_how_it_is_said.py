@@ -135,3 +135,8 @@ def test_two_people_joined_each_get_one(vocabulary):
 async def test_two_people_each_getting_one_is_a_count_of_the_product_in_focus(agent):
     answers = await converse(agent, ["徒步登山鞋多少钱", "我和我老公各要一双 库存够吗"])
     assert "库存14" in answers[1] and "买2双" in answers[1], answers
+
+
+async def test_one_each_for_two_people_after_two_products_is_of_the_one_in_focus(agent):
+    answers = await converse(agent, ["威尔胜的室外耐磨篮球多少钱", "那斯伯丁那个呢", "我和我弟各要一个 库存够吗"])
+    assert "篮球（斯伯丁）" in answers[2] and "买2个" in answers[2] and "威尔胜" not in answers[2], answers
