@@ -80,6 +80,10 @@ def _within(product: Product, asked: Intent, paid: Decimal | None = None) -> boo
         and (asked.min_price is None or price >= asked.min_price)
 
 
+# What the shop sells asked of the shop itself (你们卖什么的, 你家店都卖些啥): its goods, whatever is in focus
+_SHOP_SELLS = re.compile(r"(?:你们|你家|店里?|本店).{0,4}卖(?:些|点)?(?:啥|什么)")
+
+
 class OfflineModel:
     name = "offline"
     reads_json = False   # it reads the typed results in the turn context, so none are serialized for it
@@ -541,8 +545,8 @@ class OfflineModel:
             return [("search_products", {"query": part[:200], "top_k": 3}) for part in asked.parts[:5]]
         if asked.products:   # the customer named a product: verify it, no retrieval guess needed
             return [("get_product_details", {"product_ids": list(asked.products)})]
-        if focus and (asked.follow_up or asked.names_nothing):
-            return [("get_product_details", {"product_ids": focus})]
+        if focus and (asked.follow_up or asked.names_nothing) and not (asked.browsing and _SHOP_SELLS.search(asked.text)):
+            return [("get_product_details", {"product_ids": focus})]   # (你们都卖些啥 after a product: the shop's goods)
         if asked.browsing:   # 有什么推荐的, 你们店有啥: what the shop sells, and a question that narrows it
             return [("list_categories", {})]
         if asked.names_nothing and asked.leans_back:

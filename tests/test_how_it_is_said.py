@@ -140,3 +140,10 @@ async def test_two_people_each_getting_one_is_a_count_of_the_product_in_focus(ag
 async def test_one_each_for_two_people_after_two_products_is_of_the_one_in_focus(agent):
     answers = await converse(agent, ["威尔胜的室外耐磨篮球多少钱", "那斯伯丁那个呢", "我和我弟各要一个 库存够吗"])
     assert "篮球（斯伯丁）" in answers[2] and "买2个" in answers[2] and "威尔胜" not in answers[2], answers
+
+
+async def test_what_the_shop_sells_asked_after_a_product_offers_the_categories(agent):
+    answers = await converse(agent, ["跳绳多少钱", "你家店里都卖些啥"])
+    assert "类别" in answers[1] and "跳绳" not in answers[1], answers
+    answers = await converse(agent, ["跳绳多少钱", "还有货吗"])   # a follow-up still means the product
+    assert "库存150" in answers[1], answers
