@@ -225,6 +225,15 @@ class Vocabulary:
         return (max(names, key=len)[-1] if names else ""), self.category_by_product.get(pid)
 
     @cached_property
+    def brands_longest_first(self) -> tuple[tuple[str, str], ...]:
+        """(brand, its folded spelling), the longest first, sorted once — not at every message."""
+        return tuple((b, b.lower()) for b in sorted(self.brands, key=len, reverse=True))
+
+    def brands_in(self, folded: str) -> list[str]:
+        """The brands a folded message writes (by their folded spelling), the longest first."""
+        return [b for b, low in self.brands_longest_first if low in folded]
+
+    @cached_property
     def products_of_brand(self) -> dict[str, tuple[str, ...]]:
         """Brand → its products, read once (another brand asked after a product: its products of that kind)."""
         out: dict[str, list[str]] = {}
@@ -860,8 +869,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     figures = _STATED_PRICE.sub(lambda m: " " * len(m.group()), folded) if spans else folded
     per, overall, paired, overall_paired = quantities(figures, spans)
     high, low = budget(figures)
-    brand = next((b for b in sorted(vocabulary.brands, key=len, reverse=True) if b.lower() in folded
-                  and b not in ruled.brands | ruled.naming), None)
+    brand = next((b for b in vocabulary.brands_in(folded) if b not in ruled.brands | ruled.naming), None)
     labels = frozenset(labels or ())
     if "policy:sizing" in labels and not _SIZE_WORDS.search(folded):
         labels = labels - {"policy:sizing"}   # 带跳操课 穿什么鞋合适: which shoes, no size asked
@@ -1485,7 +1493,7 @@ def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
             or not (re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded) or elliptical(text)):
         return False   # (by its ends, not only `elliptical`: 那GPS心率运动手表呢 is past that pattern's length)
     # a brand before the name says which product (那Keep的泡沫轴呢), no question of its own
-    brands = [b.lower() for b in vocabulary.brands if b.lower() in folded]
+    brands = [b.lower() for b in vocabulary.brands_in(folded)]
     return _names_and(_PARTICLES, re.sub("|".join(map(re.escape, brands)), "", folded) if brands else folded,
                       vocabulary)
 

@@ -143,7 +143,7 @@ class Agent:
         earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
             if asked.reference is not None and not asked.products else ()
         if earlier:   # 刚才那双鞋: the shoes shown before, not the watch in focus now (of several, the one described)
-            meant = (await self._described_of(asked, list(earlier)))[0]
+            meant = (await self._described_of(asked, list(earlier), vocabulary))[0]
             asked = dataclasses.replace(asked, products=(meant,), follow_up=False, goods=(), subject="")
         asked = self._each(text, asked, memory, vocabulary)
         asked = await self._another_brand(asked, memory, vocabulary)
@@ -496,7 +496,7 @@ class Agent:
             return asked
         pick: str | None = None
         if pointer.kind == "this" and len(shown) >= 2:   # 李宁那个, 防崴脚那个 after a list: the one it describes
-            shown = await self._described_of(asked, shown)
+            shown = await self._described_of(asked, shown, vocabulary)
         if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(shown):
             pick = shown[pointer.position - 1]
         elif pointer.kind in ("first", "this"):
@@ -541,19 +541,19 @@ class Agent:
             return asked
         return dataclasses.replace(asked, products=(of_brand[0],), follow_up=False, reference=None, subject="")
 
-    async def _described_of(self, asked: intent.Intent, shown: list[str]) -> list[str]:
+    async def _described_of(self, asked: intent.Intent, shown: list[str],
+                            vocabulary: intent.Vocabulary) -> list[str]:
         """Of the products shown, those a pointer describes: the brand it names (安德玛那条裤子), then the one its other
         words are clearly closest to by meaning (防崴脚那个 → 护踝, by QUALIFIED_MARGIN over the next); all of them
         when it says nothing of which."""
-        if asked.brand:
-            found = await fetch_products(self.conn, shown)
-            shown = [pid for pid in shown if pid in found and found[pid].brand == asked.brand] or shown
+        if asked.brand:   # the catalog's brands are in the vocabulary: no query
+            shown = [pid for pid in shown if vocabulary.brand_of.get(pid) == asked.brand] or shown
         described = intent.pointer_description(asked.text)
         if len(shown) >= 2 and described:
             close = await self.search.closeness(described[:200], shown)
             ranked = sorted(close, key=close.__getitem__, reverse=True)
-            if len(ranked) >= 2 and close[ranked[0]] - close[ranked[1]] >= QUALIFIED_MARGIN:
-                shown = ranked[:1]
+            if len(ranked) >= 2 and (best := _clearly_closer(close, ranked[1])) is not None:
+                shown = [best]
         return shown
 
     async def _count_pairs(self, asked: intent.Intent, focus: list[str]) -> intent.Intent:
