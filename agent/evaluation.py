@@ -43,7 +43,9 @@ from agent.memory import InProcessMemory, Turn
 # eleventh sitting (first run at 9f7f7d9: 75.0%); test16 (60: the same six families, no pick by position) by
 # another helper the same way after test15 was mended (first run at d71dc11: 85.0%; 75.0% at 9f7f7d9); test17 (60:
 # those six families plus two questions and follow-ups) by a third helper after test16 was mended (first run at
-# a3c1c1a: 93.3%; 80.0% at 9f7f7d9).
+# a3c1c1a: 93.3%; 80.0% at 9f7f7d9); test18 (60: a broad mix — colloquial names, two questions, follow-ups, described
+# needs, things not sold, goods for someone, budgets, policies, promotion arithmetic, messy writing) by a helper who
+# read only the demo catalog, at the start of the twelfth sitting (first run at 3d13a09: 88.3%).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -52,7 +54,8 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test10.jsonl", "dialogues-understanding-test11.jsonl",
            "dialogues-understanding-test12.jsonl", "dialogues-understanding-test13.jsonl",
            "dialogues-understanding-test14.jsonl", "dialogues-understanding-test15.jsonl",
-           "dialogues-understanding-test16.jsonl", "dialogues-understanding-test17.jsonl")
+           "dialogues-understanding-test16.jsonl", "dialogues-understanding-test17.jsonl",
+           "dialogues-understanding-test18.jsonl")
 
 
 @dataclass(frozen=True)
