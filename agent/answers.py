@@ -7,7 +7,7 @@ only the product whose evidence holds its figures — so the answers pass the sa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -404,9 +404,10 @@ def unpriced_basket_answer(products: list[Product], refusal: QuoteRefusal) -> tu
             [p.evidence_id for p in products])
 
 
-def basket_answer(basket: Basket) -> tuple[str, list[str]]:
-    """Each line with its own promotion, then the sum; the sum is the basket calculation's own."""
-    lines = []
+def basket_answer(basket: Basket, stock: Mapping[str, Product] | None = None) -> tuple[str, list[str]]:
+    """Each line with its own promotion, then the sum; the sum is the basket calculation's own. `stock`: the
+    products' records when their stock is asked too (网球拍多少钱，网球还有多少库存？想一起买): each line says it."""
+    lines, cites = [], []
     for line in basket.lines:
         buy = "首次购买" if line.is_first_purchase and line.applied_promotion and line.applied_promotion.first_purchase \
             else "买"
@@ -419,9 +420,12 @@ def basket_answer(basket: Basket) -> tuple[str, list[str]]:
             text += f"，另送{line.free_quantity}{line.unit}"
         if line.free_shipping:   # said of the line whose promotion earns it, not of the whole basket
             text += "，可以包邮"
+        if stock is not None and (product := stock.get(line.product_id)) is not None and _stock_text(product):
+            text += _stock_text(product)
+            cites.append(product.evidence_id)
         lines.append(text)
     return ("；".join(lines) + f"；合计{yuan(basket.final_total)}。",
-            [*(line.evidence_id for line in basket.lines), basket.evidence_id])
+            [*(line.evidence_id for line in basket.lines), *cites, basket.evidence_id])
 
 
 # What a customer's attribute question looks for in a product record, by attribute.

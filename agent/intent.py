@@ -25,6 +25,7 @@ from agent.counts import budget, english_numbers, for_each_person, quantities
 from agent.mentions import (
     FULLEST,
     MEASURE_WORDS,
+    PAYING,
     PRICE_WORDS,
     Reference,
     asks_for_goods,
@@ -1508,6 +1509,7 @@ def refers_back(text: str) -> bool:
 
 
 # What is left of a message once its asking words are out and that says nothing of what about.
+_PAYING_ASKED = re.compile(f"{PAYING}(?={PRICE_WORDS})")
 _ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有卖还是要请问亲你们家店里货应该会~～…？?]")
 
 
@@ -1516,6 +1518,7 @@ def _only_asking(compact: str) -> bool:
     """多少钱啊, 还有库存不, 有优惠吗, 新客第一单多少钱: a message of asking words (and who is asking) alone,
     about no thing it names."""
     rest = FIRST_PURCHASE.sub("", compact)   # 新客第一单买的话多少钱: who is buying, not what
+    rest = _PAYING_ASKED.sub("", rest)   # 大概要花多少钱: how the amount is asked
     for _, pattern in _ASKS:
         rest = pattern.sub("", rest)
     rest = _ASKING_REST.sub("", rest)

@@ -18,6 +18,7 @@ import jieba
 import jieba.posseg
 
 from retrieval.bridge import names_an_object, senses
+from retrieval.thesaurus import codes as thesaurus_codes
 from retrieval.thesaurus import files_as_goods, names_material
 
 jieba.setLogLevel(logging.WARNING)
@@ -139,8 +140,16 @@ def _a_group(word: str) -> bool:
     return len(word) >= 2 and word.endswith(("团", "队", "社", "俱乐部", "协会"))
 
 
+def _idiom_names_goods(word: str) -> bool:
+    """Whether a word jieba tags an idiom or set phrase (l) names a thing: the thesaurus files it as goods (发令枪),
+    or, not filing it, files its end so (时尚手机: 机) — most such words are actions told (买回来, 用不上, 拿回去)."""
+    if files_as_goods(word):
+        return True
+    return word not in thesaurus_codes() and (files_as_goods(word[-2:]) or files_as_goods(word[-1:]))
+
+
 def _is_goods_word(word: str, flag: str) -> bool:
-    return (flag in _NOUN_TAGS and word not in _NOT_GOODS and not _premises(word) and not _reduplicated(word)
+    return (flag in _NOUN_TAGS and word not in _NOT_GOODS and (flag != "l" or _idiom_names_goods(word)) and not _premises(word) and not _reduplicated(word)
             and not _a_group(word)
             and not word.isdigit() and not re.fullmatch(r"[a-z]", word) and not is_amount(word)
             and not _WHICH.match(word))   # 哪几个 (tagged an idiom): a question word, never goods
@@ -153,12 +162,16 @@ def is_amount(word: str) -> bool:
 # How a price is asked right after the thing priced (足球多少钱, 护膝多钱, 篮球啥价): shared by the reader's word rules.
 PRICE_WORDS = "多少钱|多钱|几多钱|几钱|怎么卖|(?:什么|啥)价|几块钱|价格"
 
+# How the amount is asked between the thing priced and the price words (护具一共要付多少钱, 实际得花多少钱): the
+# paying, never part of the thing
+PAYING = "(?:一共|总共|总计|合计|实际|实际上|大概|大约|差不多)?(?:要|得|需要|会)?(?:付|花|掏|给|交)?"
+
 # The thing asked for in a question about having, selling or a price (有X吗, 有没有X, 卖X吗, X多少钱): the
 # whole object, where jieba's tags split a compound (瑜伽/垫, 登山/杖) or glue the verb to it (有泳/镜).
 _FRAMED = re.compile(
     f"(?:有没有|卖不卖|在卖|有|卖)(?:卖|在卖)?[一两几\\d]?[{MEASURE_WORDS}]?(?P<object>[\u4e00-\u9fff]{{2,8}}?)"
     f"的?(?:吗|么|嘛|呢|卖吗|卖|没有|不|[？?。，,！!]|$)"
-    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?)(?:{PRICE_WORDS})")
+    f"|(?P<priced>[\u4e00-\u9fff]{{2,8}}?){PAYING}(?:{PRICE_WORDS})")
 
 
 def _opens_another_word(text: str, at: int) -> bool:
@@ -214,8 +227,8 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
         if "的" in (words := [t[2] for t in tokens]) and len("".join(words[len(words) - words[::-1].index("的"):])) >= 2:
             tokens = tokens[len(words) - words[::-1].index("的"):]   # 适合跑步的耳机: the thing is 耳机
         if tokens and tokens[-1][1] - tokens[0][0] >= 2 \
-                and any(t[3] in _NOUN_TAGS or t[3] == "ns" or t[3] in _SET_PHRASES and files_as_goods(t[2])
-                        for t in tokens) \
+                and any(t[3] in _NOUN_TAGS and (t[3] != "l" or _idiom_names_goods(t[2])) or t[3] == "ns"
+                        or t[3] in _SET_PHRASES and files_as_goods(t[2]) for t in tokens) \
                 and not any(t[2] in _NOT_GOODS and not _measure_head(tokens, k) for k, t in enumerate(tokens)):
             first, last = tokens[0][0], tokens[-1][1]
             # 有氧运动用的垫子有吗: the frame opened at 有氧, so the object ends with the asking 有 (jieba may cut

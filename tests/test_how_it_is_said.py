@@ -147,3 +147,31 @@ async def test_what_the_shop_sells_asked_after_a_product_offers_the_categories(a
     assert "类别" in answers[1] and "跳绳" not in answers[1], answers
     answers = await converse(agent, ["跳绳多少钱", "还有货吗"])   # a follow-up still means the product
     assert "库存150" in answers[1], answers
+
+
+@pytest.mark.parametrize("text", ["那要是拿两双 总共得付多少钱", "买一双的话实际上要给多少钱", "两双大概得花多少钱"])
+def test_how_the_amount_is_asked_is_no_goods(vocabulary, text):
+    asked = read(text, vocabulary, has_focus=True)
+    assert asked.follow_up and not asked.goods, asked
+
+
+def test_goods_priced_with_how_the_amount_is_asked(vocabulary):
+    assert read("护具大概要花多少钱", vocabulary).category == "护具"
+    assert read("冰爪实际得花多少钱", vocabulary).goods == ("冰爪",)
+
+
+@pytest.mark.parametrize(("text", "fact"), [("跳绳多少钱 要是买回去用不了能退吗", "39元"),
+                                            ("泡沫轴拿回家用不上可以退吗", "7天")])
+async def test_an_action_told_is_no_goods_not_sold(agent, text, fact):
+    answer = await reply(agent, text)
+    assert "没有销售" not in answer and fact in answer, answer
+
+
+async def test_a_follow_up_asking_what_is_paid_in_the_end(agent):
+    answers = await converse(agent, ["篮球鞋有活动吗", "那买两双总共得付多少钱"])
+    assert "篮球鞋" in answers[1] and "1298元" in answers[1], answers
+
+
+async def test_stock_asked_beside_a_basket_is_said_of_each_line(agent):
+    answer = await reply(agent, "跳绳和瑜伽砖一起买多少钱，跳绳还剩多少")
+    assert "合计78元" in answer and "库存150" in answer and "库存110" in answer, answer
