@@ -258,7 +258,9 @@ def listing_answer(findings: Findings, asked: Intent) -> tuple[str, list[str]]:
     # every 运动… product the words matched
     kind = noun_stem(asked.subject)[-1:]   # 鞋子 → 鞋; one character names a kind too (包)
     products = [p for p in products if is_han(kind) and of_kind(kind, p)] \
-        or products
+        or [p for p in products if asked.superlative and asked.products and not asked.category
+            and any(base_name(p.product_name).endswith(w) for w in asked.named)] \
+        or products   # 最便宜的网球拍: of the products named by that word (网球拍), not the 网球 the search found too
     budget = "符合您预算的" if asked.max_price is not None or asked.min_price is not None else ""
     what = (f"比{asked.too_dear}便宜的" if asked.too_dear else budget) + (asked.brand or "") + (asked.category or "") + "商品"
     lines = [(f"{_label(p)}，售价{yuan(p.price)}{_now_text(_paid_now(findings.basket, p.product_id))}"

@@ -29,6 +29,7 @@ from agent.mentions import (
     PRICE_WORDS,
     Reference,
     asks_for_goods,
+    clause_start,
     dictionary_tag,
     extended_names,
     framed_objects,
@@ -36,6 +37,7 @@ from agent.mentions import (
     is_amount,
     is_asking_verb,
     joined_goods,
+    never_goods,
     qualifiers,
     reference,
     tells_something,
@@ -127,8 +129,9 @@ _SORTS = (("price_asc", re.compile(rf"最便宜|(?<!买)最实惠|最低价|(?:�
           ("price_desc", re.compile(r"最贵|最高档|(?:价格|价钱)最高|从高到低|由高到低|价格高")),
           ("stock_desc", FULLEST))
 # Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
-_KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸)"
+_KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸|库存|货|够)"
                           r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s])|有什么(?:款|种|牌子)")
+_KINDS_BEFORE = re.compile(r"(?:哪些|哪几[种款样类]|什么[款种样]的?|几[种款样]|啥[款种样]的?)$")   # 有哪些足球: kinds, then the name
 # A pointer with a kind of goods (那个球, 这双鞋): the goods named or shown, never a thing not sold
 _POINTED_THING = re.compile(f"[那这哪][{MEASURE_WORDS}]?[\u4e00-\u9fff]")
 # Goods asked for beside a greeting the router read alone (推荐推荐, 随便瞅瞅, 主打什么, 卖些啥)
@@ -572,12 +575,29 @@ def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
     if vocabulary.pattern is None:
         return []
     exact = [(m.start(), m.end(), vocabulary.product_of(m.group(0))) for m in vocabulary.pattern.finditer(text)]
+    if exact:
+        exact = [x for x in exact if not _straddles_a_body_part(text, x[0], x[1])]
     heard = _homophones(text, vocabulary)
     for start, end, pid in heard:
         overlapping = [x for x in exact if x[0] < end and start < x[1]]
         if all(x[1] - x[0] < end - start for x in overlapping):
             exact = [x for x in exact if x not in overlapping] + [(start, end, pid)]
     return sorted(exact + _english_named(text, vocabulary, exact)) if vocabulary.english else sorted(exact)
+
+
+def _straddles_a_body_part(text: str, start: int, end: int) -> bool:
+    """Whether a name found at start:end ends inside a word that begins inside it and the thesaurus files as a part
+    of the body alone (护膝 in 能护膝盖: 护 + 膝盖): the message speaks of the knee, not of the product. (A word
+    across a name and an asking word, 网球拍 in 网球拍卖多少钱, is jieba's misreading: the name stands.)"""
+    at = 0
+    for word in jieba.lcut(text):
+        if start < at < end < at + len(word):
+            filed = thesaurus_codes().get(word, ())
+            return bool(filed) and all(code.startswith("Bk") for code in filed)
+        at += len(word)
+        if at >= end:
+            return False
+    return False
 
 
 def _singular_words(phrase: str) -> list[str]:
@@ -741,12 +761,18 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
                 and (text[m.end() + 1:m.end() + 2] in vocabulary.kind_characters
                      or any(not unspecific(g) for g in goods_phrases(text[m.end() + 1:], []))):
             continue   # 能装衣服的包: clothes are what the bag holds, not the category to list
+        held = [h for h in _HOLDING.finditer(text, 0, m.start()) if h.start() >= clause_start(text, m.start())]
+        if held and (any(e <= held[-1].start() for _, e, _ in spans) or m.start() - held[-1].end() <= 1):
+            continue   # 想买个双肩包 装健身的鞋子衣服, 要装湿衣服: what goods hold, not the category to list
         # listed when a list is asked, or when the rest asks only about it (护具有吗, 护具多少钱: which there are)
         asked_alone = listing or _only_asking(re.sub(r"[\s，,。.!！]+", "", text[:m.start()] + text[m.end():]))
         if alone is None and asked_alone and (word not in vocabulary.names or use or _sport_asked(text, m.start(), m.end())) \
                 and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
     return alone
+
+
+_HOLDING = re.compile(r"装|放|塞|收纳|搁")   # verbs of what a container holds
 
 
 def _after_verb(text: str, at: int) -> bool:
@@ -900,14 +926,15 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
             and not (by_price and _SUPERLATIVE.search(folded)) \
             and not for_each_person(folded):   # 所有鞋子里最便宜的是哪双: one order; 我和我弟各要一双: people, no parts
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
-        parts = tuple(pieces) if len(pieces) >= 2 else ()
+        # 我儿子9岁，校队训练用的，哪个合适: clauses of one request, not things to compare — parts name goods each
+        parts = tuple(pieces) if sum(_names_goods(p, vocabulary) for p in pieces) >= 2 else ()
     phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) \
         if not products and not ruled.products else []   # 帐篷我就不要了，其他的: the rest of where it is
     phrases = [p for p in phrases if not any(p.endswith(folded[s:e]) and (p == folded[s:e] or _PLAY.search(p[:s - e]))
                                              for s, e in sports)]   # 打网球: the sport played, no goods
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
     goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
-                  and not _asked_of_goods(g) and g not in story)
+                  and not _asked_of_goods(g) and g not in story and not _says_no_thing(g))
     if not products and not ruled.products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
@@ -1010,8 +1037,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         if by_brand and not products or noun_stem(subject) in ruled.kinds:
             subject = goods[0] if goods and not products else ""
     as_kind = products[0] if len(products) == 1 and not parts and high is None and low is None and not category \
-        and _KINDS_ASKED.search(folded) and any(vocabulary.ending_with(folded[s:e]) for s, e, pid in spans
-                                                if pid == products[0]) else None
+        and any(vocabulary.ending_with(folded[s:e]) and (_KINDS_ASKED.search(folded) or _KINDS_BEFORE.search(folded, 0, s)
+                                                     and (e == len(folded) or _only_asking(folded[e:])))
+                for s, e, pid in spans if pid == products[0]) else None
     examples = _category_by_examples(folded, spans, vocabulary)
     if examples is not None and category in (None, examples[0]):   # 衣服裤子袜子这类的: the category, not the socks
         category, dropped = examples
@@ -1196,7 +1224,8 @@ def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocab
             if not having and jieba.posseg.lcut(thing)[-1].flag[:1] in _NO_THING_TAGS:
                 continue   # 实际要付多少钱: a price asked of what is paid, not of a thing
             if not _only_known_words(thing, vocabulary) and not _first_purchase_only(thing, words) \
-                    and not _asked_of_goods(thing) and not _story_word(thing):   # 有没有优惠活动: asked of the product
+                    and not _asked_of_goods(thing) and not _story_word(thing) \
+                    and not _says_no_thing(thing):   # 有没有优惠活动: asked of the product; 有这么多货码: asking
                 return thing
     return ""
 
@@ -1434,6 +1463,23 @@ def _story_word(phrase: str) -> bool:
     """A noun of the customer's story, by the thesaurus no goods (手术, 康复师, 羽毛球队, 膝盖, 比赛): never searched
     for, never called not sold."""
     return names_no_goods(phrase, jieba.lcut(phrase)[-1]) if len(phrase) >= 2 else False
+
+
+def _names_goods(piece: str, vocabulary: Vocabulary) -> bool:
+    """Whether a piece of a message names goods: a catalog word, or a phrase that may name goods (not a person, a
+    group, a story's noun or how the customer asks)."""
+    if vocabulary.pattern is not None and vocabulary.pattern.search(piece):
+        return True
+    return any(not _story_word(g) and not _says_no_thing(g) for g in goods_phrases(piece, []))
+
+
+def _says_no_thing(phrase: str) -> bool:
+    """A phrase of words that never name goods (货码: 货 and 码, typed for 货吗), or a quality a little more (贵点,
+    便宜些, 大一点: an adjective and 点/些): how the customer asks, not goods."""
+    if all(never_goods(c) for c in phrase):
+        return True
+    quality = re.sub(r"一?[点些]$", "", phrase)
+    return quality != phrase and bool(quality) and dictionary_tag(quality).startswith("a")
 
 
 def _first_purchase_only(phrase: str, text: str) -> bool:

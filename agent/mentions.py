@@ -96,11 +96,15 @@ _EN_POINTER = (("cheapest", re.compile(r"\b(?:the )?(?:cheaper|cheapest|less exp
                ("this", re.compile(r"\b(?:that|this|these|those) ones?\b|\bof (?:them|those|these)\b|\bit\b")))
 _THIS = re.compile(f"[这那]\\s*[{MEASURE_WORDS}]|它|刚才的|刚刚的|上面的|就这|这些|那些|[这那]俩|[这那]两")
 
+# 哪个合适, 哪款比较好: which of the goods shown suits what the message tells
+_WHICH_FITS = re.compile(r"哪(?:个|款|种|双|只|一个|一款|一种|一双)(?:比较|更|最)?(?:合适|适合|好用|好|值得)")
+
 
 @dataclass(frozen=True)
 class Reference:
     """A pointer back at the products of the last answer: `first`, `last`, `cheapest`, `dearest`, `fullest`,
-    `this` (the one being discussed), or an ordinal position (1-based)."""
+    `this` (the one being discussed), `which` (the one of those shown the message describes), or an ordinal
+    position (1-based)."""
 
     kind: str
     position: int | None = None
@@ -116,6 +120,8 @@ def reference(text: str) -> Reference | None:
             return Reference(kind)
     if _THIS.search(text):
         return Reference("this")
+    if _WHICH_FITS.search(text):
+        return Reference("which")
     for kind, pattern in _EN_POINTER:
         if pattern.search(text):
             return Reference(kind)
@@ -239,6 +245,11 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
                 continue   # 有几个码: the frame opened inside the count (个 + 码), and 码 is asked of goods
             spans.append((first, last))
     return spans
+
+
+def never_goods(word: str) -> bool:
+    """A word of one of the families that never name goods (people, the shop, aspects of goods, social words…)."""
+    return word in _NOT_GOODS
 
 
 def is_asking_verb(word: str) -> bool:

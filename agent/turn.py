@@ -495,6 +495,11 @@ class Agent:
         if pointer is None or asked.products or not shown:
             return asked
         pick: str | None = None
+        if pointer.kind == "which":   # 我儿子9岁，校队训练用的，哪个合适 after a list: the one clearly described, if any
+            described = await self._described_of(asked, shown, vocabulary) if len(shown) >= 2 else []
+            if len(described) != 1:
+                return asked
+            pick = described[0]
         if pointer.kind == "this" and len(shown) >= 2:   # 李宁那个, 防崴脚那个 after a list: the one it describes
             shown = await self._described_of(asked, shown, vocabulary)
         if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(shown):

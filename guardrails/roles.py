@@ -101,4 +101,4 @@ QUANTITY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
     (Role.MIN_QUANTITY, re.compile("^\\s*(?:及|或)?(?:以上|起购|起)")),
 )
 
-FIRST_PURCHASE_WORDS = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购")
+FIRST_PURCHASE_WORDS = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购|新号|新账号")

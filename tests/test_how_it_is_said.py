@@ -175,3 +175,44 @@ async def test_a_follow_up_asking_what_is_paid_in_the_end(agent):
 async def test_stock_asked_beside_a_basket_is_said_of_each_line(agent):
     answer = await reply(agent, "跳绳和瑜伽砖一起买多少钱，跳绳还剩多少")
     assert "合计78元" in answer and "库存150" in answer and "库存110" in answer, answer
+
+
+async def test_the_cheapest_of_a_named_kind_is_of_that_kind(agent):
+    answer = await reply(agent, "网球拍最便宜的是哪款 多少钱")
+    assert "网球拍" in answer and "899元" in answer and "45元" not in answer, answer
+
+
+def test_what_a_bag_holds_is_no_category_to_list(vocabulary):
+    assert read("两百多的双肩包 放篮球鞋和衣服的", vocabulary).category is None
+    assert read("要能放湿衣服的 三百以内", vocabulary).category is None
+    assert read("三百以内的衣服有哪些", vocabulary).category == "服饰"
+
+
+@pytest.mark.parametrize("text", ["你家有哪几款跑鞋", "有哪些篮球？"])
+def test_kinds_asked_before_the_name_list_the_kind(vocabulary, text):
+    asked = read(text, vocabulary)
+    assert asked.listing and not asked.products, asked
+
+
+def test_which_one_has_enough_stock_is_no_list_of_kinds(vocabulary):
+    assert not read("要买30个篮球 哪款货够", vocabulary).listing
+
+
+@pytest.mark.parametrize("text", ["买五双 库存有这么多货码", "送人的，贵些也无所谓", "新号第一单能便宜吗"])
+def test_asking_words_are_no_goods(vocabulary, text):
+    assert not read(text, vocabulary, has_focus=True).goods
+
+
+def test_a_body_part_after_a_name_is_no_mention(vocabulary):
+    assert not read("平板支撑的时候想护膝盖，要厚点的垫子", vocabulary).products
+    assert read("护膝怎么卖", vocabulary).products
+
+
+def test_clauses_of_one_request_are_no_parts_to_compare(vocabulary):
+    assert read("我闺女12岁，刚学打球，哪个合适", vocabulary).parts == ()
+    assert read("冰爪，冰镐，哪个便宜", vocabulary).parts[:2] == ("冰爪", "冰镐")
+
+
+async def test_which_suits_someone_after_a_list_picks_the_one_described(agent):
+    answers = await converse(agent, ["足球都有哪几种", "给我家8岁的小孩踢着玩，哪个合适", "那就要两个"])
+    assert "青少年训练足球" in answers[1] and "青少年训练足球" in answers[2] and "178元" in answers[2], answers
