@@ -100,6 +100,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
                           r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几|[有卖](?:哪|几)几?[款种类样]|"
                           r"卖(?:些|点)?(?:啥|什么)(?!价)")),
     (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
+                          r"厚不厚|厚度|薄不薄|长不长|宽不宽|高不高|"
                           r"(?:什么|啥)码|(?:哪些|哪几|几个|几种|多少)个?(?:码|尺码|号|尺寸)|"
                           r"[一单](?:只|个|双|对|副|套|盒|支)[^，,。？?！!]{0,6}还是[一两]?(?:只|个|双|对|副|套|盒|支)|"
                           r"有\s*(?:\d{2}(?:\.5)?\s*[码号]|\d?x{0,3}[sml]\s*码?)\s*的?\s*(?:吗|么|嘛|不|没)|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|装(?:多少|几|得下)|"
@@ -762,8 +763,9 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
                      or any(not unspecific(g) for g in goods_phrases(text[m.end() + 1:], []))):
             continue   # 能装衣服的包: clothes are what the bag holds, not the category to list
         held = [h for h in _HOLDING.finditer(text, 0, m.start()) if h.start() >= clause_start(text, m.start())]
-        if held and (any(e <= held[-1].start() for _, e, _ in spans) or m.start() - held[-1].end() <= 1):
-            continue   # 想买个双肩包 装健身的鞋子衣服, 要装湿衣服: what goods hold, not the category to list
+        if held and (any(e <= held[-1].start() for _, e, _ in spans) or m.start() - held[-1].end() <= 1) \
+                or _HELD_AFTER.match(text, m.end()):
+            continue   # 想买个双肩包 装健身的鞋子衣服, 要装湿衣服, 干衣服塞一个包里: what goods hold, not the category
         # listed when a list is asked, or when the rest asks only about it (护具有吗, 护具多少钱: which there are)
         asked_alone = listing or _only_asking(re.sub(r"[\s，,。.!！]+", "", text[:m.start()] + text[m.end():]))
         if alone is None and asked_alone and (word not in vocabulary.names or use or _sport_asked(text, m.start(), m.end())) \
@@ -935,6 +937,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
     goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
                   and not _asked_of_goods(g) and g not in story and not _says_no_thing(g))
+    held = tuple(g for g in goods if _HELD_AFTER.match(folded, folded.find(g) + len(g)))
+    if held and _HAVING.search(folded, max(folded.find(g) for g in held)):
+        goods = tuple(g for g in goods if g not in held)   # 湿泳衣跟干衣服塞一个包里…有没有能分开装的包: what is held
     if not products and not ruled.products and not any(is_han(ch) for g in goods for ch in g) \
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
@@ -963,6 +968,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if pointer is not None and by_price and (_SUPERLATIVE.search(folded) or sort == "stock_desc") \
             and (brand or category or _WHOLE_SHOP.search(folded)):
         pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
+    if pointer is not None and pointer.kind == "this" and brand and has_focus and not products \
+            and re.search(f"{re.escape(brand.lower())}的?[那这][{MEASURE_WORDS}]", folded.lower()):
+        asks.discard(Ask.LIST)   # 不是，我说的是威尔胜那个室外耐磨的: the brand's one of the kind discussed, no list
     if not products and not goods and not parts and pointer is None and not has_focus and not ruled.products:
         goods = kind_written(folded, vocabulary)   # 包多少钱: a kind of goods written as one character
     if category and goods and _story_category(folded, category, goods):
@@ -1057,7 +1065,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
             category = None   # 跑步喝水用的: goods for drinking on a run, of any category
         else:
             wanted = ""       # 有什么徒步用的东西: the category's goods
-    return Intent(folded, products, parts, per, overall, high, low, brand, category,
+    return _of_the_brand(Intent(folded, products, parts, per, overall, high, low, brand, category,
                   bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans
@@ -1068,7 +1076,23 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
-                  kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled)
+                  kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled),
+                         spans, vocabulary)
+
+
+def _of_the_brand(asked: Intent, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> Intent:
+    """阿迪达斯的足球, 彪马的足球: the brand's one product of the kind named (青少年训练足球, 室内五人制足球) when the product of
+    that name is another brand's (耐克's 足球); as read when the brand has none or several of that kind."""
+    if not asked.brand or len(asked.products) != 1:
+        return asked
+    own = asked.products[0]
+    brand = asked.brand.lower()
+    if (vocabulary.brand_of.get(own) or "").lower() == brand:
+        return asked
+    words = {asked.text[s:e] for s, e, pid in spans if pid == own}
+    of_brand = {other for word in words for other in vocabulary.ending_with(word)
+                if (vocabulary.brand_of.get(other) or "").lower() == brand}
+    return replace_product(asked, own, of_brand.pop()) if len(of_brand) == 1 else asked
 
 
 def _of_its_line(text: str, spans: list[tuple[int, int, str]],
@@ -1473,11 +1497,19 @@ def _names_goods(piece: str, vocabulary: Vocabulary) -> bool:
     return any(not _story_word(g) and not _says_no_thing(g) for g in goods_phrases(piece, []))
 
 
+# after goods: they are what something holds (湿泳衣跟干衣服塞一个包里), joined to others or not
+_HELD_AFTER = re.compile(r"(?:[跟和与及][\u4e00-\u9fff]{1,6}?)?(?:都|全)?(?:塞|装|放|搁)(?:进|在|到)?")
+_STATE = re.compile(r"(?<=[\u4e00-\u9fff])得(?P<rest>[\u4e00-\u9fff]+)")   # 辣得睁不开: how it feels
+
+
 def _says_no_thing(phrase: str) -> bool:
-    """A phrase of words that never name goods (货码: 货 and 码, typed for 货吗), or a quality a little more (贵点,
-    便宜些, 大一点: an adjective and 点/些): how the customer asks, not goods."""
-    if all(never_goods(c) for c in phrase):
-        return True
+    """A phrase of words that never name goods (货码: 货 and 码, typed for 货吗), a state told (辣得睁不开), or a quality
+    a little more (贵点, 便宜些, 大一点: an adjective and 点/些): how the customer asks or feels, not goods."""
+    if all(never_goods(c) for c in phrase) or phrase.startswith(("全都", "全部都", "都")):
+        return True   # 货码; 全都潮: "all of it", then how it is
+    if (state := _STATE.search(phrase)) and "的" not in state.group("rest") and (state.group("rest")[:1] in "不没很太好直" or state.group("rest")[1:2] == "不"
+                                             or dictionary_tag(jieba.lcut(state.group("rest"))[0])[:1] in ("v", "a", "d")):
+        return True   # 辣得睁不开, 累得不行: a state told (a feeling, 得 and how much), not goods
     quality = re.sub(r"一?[点些]$", "", phrase)
     return quality != phrase and bool(quality) and dictionary_tag(quality).startswith("a")
 

@@ -247,6 +247,25 @@ def framed_objects(text: str, covered: list[tuple[int, int]]) -> list[tuple[int,
     return spans
 
 
+_GRADE_NUMBERS = {c: i for i, c in enumerate("一二三四五六", start=1)} | {str(i): i for i in range(1, 7)}
+# a school year, as people say a child's age (上三年级的闺女, 初二的儿子): the age it means, for the embedder
+_SCHOOL_YEAR = re.compile(r"(?:小学)?(?P<primary>[一二三四五六1-6])年级|初(?P<middle>[一二三])(?![次步级])|"
+                          r"高(?P<high>[一二三])(?![点些级])|(?P<kindergarten>幼儿园)")
+
+
+def with_ages(text: str) -> str:
+    """`text` with the age a school year means written after it (上三年级的闺女 → 上三年级（9岁）的闺女): an embedder
+    reads an age, not a school year, as a child's."""
+    def age(m: re.Match[str]) -> str:
+        if m.group("kindergarten"):
+            years = 5
+        else:
+            level, base = next((m.group(g), b) for g, b in (("primary", 6), ("middle", 12), ("high", 15)) if m.group(g))
+            years = base + _GRADE_NUMBERS[level]
+        return f"{m.group(0)}（{years}岁）"
+    return _SCHOOL_YEAR.sub(age, text)
+
+
 def never_goods(word: str) -> bool:
     """A word of one of the families that never name goods (people, the shop, aspects of goods, social words…)."""
     return word in _NOT_GOODS

@@ -22,7 +22,7 @@ from agent.clock import today_shanghai
 from agent.context import TurnContext
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
-from agent.mentions import PRICE_WORDS, clause_start, contradicted_phrase, qualifiers
+from agent.mentions import PRICE_WORDS, clause_start, contradicted_phrase, qualifiers, with_ages
 from agent.models import ChatModel, ModelError
 from agent.offline import OfflineModel
 from agent.prompts import build_messages
@@ -129,6 +129,10 @@ class Agent:
             if len(shown) == 1 and not (asked.products or asked.goods or asked.category or asked.brand):
                 # 不对 我说的是给小孩练的那个小一号的 after 足球: described, so one of the shown product's line
                 asked = await self._of_the_line(text, asked, shown[0], vocabulary, exclude_own=True)
+            elif len(shown) == 1 and asked.brand and asked.reference is not None and not (asked.products or asked.goods):
+                # 哦不是，我说的是威尔胜那个室外耐磨的 after 斯伯丁篮球: the brand's one of the kind shown, not its list
+                asked = await self._another_brand(dataclasses.replace(asked, asks=asked.asks - {intent.Ask.LIST}),
+                                                  dataclasses.replace(memory, focus_product_ids=shown), vocabulary)
         asked = self._another_kind(text, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)
@@ -250,8 +254,8 @@ class Agent:
         finds closest — to the qualifying words with the name, and to the whole message (its vector is
         the router's, already computed), on average — when clearly closer than the product of that name."""
         for own, (query, *options) in intent.qualified(asked, vocabulary).items():
-            phrase = await self.search.closeness(query[:200], options)
-            whole = await self.search.closeness(text[:200], options)
+            phrase = await self.search.closeness(with_ages(query)[:200], options)
+            whole = await self.search.closeness(with_ages(text)[:200], options)
             close = {pid: (phrase[pid] + whole[pid]) / 2 for pid in options if pid in phrase and pid in whole}
             if (best := _clearly_closer(close, own)) is not None:
                 asked = intent.replace_product(asked, own, best)
@@ -276,7 +280,7 @@ class Agent:
         others = sorted(vocabulary.ending_with(name)) if name else []
         if not others:
             return asked
-        close = await self.search.closeness(f"{text[:150]} {name}", [shown, *others])
+        close = await self.search.closeness(f"{with_ages(text)[:150]} {name}", [shown, *others])
         if (best := _clearly_closer(close, shown, exclude_own=exclude_own)) is not None:
             return dataclasses.replace(asked, products=(best,), follow_up=False, reference=None, goods=(), subject="",
                                        near_miss="", related=("", ""), foreign_qualifier="")
@@ -555,7 +559,7 @@ class Agent:
             shown = [pid for pid in shown if vocabulary.brand_of.get(pid) == asked.brand] or shown
         described = intent.pointer_description(asked.text)
         if len(shown) >= 2 and described:
-            close = await self.search.closeness(described[:200], shown)
+            close = await self.search.closeness(with_ages(described)[:200], shown)
             ranked = sorted(close, key=close.__getitem__, reverse=True)
             if len(ranked) >= 2 and (best := _clearly_closer(close, ranked[1])) is not None:
                 shown = [best]

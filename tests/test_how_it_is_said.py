@@ -216,3 +216,41 @@ def test_clauses_of_one_request_are_no_parts_to_compare(vocabulary):
 async def test_which_suits_someone_after_a_list_picks_the_one_described(agent):
     answers = await converse(agent, ["足球都有哪几种", "给我家8岁的小孩踢着玩，哪个合适", "那就要两个"])
     assert "青少年训练足球" in answers[1] and "青少年训练足球" in answers[2] and "178元" in answers[2], answers
+
+
+@pytest.mark.parametrize(("text", "meant"), [("女儿上二年级", "二年级（8岁）"), ("儿子初三了", "初三（15岁）"),
+                                             ("高二的学生", "高二（17岁）"), ("初次购买", "初次购买"), ("高点的", "高点的")])
+def test_a_school_year_is_read_as_an_age(text, meant):
+    from agent.mentions import with_ages
+    assert meant in with_ages(text)
+
+
+async def test_a_child_told_by_school_year_gets_the_youth_product(agent):
+    answers = await converse(agent, ["足球怎么卖", "是给我家读小学二年级的儿子买"])
+    assert "青少年训练足球" in answers[1], answers
+
+
+@pytest.mark.parametrize(("text", "product"), [("彪马的足球怎么卖", "007"), ("阿迪的足球还有吗", "006"),
+                                               ("耐克的足球怎么卖", "001")])
+def test_a_brand_with_a_kind_name_means_that_brands_one(vocabulary, text, product):
+    assert read(text, vocabulary).products == (product,)
+
+
+async def test_a_correction_to_another_brands_one_of_the_kind_shown(agent):
+    answers = await converse(agent, ["斯伯丁的篮球多少钱", "不对，我要问的是威尔胜那个"])
+    assert "室外耐磨篮球" in answers[1] and "为您找到" not in answers[1], answers
+
+
+async def test_thick_or_not_asks_the_thickness(agent):
+    answers = await converse(agent, ["瑜伽垫怎么卖", "它厚不厚 跪着会不会硌"])
+    assert "8毫米" in answers[1], answers
+
+
+async def test_a_state_told_is_no_goods_not_sold(agent):
+    answer = await reply(agent, "骑车的时候汗流下来蛰得睁不开眼，有能挡汗的东西吗")
+    assert "没有销售" not in answer, answer
+
+
+def test_what_is_held_in_a_bag_is_no_goods_asked(vocabulary):
+    asked = read("健身完湿毛巾和衣服都塞在一个袋子里，有没有能分开放的包", vocabulary)
+    assert asked.category is None and "毛巾" not in "".join(asked.goods) and not asked.parts, asked
