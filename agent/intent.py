@@ -232,11 +232,13 @@ class Vocabulary:
     @cached_property
     def brands_longest_first(self) -> tuple[tuple[str, str], ...]:
         """(brand, its folded spelling), the longest first, sorted once — not at every message."""
-        return tuple((b, b.lower()) for b in sorted(self.brands, key=len, reverse=True))
+        return tuple((b, b.lower()) for b in sorted(self.brands, key=lambda b: (-len(b), b)))
 
     def brands_in(self, folded: str) -> list[str]:
-        """The brands a folded message writes (by their folded spelling), the longest first."""
-        return [b for b, low in self.brands_longest_first if low in folded]
+        """The brands a folded message writes (by their folded spelling), in the order written (the longer first
+        where two start together) — never in the order of a set, which changes from one process to the next."""
+        found = [(folded.find(low), -len(low), b) for b, low in self.brands_longest_first if low in folded]
+        return [b for _, _, b in sorted(found)]
 
     @cached_property
     def products_of_brand(self) -> dict[str, tuple[str, ...]]:
@@ -423,6 +425,7 @@ class Intent:
         long question about nothing (新客第一单买的话多少钱)."""
         return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text)) \
             and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text)) and not self.asked_outright \
+            and not ((on := _ON_GOODS.search(self.text)) and self.subject and self.text.find(self.subject) > on.start()) \
             and tells_something(self.text)   # 想看看你们家的商品: shop talk, however long, tells no need
 
     @property
@@ -443,8 +446,12 @@ class Intent:
             return True
         clause = next((c.group() for c in _CLAUSE.finditer(self.text) if self.subject in c.group()), "")
         before = "(?:[\u4e00-\u9fff]{1,8}的)" if described else ""
-        rest = re.sub(f"{before}{re.escape(self.subject)}", "", clause, count=1)
-        return bool(clause) and (not rest or _only_asking(rest))
+        found = re.search(f"{before}{re.escape(self.subject)}", clause)
+        if found is None:
+            return False
+        # 那个跑步机你们有没有就是家里用的那种: a filler before the thing, and the kind described after it
+        rest = _FILLER_BEFORE.sub("", clause[:found.start()]) + _KIND_AFTER.sub("", clause[found.end():])
+        return not rest or _only_asking(rest)
 
     @property
     def tells_need(self) -> bool:
@@ -893,12 +900,17 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                                    and vocabulary.brand_of.get(pid) in ruled.brands))
     products = tuple(dict.fromkeys(pid for _, _, pid in spans if not excluded(pid, ruled, vocabulary)))
     sports = _sports_played(folded, spans, vocabulary)
+    put_on = [(s, e) for s, e, _ in spans if folded[e:e + 1] == "上" and _USE_OF.match(folded, e)]   # 网球拍上装的
     spans, products = _playing(folded, spans, products, vocabulary)
     # a price stated to be confirmed (壶铃99对吧) is no count and no budget: blanked, the positions kept
     figures = _STATED_PRICE.sub(lambda m: " " * len(m.group()), folded) if spans else folded
     per, overall, paired, overall_paired = quantities(figures, spans)
     high, low = budget(figures)
-    brand = next((b for b in vocabulary.brands_in(folded) if b not in ruled.brands | ruled.naming), None)
+    brands = [b for b in vocabulary.brands_in(folded) if b not in ruled.brands | ruled.naming]
+    corrected = _CORRECTION.search(folded, 1)
+    if corrected and (later := [b for b in vocabulary.brands_in(folded[corrected.end():]) if b in brands]):
+        brands = later   # 斯伯丁篮球多少钱？哦不是，我说的是威尔胜那个室外耐磨的: the brand said after the correction
+    brand = next(iter(brands), None)
     labels = frozenset(labels or ())
     if "policy:sizing" in labels and not _SIZE_WORDS.search(folded):
         labels = labels - {"policy:sizing"}   # 带跳操课 穿什么鞋合适: which shoes, no size asked
@@ -930,13 +942,16 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
         # 我儿子9岁，校队训练用的，哪个合适: clauses of one request, not things to compare — parts name goods each
         parts = tuple(pieces) if sum(_names_goods(p, vocabulary) for p in pieces) >= 2 else ()
-    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports) \
+    phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports + put_on) \
         if not products and not ruled.products else []   # 帐篷我就不要了，其他的: the rest of where it is
     phrases = [p for p in phrases if not any(p.endswith(folded[s:e]) and (p == folded[s:e] or _PLAY.search(p[:s - e]))
                                              for s, e in sports)]   # 打网球: the sport played, no goods
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
     goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
                   and not _asked_of_goods(g) and g not in story and not _says_no_thing(g))
+    carriers = tuple(g for g in goods if _ON_GOODS.match(folded, folded.find(g) + len(g)))
+    if carriers and len(carriers) < len(goods):
+        goods = tuple(g for g in goods if g not in carriers)   # 球拍上缠的那种手胶: the grip asked for, not the racket
     held = tuple(g for g in goods if _HELD_AFTER.match(folded, folded.find(g) + len(g)))
     if held and _HAVING.search(folded, max(folded.find(g) for g in held)):
         goods = tuple(g for g in goods if g not in held)   # 湿泳衣跟干衣服塞一个包里…有没有能分开装的包: what is held
@@ -965,6 +980,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if _POINTED_THING.fullmatch(near):
         near = ""   # 最便宜的那个球: a pointer at the goods named, not another thing
     pointer = reference(folded) if not products else None
+    if pointer is not None and pointer.kind == "this" and goods \
+            and all(noun_stem(g)[-1:] not in vocabulary.name_endings for g in goods) \
+            and re.search(f"[这那][种款个](?:{'|'.join(map(re.escape, goods))})", folded):
+        pointer = None   # 网球拍上装的那种避震器: a kind of thing described, of no kind the shop sells, not what was shown
     if pointer is not None and by_price and (_SUPERLATIVE.search(folded) or sort == "stock_desc") \
             and (brand or category or _WHOLE_SHOP.search(folded)):
         pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
@@ -1207,6 +1226,13 @@ _WANTED_IN = re.compile("(?<![不别没])" + _WANTED.pattern.removesuffix("$"))
 
 # goods told by their use (跑步喝水用的, 游泳时装湿衣服用的): the use is the thing wanted
 _USED_FOR = re.compile(r"(?P<object>[\u4e00-\u9fff]{2,12}用的)")
+# a thing described by the goods it is put on (网球拍上装的那种避震器): asked for, not a need told
+_ON_GOODS = re.compile(r"上(?:装|配|绑|缠|贴)的")
+# said around the thing asked, in speech: a filler before it (那个, 就是, 嗯), the kind described after it (就是家里用的那种)
+_FILLER_BEFORE = re.compile(r"^(?:那个|这个|就是|嗯|呃|那)")
+_KIND_AFTER = re.compile(r"(?:就是)?[\u4e00-\u9fff]{1,8}?的(?:那种|这种|那款|这款)$")
+# asking words inside a use clause (跑步机你们有没有就是家里用的): the use is what follows them (家里用的)
+_ASKING_INSIDE = re.compile(r"有没有|有卖|你们|你家|就是|那种|这种")
 
 
 # what a use clause says besides its activity and its thing: asking words, particles, 时/时候
@@ -1223,7 +1249,7 @@ def _wanted(text: str) -> str:
     """The object of the last clause that says what the customer wants to buy, or what for (…用的), '' when
     none does: after a story (最近开始游泳加健身…想买个能分开装的包) it, not the story's nouns, is the goods to
     search for, and an activity inside it (跑步喝水用的) is what the goods are for, not a category to list."""
-    found = [m.group("object") if m.re is _WANTED else without_asking_lead(m.group("object"))
+    found = [m.group("object") if m.re is _WANTED else without_asking_lead(_ASKING_INSIDE.split(m.group("object"))[-1])
              for clause in _CLAUSE.finditer(text)
              if (m := _WANTED.search(clause.group()) or _USED_FOR.search(clause.group()))]
     # …打算买个能撑一下的东西: a thing described by its use alone, which the story says better
@@ -1396,7 +1422,8 @@ def _sport_asked(text: str, start: int, end: int) -> bool:
 
 
 # after a catalog mention, 用的 and then goods (足球用的手套), not an asking word (足球用的吗, 篮球用的有吗)
-_USE_OF = re.compile(r"(?:时|时候)?(?:用|穿|戴)的(?![有吗呢么嘛吧多怎是还都能可会])[\u4e00-\u9fff]")
+_USE_OF = re.compile(r"(?:(?:时|时候)?(?:用|穿|戴)的|上(?:装|配|绑|缠|贴)的(?:那种|这种|那个)?)"
+                     r"(?![有吗呢么嘛吧多怎是还都能可会])[\u4e00-\u9fff]")   # …and 网球拍上装的避震器: a thing put on it
 
 
 def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, ...], vocabulary: Vocabulary):

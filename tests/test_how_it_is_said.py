@@ -254,3 +254,24 @@ async def test_a_state_told_is_no_goods_not_sold(agent):
 def test_what_is_held_in_a_bag_is_no_goods_asked(vocabulary):
     asked = read("健身完湿毛巾和衣服都塞在一个袋子里，有没有能分开放的包", vocabulary)
     assert asked.category is None and "毛巾" not in "".join(asked.goods) and not asked.parts, asked
+
+
+async def test_a_thing_asked_between_spoken_fillers_is_said_not_sold(agent):
+    answer = await reply(agent, "那个椭圆机你们有没有 就是放家里用的那种")
+    assert "没有销售" in answer and "椭圆机" in answer, answer
+
+
+async def test_a_thing_put_on_a_product_is_asked_for_itself(agent):
+    answers = await converse(agent, ["羽毛球拍多少钱", "那球拍上缠的那种手胶呢"])
+    assert "没有销售" in answers[1] and "手胶" in answers[1], answers
+
+
+def test_the_brands_written_are_read_in_the_order_written(vocabulary):
+    # brands of one length were read in a set's order, which changes from one process to the next
+    assert vocabulary.brands_in("斯伯丁的和威尔胜的比哪个好") == ["斯伯丁", "威尔胜"]
+    assert vocabulary.brands_in("威尔胜的和斯伯丁的比哪个好") == ["威尔胜", "斯伯丁"]
+
+
+def test_a_brand_corrected_in_the_same_message_is_the_one_meant(vocabulary):
+    asked = read("耐克的足球多少钱？哦不对，我是说彪马那个", vocabulary)
+    assert asked.brand == "彪马" and asked.products == ("007",), asked
