@@ -50,8 +50,11 @@ from agent.memory import InProcessMemory, Turn
 # vague then clear, two questions) by another helper the same way after test18 was mended (first run at ef8978a:
 # 91.7%, and 91.7% at 3d13a09); test20 (60: other names, described needs, follow-ups, two questions, budgets, goods for
 # someone, things not sold, corrections, comparisons, quantities under a promotion, written as many kinds of people) by
-# a third helper the same way after test19 was mended (first run at b9c1007: 81.7%, and 81.7% at 3d13a09; 88.3% with four labels the helper wrote
-# as "324.0元" mended to the bot's "324元", no phrasing changed).
+# a third helper the same way after test19 was mended (first run at b9c1007: 81.7%, and 81.7% at 3d13a09; 88.3% with
+# four labels the helper wrote as "324.0元" mended to the bot's "324元", no phrasing changed); test21 (60: conversations
+# of two or three turns — browse then narrow, a product then a policy, compare then choose, gifts, not sold then an
+# alternative, quantities changed, a spec then the price, messy writing, two questions, described needs) by a fourth
+# helper after test20 was mended (first run at 46d796b: 81.7%, and 81.7% at 3d13a09).
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -62,7 +65,7 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test14.jsonl", "dialogues-understanding-test15.jsonl",
            "dialogues-understanding-test16.jsonl", "dialogues-understanding-test17.jsonl",
            "dialogues-understanding-test18.jsonl", "dialogues-understanding-test19.jsonl",
-           "dialogues-understanding-test20.jsonl")
+           "dialogues-understanding-test20.jsonl", "dialogues-understanding-test21.jsonl")
 
 
 @dataclass(frozen=True)
