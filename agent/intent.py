@@ -132,6 +132,7 @@ _SORTS = (("price_asc", re.compile(rf"最便宜|(?<!买)最实惠|最低价|(?:�
 # Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
 _KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸|库存|货|够)"
                           r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s])|有什么(?:款|种|牌子)")
+_SAID_OF_POINTED = re.compile(rf"(?P<what>[\u4e00-\u9fff]{{1,8}})的?[那这][{MEASURE_WORDS}]")   # 容量大的那个
 _KINDS_BEFORE = re.compile(r"(?:哪些|哪几[种款样类]|什么[款种样]的?|几[种款样]|啥[款种样]的?)$")   # 有哪些足球: kinds, then the name
 # A pointer with a kind of goods (那个球, 这双鞋): the goods named or shown, never a thing not sold
 _POINTED_THING = re.compile(f"[那这哪][{MEASURE_WORDS}]?[\u4e00-\u9fff]")
@@ -890,7 +891,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
-    spans = _of_its_line(folded, _named(folded, vocabulary), vocabulary)
+    spans = _brand_before(folded, _of_its_line(folded, _named(folded, vocabulary), vocabulary), vocabulary)
     ruled = ruled_out(folded, spans, vocabulary.brands, vocabulary.products_of_kind)
     rest_asked = bool(THE_REST.search(folded) or _LOOKING.search(folded))   # 其他的还有什么, 我想看看
     if ruled and not (rest_asked or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
@@ -987,6 +988,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if pointer is not None and by_price and (_SUPERLATIVE.search(folded) or sort == "stock_desc") \
             and (brand or category or _WHOLE_SHOP.search(folded)):
         pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
+    if pointer is not None and Ask.SPEC in asks and Ask.PRICE in asks \
+            and (said := _SAID_OF_POINTED.search(folded)) and _ASK_PATTERNS[Ask.SPEC].search(said.group("what")) \
+            and not _ASK_PATTERNS[Ask.SPEC].search(folded, said.end()):
+        asks.discard(Ask.SPEC)   # 那就要容量大的那个，拿3个多少钱: the capacity says which one, the price is asked
     if pointer is not None and pointer.kind == "this" and brand and has_focus and not products \
             and re.search(f"{re.escape(brand.lower())}的?[那这][{MEASURE_WORDS}]", folded.lower()):
         asks.discard(Ask.LIST)   # 不是，我说的是威尔胜那个室外耐磨的: the brand's one of the kind discussed, no list
@@ -1097,6 +1102,24 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
                   kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled),
                          spans, vocabulary)
+
+
+def _brand_before(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
+    """斯伯丁那个篮球跟威尔胜那个室外篮球比: each name with the brand written right before it (in its clause, after the
+    name before it) is that brand's one product of the kind the name names, when the product of that name is
+    another brand's (篮球 of 威尔胜 → 室外耐磨篮球)."""
+    out, since = [], 0
+    for start, end, pid in spans:
+        clause = max(since, clause_start(text, start))
+        before = vocabulary.brands_in(text[clause:start])
+        brand = before[-1].lower() if before else ""
+        if brand and (vocabulary.brand_of.get(pid) or "").lower() != brand:
+            of_brand = [other for other in sorted(vocabulary.ending_with(text[start:end]))
+                        if (vocabulary.brand_of.get(other) or "").lower() == brand]
+            pid = of_brand[0] if len(of_brand) == 1 else pid
+        out.append((start, end, pid))
+        since = end
+    return out
 
 
 def _of_the_brand(asked: Intent, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> Intent:
@@ -1217,8 +1240,9 @@ _PRICED = re.compile(f"[\u4e00-\u9fff]{{2,8}}(?:{PRICE_WORDS})")   # 卧推凳�
 # the shop's premises: a kind of shop building, where the shop is, going there
 _PREMISES = re.compile(r"(?:实体|线下|门|分|旗舰|专卖|体验|直营)店|店(?:在|开在)哪|店.{0,2}地址|去(?:你们)?店里")
 # a buying clause and its object (想买个能分开装的包, 打算入一双轻点的跑鞋): the goods wanted, described or named
-_WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:买|找|入手|入|换)(?:[一两\d]?[{MEASURE_WORDS}])?"
-                     r"(?P<object>[\u4e00-\u9fff]{1,12})$")
+_WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:给|帮|替)?(?:他|她|你|他们|她们|孩子|我)?(?:买|找|入手|入|换|送)"
+                     rf"(?:给)?(?:他|她|你|他们|她们)?(?:[一两\d]?[{MEASURE_WORDS}])?"
+                     r"(?P<object>[\u4e00-\u9fff\d、]{1,16})$")
 
 
 # a buying clause anywhere in a message, not a refusal (不想买了)
@@ -1243,6 +1267,13 @@ def _says_more(wanted: str, activity: tuple[str, ...]) -> bool:
     """Whether goods wanted for a use say more than the activity a category names (跑步喝水用的, not 徒步用的)."""
     rest = re.sub("|".join(map(re.escape, activity)), "", wanted)
     return len(_NOT_THE_USE.sub("", rest)) >= 2
+
+
+def wanted_phrase(text: str) -> str:
+    """The object of the last buying clause as written, however generic (想送他个能测心率、看配速的东西): what the goods
+    are described to do; '' when no clause says what the customer wants to buy."""
+    found = [m.group("object") for clause in _CLAUSE.finditer(text) if (m := _WANTED.search(clause.group()))]
+    return found[-1] if found else ""
 
 
 def _wanted(text: str) -> str:
@@ -1615,7 +1646,7 @@ def refers_back(text: str) -> bool:
 
 # What is left of a message once its asking words are out and that says nothing of what about.
 _PAYING_ASKED = re.compile(f"{PAYING}(?={PRICE_WORDS})")
-_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有卖还是要请问亲你们家店里货应该会~～…？?]")
+_ASKING_REST = re.compile(r"[啊呀吗呢吧嘛么哦噢哈啦咯嘞呗不没的了有卖还是要请问想下亲你们家店里货应该会~～…？?]")
 
 
 @lru_cache(maxsize=1024)   # read by refers_back and by describes_need, a property read at every step of a turn

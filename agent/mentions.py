@@ -84,8 +84,10 @@ _ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{MEA
 _LAST = re.compile(f"(?:最后|后面|后一|下面)的?(?:那|这)?[{MEASURE_WORDS}]|(?:最后|后面)那")
 _FIRST = re.compile(f"(?:前面|前一|上面|最前)的?(?:那|这)?[{MEASURE_WORDS}]|最前面")
 _CHEAPEST = re.compile(f"(?:便宜|实惠|低价|价格低|价低)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最便宜的"
+                       rf"|(?:要|就要|拿|选|买)(?:便宜|实惠)(?:点|些|一点)?的(?=[，,。！!？?\s吧]|$)"   # 那就要便宜的，
                        f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:便宜|实惠|低)")   # 哪个最便宜: of those shown
 _DEAREST = re.compile(f"(?:贵|价格高|价高|高档)(?:点|些|一点)?的?(?:那|这)?(?:[{MEASURE_WORDS}]|个)|最贵的"
+                      rf"|(?:要|就要|拿|选|买)贵(?:点|些|一点)?的(?=[，,。！!？?\s吧]|$)"
                       f"|哪[{MEASURE_WORDS}]?(?:是|的价格|价格|价钱)?最(?:贵|高)")
 # The most in stock (哪个库存最多, 哪款现货最充足, 剩得最多的): of those shown, or the first of a stock order
 FULLEST = re.compile(r"(?:库存|存货|现货|货)(?:最多|最充足|最足|最大)|剩(?:得|的|下)?最多|数量最多|最多货")

@@ -25,10 +25,11 @@ from agent.intent import (
     need_in_comparison,
     noun_stem,
     unspecific,
+    wanted_phrase,
 )
 from agent.mentions import contradicted_phrase
 from agent.models import Message, ModelReply, ToolCall
-from agent.sizes import size_unstated
+from agent.sizes import size_stated, size_unstated
 from agent.tools import SUBMIT
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
 from guardrails.fallback import SAFE_FALLBACK
@@ -299,7 +300,7 @@ class OfflineModel:
     def _unlike_record(asked: Intent, main: Product) -> str:
         """The thing asked for, when the product found is not it by its own record: a size the record states others
         of (给闺女买轮滑鞋 她穿28码: 尺码35-45), or goods for someone it says it is not for (女士连体泳衣 → 男士泳裤); ''."""
-        size = size_unstated(asked.text, f"{main.product_name} {main.specifications or ''}")
+        size = size_unstated(asked.text, _sized_text(main))
         if size:
             return f"{size}的{asked.subject or next(iter(asked.named), '') or base_name(main.product_name)}"
         if not asked.subject or asked.products:
@@ -355,7 +356,14 @@ class OfflineModel:
             return answers.not_sold_line(asked.near_miss) + itself[0], itself[1], itself[2]
         subject = asked.subject
         if unlike := self._unlike_record(asked, main):   # 她穿28码 (35-45), 女士连体泳衣 (男士泳裤): not that one
-            return (*answers.related_answer(unlike, [main]), AnswerStatus.GROUNDED)
+            # …unless another product found, of the same kind, states that size (正规的5号比赛用球: 足球, not 五人制)
+            sized = next((findings.products[p] for p in order[1:] if findings.products[p].product_name[-1:]
+                          == main.product_name[-1:] and size_stated(asked.text, _sized_text(findings.products[p]))),
+                         None)
+            if sized is None:
+                return (*answers.related_answer(unlike, [main]), AnswerStatus.GROUNDED)
+            main, order = sized, [sized.product_id, *(p for p in order if p != sized.product_id)]
+            findings = dataclasses.replace(findings, candidates=order)
         if kind := self._bare_kind(asked):   # 鞋子多少钱: which shoes? those found
             of_kind = [findings.products[p] for p in order if answers.of_kind(kind, findings.products[p])]
             if len(of_kind) >= 2:
@@ -541,6 +549,9 @@ class OfflineModel:
             words = OfflineModel._listing_words(asked)
             if not words and asked.describes_need and not (asked.category or asked.brand or asked.superlative):
                 words = question   # a need told in a sentence, with a budget: search by the sentence
+            elif not words and asked.describes_need and asked.category and not asked.brand \
+                    and (does := _WHAT_IT_DOES.search(wanted_phrase(asked.text))):
+                words = does.group("does")   # 他每天都去跑步，想送他个能测心率、看配速的东西: of that category, what it does
             return [("search_products", OfflineModel._listing_filters(asked, words))]
         if asked.several and not asked.products:
             return [("search_products", {"query": part[:200], "top_k": 3}) for part in asked.parts[:5]]
@@ -554,3 +565,12 @@ class OfflineModel:
             return []   # 那买三个呢 with nothing discussed yet: ask which product
         # the customer's own words: the router embedded them already, so the search reuses that vector
         return [("search_products", {"query": question[:200], "top_k": 3})]
+
+
+# goods wanted by what they do (能测心率、看配速的东西), not named
+_WHAT_IT_DOES = re.compile(r"(?:能|可以|会|用来)(?P<does>[^的]{1,12})的(?:东西)?$")
+
+
+def _sized_text(product: Product) -> str:
+    """Where a product's record states its sizes: its name and specifications."""
+    return f"{product.product_name} {product.specifications or ''}"

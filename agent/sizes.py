@@ -55,6 +55,17 @@ def size_before(text: str, name: str) -> tuple[str, str, Decimal] | None:
 GOODS_UNITS = frozenset({"人", "号", "升", "毫升", "码", "寸"})
 
 
+def size_stated(text: str, record: str) -> bool:
+    """Whether a size the message asks for (5号, 42码) is one the product's record states (its unit, its range)."""
+    stated = sizes(record)
+    for m in _SIZE.finditer(fold(text)):
+        unit = _SIZE_UNITS[m.group("unit")]
+        value = _size_value(m.group("low"))
+        if unit in GOODS_UNITS and value is not None and any(low <= value <= high for low, high in stated.get(unit, ())):
+            return True
+    return False
+
+
 def size_unstated(text: str, record: str) -> str:
     """A size the message asks for (50升的登山包, 她穿28码) in a unit the product's record states sizes in, none of which
     holds it: the size as written; '' when there is none (the shop cannot say it has that size)."""

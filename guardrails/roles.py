@@ -101,4 +101,6 @@ QUANTITY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
     (Role.MIN_QUANTITY, re.compile("^\\s*(?:及|或)?(?:以上|起购|起)")),
 )
 
-FIRST_PURCHASE_WORDS = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购|新号|新账号")
+FIRST_PURCHASE_WORDS = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购|新号|新账号|"
+                                  r"(?:从来|从|一单都|一次都)?没(?:有)?(?:在(?:你们家|你家|这家|贵店|店里|这里|这儿))?"
+                                  r"(?:买过|下过单?|下单过)(?=东西|$|[，,。！!？?\s吗呢])")   # 从没在你们家买过东西

