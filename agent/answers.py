@@ -15,6 +15,7 @@ import jieba
 from pypinyin import Style, lazy_pinyin
 
 from agent.intent import Ask, Intent, base_name, noun_stem
+from agent.sizes import sizes
 from agent.tools import DetailsResult, SearchResult
 from db.facts import (
     PRICE_TYPES,
@@ -294,6 +295,31 @@ def price_promotions(promotions: Iterable[Promotion]) -> list[Promotion]:
     return [p for p in promotions if p.discount_type in PRICE_TYPES]
 
 
+# A comparison by a figure each record states (哪个能装的水多, 哪个容量大, 哪个轻): the words asking it, the units it is
+# stated in (as a multiple of the smallest), and what the larger figure is said to be
+_MEASURED = ((re.compile("容量|装[得的]?(?:水)?多|能装.{0,2}多"), {"升": 1000, "毫升": 1}, "容量更大，能装得更多"),
+             (re.compile("哪[个款双只件套]?(?:更|比较)?[轻重]|重量|多重"), {"公斤": 1000, "斤": 500}, "更重"))
+
+
+def measured_comparison(products: Sequence[Product], text: str) -> tuple[Product, Product, str] | None:
+    """(the larger, the smaller, what the larger is) by a figure every product's record states in the unit asked
+    (运动水壶 750毫升 vs 保温运动水杯 500毫升), or None when the message asks none or a record states none."""
+    for pattern, units, larger in _MEASURED:
+        if not pattern.search(text):
+            continue
+        values = {}
+        for p in products:
+            stated = sizes(f"{p.product_name} {p.specifications or ''}")
+            found = [high * units[u] for u in units for _, high in stated.get(u, ())]
+            if len(found) != 1:
+                return None
+            values[p.product_id] = found[0]
+        big = max(products, key=lambda p: values[p.product_id])
+        small = min(products, key=lambda p: values[p.product_id])
+        return (big, small, larger) if values[big.product_id] != values[small.product_id] else None
+    return None
+
+
 def compare_answer(products: list[Product], asked: Intent, paid: Basket | None = None,
                    fits: Sequence[str] | None = None) -> tuple[str, list[str]]:
     """Each product's verified price (and what it is for when asked how they differ), then which is
@@ -321,6 +347,10 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
     text = "；".join(lines) + "。"
     if by_stock:   # a stock question, not which one suits a need
         return text + _more_stock(products), _with_paid([p.evidence_id for p in products], products, paid)
+    if (measured := measured_comparison(products, asked.text)) is not None:   # 哪个能装的水多: by the figures stated
+        big, small, larger = measured
+        said = f"{small.product_name}更轻" if larger == "更重" and "轻" in asked.text else f"{big.product_name}{larger}"
+        return text + said + "。", _with_paid([p.evidence_id for p in products], products, paid)
     if fits is not None:
         return (f"按商品介绍，{fit.product_name}更符合您说的需求。" if fit else "") + text, \
             _with_paid([p.evidence_id for p in products], products, paid)
@@ -438,7 +468,7 @@ ATTRIBUTE_WORDS = (
     (re.compile("几个|几只|多少个|多少只|装几|一盒|一筒|一罐|一套|单只|单个|还是[一两]?[只个双对副]"), ("每盒", "每筒", "每罐", "装", "条装", "只")),
     (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重|年纪|岁|suitable|kids"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
     (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|哪个重|哪个轻|更重|更轻|heavy|weight"), ("重量", "公斤", "克", "轻量")),
-    (re.compile("容量|几升|多少升|毫升|装多少|装得多|capacity"), ("容量", "升", "毫升")),
+    (re.compile("容量|几升|多少升|毫升|装多少|装[得的]多|装的水多|装水多|能装.{0,2}多|capacity"), ("容量", "升", "毫升")),
     (re.compile("尺码|码数|几码|多大码|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "厘米", "毫米", "寸", "长")),
     (re.compile("续航|电池|多久充"), ("续航",)),
     (re.compile("防滑|抓地"), ("防滑", "抓地")),

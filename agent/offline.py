@@ -225,7 +225,8 @@ class OfflineModel:
                 if answers.compares_prices(asked) and "calculate_final_price" not in called \
                         and self._discounted(several, findings):   # a promotion may change which is cheaper
                     return self._price_each(several, asked)
-                need = "" if answers.compares_prices(asked) else need_in_comparison(asked)
+                need = "" if answers.compares_prices(asked) or answers.measured_comparison(products, asked.text) \
+                    else need_in_comparison(asked)
                 if need and need not in searched:   # 哪个能放湿衣服: which one the search finds for it
                     return self._call("search_products", {"query": need, "top_k": 5})
                 answered = need and searched[-1:] == [need] and len(findings.searches) == len(searched)

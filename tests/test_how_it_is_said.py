@@ -314,3 +314,8 @@ def test_an_aspect_that_says_which_is_no_aspect_asked(vocabulary):
 @pytest.mark.parametrize("place", ["宿舍", "草地", "公园"])
 def test_places_are_no_goods(vocabulary, place):
     assert place not in read(f"给我们{place}用的，来三个多少钱", vocabulary).goods
+
+
+async def test_a_comparison_by_capacity_reads_the_figures_stated(agent):
+    answer = await reply(agent, "保温运动水杯和运动水壶 哪个装的多")
+    assert "750毫升" in answer and "500毫升" in answer and "运动水壶容量更大" in answer, answer
