@@ -249,6 +249,13 @@ class Vocabulary:
             out.setdefault(brand, []).append(pid)
         return {brand: tuple(sorted(pids)) for brand, pids in out.items()}
 
+    def brands_one_ending_with(self, word: str, brand: str) -> str | None:
+        """The brand's one product whose longer name ends with `word` (彪马, 足球 → 室内五人制足球); None when it has
+        none or several."""
+        brand = brand.lower()
+        of_brand = [pid for pid in sorted(self.ending_with(word)) if (self.brand_of.get(pid) or "").lower() == brand]
+        return of_brand[0] if len(of_brand) == 1 else None
+
     def products_of_kind(self, kind: str) -> frozenset[str]:
         """The products one of whose Chinese names ends with the kind (服: 瑜伽服套装, by its short form 瑜伽服)."""
         return frozenset(pid for pid in self.chinese_names if self.of_kind(pid, kind))
@@ -585,7 +592,8 @@ def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
         return []
     exact = [(m.start(), m.end(), vocabulary.product_of(m.group(0))) for m in vocabulary.pattern.finditer(text)]
     if exact:
-        exact = [x for x in exact if not _straddles_a_body_part(text, x[0], x[1])]
+        words = jieba.lcut(text)
+        exact = [x for x in exact if not _straddles_a_body_part(words, x[0], x[1])]
     heard = _homophones(text, vocabulary)
     for start, end, pid in heard:
         overlapping = [x for x in exact if x[0] < end and start < x[1]]
@@ -594,12 +602,12 @@ def _named(text: str, vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
     return sorted(exact + _english_named(text, vocabulary, exact)) if vocabulary.english else sorted(exact)
 
 
-def _straddles_a_body_part(text: str, start: int, end: int) -> bool:
+def _straddles_a_body_part(words: list[str], start: int, end: int) -> bool:
     """Whether a name found at start:end ends inside a word that begins inside it and the thesaurus files as a part
     of the body alone (护膝 in 能护膝盖: 护 + 膝盖): the message speaks of the knee, not of the product. (A word
     across a name and an asking word, 网球拍 in 网球拍卖多少钱, is jieba's misreading: the name stands.)"""
     at = 0
-    for word in jieba.lcut(text):
+    for word in words:   # the message's jieba words, in order
         if start < at < end < at + len(word):
             filed = thesaurus_codes().get(word, ())
             return bool(filed) and all(code.startswith("Bk") for code in filed)
@@ -1112,11 +1120,8 @@ def _brand_before(text: str, spans: list[tuple[int, int, str]], vocabulary: Voca
     for start, end, pid in spans:
         clause = max(since, clause_start(text, start))
         before = vocabulary.brands_in(text[clause:start])
-        brand = before[-1].lower() if before else ""
-        if brand and (vocabulary.brand_of.get(pid) or "").lower() != brand:
-            of_brand = [other for other in sorted(vocabulary.ending_with(text[start:end]))
-                        if (vocabulary.brand_of.get(other) or "").lower() == brand]
-            pid = of_brand[0] if len(of_brand) == 1 else pid
+        if before and (vocabulary.brand_of.get(pid) or "").lower() != before[-1].lower():
+            pid = vocabulary.brands_one_ending_with(text[start:end], before[-1]) or pid
         out.append((start, end, pid))
         since = end
     return out
@@ -1128,13 +1133,11 @@ def _of_the_brand(asked: Intent, spans: list[tuple[int, int, str]], vocabulary: 
     if not asked.brand or len(asked.products) != 1:
         return asked
     own = asked.products[0]
-    brand = asked.brand.lower()
-    if (vocabulary.brand_of.get(own) or "").lower() == brand:
+    if (vocabulary.brand_of.get(own) or "").lower() == asked.brand.lower():
         return asked
-    words = {asked.text[s:e] for s, e, pid in spans if pid == own}
-    of_brand = {other for word in words for other in vocabulary.ending_with(word)
-                if (vocabulary.brand_of.get(other) or "").lower() == brand}
-    return replace_product(asked, own, of_brand.pop()) if len(of_brand) == 1 else asked
+    found = {vocabulary.brands_one_ending_with(word, asked.brand) for word in {asked.text[s:e] for s, e, pid in spans
+                                                                               if pid == own}} - {None}
+    return replace_product(asked, own, found.pop()) if len(found) == 1 else asked
 
 
 def _of_its_line(text: str, spans: list[tuple[int, int, str]],
