@@ -1143,7 +1143,8 @@ def _of_the_brand(asked: Intent, spans: list[tuple[int, int, str]], vocabulary: 
 def _of_its_line(text: str, spans: list[tuple[int, int, str]],
                  vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
     """乒乓球刚入门 想买个成品拍, 网球…想换支进阶点的拍子: a name with a kind of goods written after it on its own (拍,
-    拍子, 鞋) means the product named by the two together (乒乓球拍, 网球拍), when the catalog has one."""
+    拍子, 鞋) means the product named by the two together (乒乓球拍, 网球拍), when the catalog has one; so does an English
+    name glued to one (football鞋 → 足球鞋)."""
     out = []
     for start, end, pid in spans:
         name, rest = text[start:end], text[end:]
@@ -1151,6 +1152,11 @@ def _of_its_line(text: str, spans: list[tuple[int, int, str]],
                      if name + kind in vocabulary.names and kind in vocabulary.name_endings
                      and re.search(f"{kind}子?(?:$|[^\u4e00-\u9fff]|[吗呢啊呀吧嘛么的有])", rest)),
                     None) if len(spans) == 1 else None
+        if line is None and name.isascii() and rest[:1] in vocabulary.name_endings:
+            # football鞋: an English name glued to a kind of goods, the product its Chinese name and that kind name (足球鞋)
+            line = next((vocabulary.names[cn + rest[0]] for cn in vocabulary.chinese_names.get(pid, ())
+                         if cn + rest[0] in vocabulary.names), None)
+            end += line is not None   # the kind is part of the name written
         out.append((start, end, line or pid))
     return out
 

@@ -319,3 +319,7 @@ def test_places_are_no_goods(vocabulary, place):
 async def test_a_comparison_by_capacity_reads_the_figures_stated(agent):
     answer = await reply(agent, "保温运动水杯和运动水壶 哪个装的多")
     assert "750毫升" in answer and "500毫升" in answer and "运动水壶容量更大" in answer, answer
+
+
+def test_an_english_name_glued_to_a_kind_names_that_product(vocabulary):
+    assert read("basketball鞋还有货吗", vocabulary).products == ("008",)
