@@ -301,6 +301,11 @@ _MEASURED = ((re.compile("容量|装[得的]?(?:水)?多|能装.{0,2}多"), {"�
              (re.compile("哪[个款双只件套]?(?:更|比较)?[轻重]|重量|多重"), {"公斤": 1000, "斤": 500}, "更重"))
 
 
+def sized_record(product: Product) -> str:
+    """Where a product's record states its sizes and measures: its name and specifications."""
+    return f"{product.product_name} {product.specifications or ''}"
+
+
 def measured_comparison(products: Sequence[Product], text: str) -> tuple[Product, Product, str] | None:
     """(the larger, the smaller, what the larger is) by a figure every product's record states in the unit asked
     (运动水壶 750毫升 vs 保温运动水杯 500毫升), or None when the message asks none or a record states none."""
@@ -309,7 +314,7 @@ def measured_comparison(products: Sequence[Product], text: str) -> tuple[Product
             continue
         values = {}
         for p in products:
-            stated = sizes(f"{p.product_name} {p.specifications or ''}")
+            stated = sizes(sized_record(p))
             found = [high * units[u] for u in units for _, high in stated.get(u, ())]
             if len(found) != 1:
                 return None

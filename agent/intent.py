@@ -51,7 +51,7 @@ from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
 from retrieval.text import NOUN_SUFFIXES, fold, is_han, pinyin_of
 from retrieval.thesaurus import codes as thesaurus_codes
-from retrieval.thesaurus import names_no_goods
+from retrieval.thesaurus import files_as_body_part, names_no_goods
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -235,11 +235,16 @@ class Vocabulary:
         """(brand, its folded spelling), the longest first, sorted once — not at every message."""
         return tuple((b, b.lower()) for b in sorted(self.brands, key=lambda b: (-len(b), b)))
 
-    def brands_in(self, folded: str) -> list[str]:
-        """The brands a folded message writes (by their folded spelling), in the order written (the longer first
-        where two start together) — never in the order of a set, which changes from one process to the next."""
+    def brands_at(self, folded: str) -> list[tuple[int, str]]:
+        """(where, brand) for the brands a folded message writes (by their folded spelling), in the order written (the
+        longer first where two start together) — never in the order of a set, which changes from one process to the
+        next."""
         found = [(folded.find(low), -len(low), b) for b, low in self.brands_longest_first if low in folded]
-        return [b for _, _, b in sorted(found)]
+        return [(at, b) for at, _, b in sorted(found)]
+
+    def brands_in(self, folded: str) -> list[str]:
+        """The brands a folded message writes, in the order written."""
+        return [b for _, b in self.brands_at(folded)]
 
     @cached_property
     def products_of_brand(self) -> dict[str, tuple[str, ...]]:
@@ -609,8 +614,7 @@ def _straddles_a_body_part(words: list[str], start: int, end: int) -> bool:
     at = 0
     for word in words:   # the message's jieba words, in order
         if start < at < end < at + len(word):
-            filed = thesaurus_codes().get(word, ())
-            return bool(filed) and all(code.startswith("Bk") for code in filed)
+            return files_as_body_part(word)
         at += len(word)
         if at >= end:
             return False
@@ -899,7 +903,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
-    spans = _brand_before(folded, _of_its_line(folded, _named(folded, vocabulary), vocabulary), vocabulary)
+    spans = _brand_before(folded, _of_its_line(folded, _named(folded, vocabulary), vocabulary), vocabulary,
+                          vocabulary.brands_at(folded))
     ruled = ruled_out(folded, spans, vocabulary.brands, vocabulary.products_of_kind)
     rest_asked = bool(THE_REST.search(folded) or _LOOKING.search(folded))   # 其他的还有什么, 我想看看
     if ruled and not (rest_asked or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
@@ -1112,14 +1117,15 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                          spans, vocabulary)
 
 
-def _brand_before(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> list[tuple[int, int, str]]:
+def _brand_before(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary,
+                  written: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
     """斯伯丁那个篮球跟威尔胜那个室外篮球比: each name with the brand written right before it (in its clause, after the
     name before it) is that brand's one product of the kind the name names, when the product of that name is
-    another brand's (篮球 of 威尔胜 → 室外耐磨篮球)."""
+    another brand's (篮球 of 威尔胜 → 室外耐磨篮球). `written`: the message's brands and where (Vocabulary.brands_at)."""
     out, since = [], 0
     for start, end, pid in spans:
         clause = max(since, clause_start(text, start))
-        before = vocabulary.brands_in(text[clause:start])
+        before = [b for at, b in written if clause <= at and at + len(b) <= start]   # (brands_at: where each is)
         if before and (vocabulary.brand_of.get(pid) or "").lower() != before[-1].lower():
             pid = vocabulary.brands_one_ending_with(text[start:end], before[-1]) or pid
         out.append((start, end, pid))

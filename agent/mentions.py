@@ -18,8 +18,7 @@ import jieba
 import jieba.posseg
 
 from retrieval.bridge import names_an_object, senses
-from retrieval.thesaurus import codes as thesaurus_codes
-from retrieval.thesaurus import files_as_goods, names_material
+from retrieval.thesaurus import filed, files_as_goods, names_material
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -153,7 +152,7 @@ def _idiom_names_goods(word: str) -> bool:
     or, not filing it, files its end so (时尚手机: 机) — most such words are actions told (买回来, 用不上, 拿回去)."""
     if files_as_goods(word):
         return True
-    return word not in thesaurus_codes() and (files_as_goods(word[-2:]) or files_as_goods(word[-1:]))
+    return not filed(word) and (files_as_goods(word[-2:]) or files_as_goods(word[-1:]))
 
 
 def _is_goods_word(word: str, flag: str) -> bool:

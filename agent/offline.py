@@ -301,7 +301,7 @@ class OfflineModel:
     def _unlike_record(asked: Intent, main: Product) -> str:
         """The thing asked for, when the product found is not it by its own record: a size the record states others
         of (给闺女买轮滑鞋 她穿28码: 尺码35-45), or goods for someone it says it is not for (女士连体泳衣 → 男士泳裤); ''."""
-        size = size_unstated(asked.text, _sized_text(main))
+        size = size_unstated(asked.text, answers.sized_record(main))
         if size:
             return f"{size}的{asked.subject or next(iter(asked.named), '') or base_name(main.product_name)}"
         if not asked.subject or asked.products:
@@ -359,7 +359,7 @@ class OfflineModel:
         if unlike := self._unlike_record(asked, main):   # 她穿28码 (35-45), 女士连体泳衣 (男士泳裤): not that one
             # …unless another product found, of the same kind, states that size (正规的5号比赛用球: 足球, not 五人制)
             sized = next((findings.products[p] for p in order[1:] if findings.products[p].product_name[-1:]
-                          == main.product_name[-1:] and size_stated(asked.text, _sized_text(findings.products[p]))),
+                          == main.product_name[-1:] and size_stated(asked.text, answers.sized_record(findings.products[p]))),
                          None)
             if sized is None:
                 return (*answers.related_answer(unlike, [main]), AnswerStatus.GROUNDED)
@@ -571,7 +571,3 @@ class OfflineModel:
 # goods wanted by what they do (能测心率、看配速的东西), not named
 _WHAT_IT_DOES = re.compile(r"(?:能|可以|会|用来)(?P<does>[^的]{1,12})的(?:东西)?$")
 
-
-def _sized_text(product: Product) -> str:
-    """Where a product's record states its sizes: its name and specifications."""
-    return f"{product.product_name} {product.specifications or ''}"

@@ -55,25 +55,24 @@ def size_before(text: str, name: str) -> tuple[str, str, Decimal] | None:
 GOODS_UNITS = frozenset({"人", "号", "升", "毫升", "码", "寸"})
 
 
-def size_stated(text: str, record: str) -> bool:
-    """Whether a size the message asks for (5号, 42码) is one the product's record states (its unit, its range)."""
-    stated = sizes(record)
+def _asked(text: str):
+    """The sizes a message asks for in a unit goods are sized in: (as written, unit, value, a range written?)."""
     for m in _SIZE.finditer(fold(text)):
         unit = _SIZE_UNITS[m.group("unit")]
         value = _size_value(m.group("low"))
-        if unit in GOODS_UNITS and value is not None and any(low <= value <= high for low, high in stated.get(unit, ())):
-            return True
-    return False
+        if unit in GOODS_UNITS and value is not None:
+            yield m.group(0), unit, value, bool(m.group("high"))
+
+
+def size_stated(text: str, record: str) -> bool:
+    """Whether a size the message asks for (5号, 42码) is one the product's record states (its unit, its range)."""
+    stated = sizes(record)
+    return any(any(low <= value <= high for low, high in stated.get(unit, ())) for _, unit, value, _ in _asked(text))
 
 
 def size_unstated(text: str, record: str) -> str:
     """A size the message asks for (50升的登山包, 她穿28码) in a unit the product's record states sizes in, none of which
     holds it: the size as written; '' when there is none (the shop cannot say it has that size)."""
     stated = sizes(record)
-    for m in _SIZE.finditer(fold(text)):
-        unit = _SIZE_UNITS[m.group("unit")]
-        value = _size_value(m.group("low"))
-        if unit in GOODS_UNITS and not m.group("high") and value is not None and stated.get(unit) \
-                and not any(low <= value <= high for low, high in stated[unit]):
-            return m.group(0)
-    return ""
+    return next((written for written, unit, value, ranged in _asked(text) if not ranged and stated.get(unit)
+                 and not any(low <= value <= high for low, high in stated[unit])), "")

@@ -96,6 +96,17 @@ def _of_goods(code: str) -> bool:
     return code[0] == "B" and not code.startswith(_NO_GOODS)
 
 
+def filed(word: str) -> bool:
+    """Whether Cilin files the word at all."""
+    return word in codes()
+
+
+def files_as_body_part(word: str) -> bool:
+    """Whether Cilin files the word as a part of the body (Bk) and as nothing else (膝盖, 脊椎)."""
+    found = codes().get(word, ())
+    return bool(found) and all(c.startswith("Bk") for c in found)
+
+
 def files_as_goods(word: str) -> bool:
     """Whether Cilin files the word under some sense of a thing a shop sells (接力棒, which jieba tags an idiom)."""
     return any(map(_of_goods, codes().get(word, ())))
