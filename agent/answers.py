@@ -14,9 +14,10 @@ from decimal import Decimal
 import jieba
 from pypinyin import Style, lazy_pinyin
 
-from agent.intent import Ask, Intent, base_name, noun_stem
+from agent.intent import Ask, Intent, noun_stem
 from agent.sizes import sizes
 from agent.tools import DetailsResult, SearchResult
+from agent.vocabulary import base_name
 from db.facts import (
     PRICE_TYPES,
     AmountDifference,

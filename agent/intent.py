@@ -5,17 +5,15 @@ numerals through guardrails.figures, traditional characters and English brand na
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 import logging
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 import jieba
 import jieba.posseg
@@ -34,23 +32,20 @@ from agent.mentions import (
     extended_names,
     framed_objects,
     goods_phrases,
-    is_amount,
-    is_asking_verb,
     joined_goods,
     never_goods,
-    qualifiers,
     reference,
     tells_something,
     without_asking_lead,
 )
 from agent.ruled_out import THE_REST, RuledOut, is_marker, ruled_out
+from agent.vocabulary import CATEGORY_WORDS, Vocabulary, base_name, singular_words
 from db.catalog import PRICE_SORTS
 from guardrails.figures import MEASURE, NUM
 from guardrails.roles import FIRST_PURCHASE_WORDS
 from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
 from retrieval.text import NOUN_SUFFIXES, fold, is_han, pinyin_of
-from retrieval.thesaurus import codes as thesaurus_codes
 from retrieval.thesaurus import files_as_body_part, names_no_goods
 
 jieba.setLogLevel(logging.WARNING)
@@ -115,9 +110,9 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.PRICE, re.compile(PRICE_WORDS + r"|价钱|售价|几块|多少元|报价|到手|总价|一共|合计|多少|贵|便宜|元吗|块吗|"
                                          r"(?<![a-z])(?:how much|price|money|cost)(?![a-z])")),
 )
-_ASK_PATTERNS = dict(_ASKS)
+ASK_PATTERNS = dict(_ASKS)
 # a request for a list, read by the offline model beside a budget: the reader's list words, any 推荐, English
-LIST_REQUEST = re.compile(f"{_ASK_PATTERNS[Ask.LIST].pattern}|推荐|list|what .* do you have", re.I)
+LIST_REQUEST = re.compile(f"{ASK_PATTERNS[Ask.LIST].pattern}|推荐|list|what .* do you have", re.I)
 _GREETING = re.compile(r"^\s*(你好|您好|在吗|在么|hi|hello|嗨|哈喽|早上好|晚上好|下午好|谢谢|感谢|好的|ok|再见|拜拜)"
                        r"[呀啊哦呢吗！!。.~，,\s]*$", re.I)
 _THANKS = re.compile(r"谢谢|感谢|好的|ok|再见|拜拜", re.I)
@@ -145,243 +140,13 @@ _WHOLE_SHOP = re.compile(r"店里|店内|你们家|你家|你们这|全店|整�
 _IN_STOCK = re.compile(r"有货的|现货的|有库存的|能马上发")
 _CLAUSE = re.compile(r"[^\s，,。.!！？?；;～~]+")   # a clause of a message: between its punctuation and spaces
 _SEPARATORS = re.compile(r"和|跟|与|及|、|还是|或者|或|加上|加|以及|,|，|对比|比较|比|vs", re.I)
-# What a customer calls a category, beyond its own name.
-CATEGORY_WORDS = {"户外": ("户外", "露营", "登山", "徒步"), "游泳": ("游泳",), "健身": ("健身", "撸铁", "力量训练"),
-                  "服饰": ("服饰", "衣服", "服装", "运动服"), "护具": ("护具",), "轮滑": ("轮滑",),
-                  "配件": ("配件",)}
 _CATEGORY_TAIL = re.compile(r"用品|装备|器材|类|相关|有关|这块|那块|这一块|那一块|(?:要|需要)用的(?:东西|装备)|的东西|的商品|的产品|的装备|的用品|的器材|东西|产品|商品")
-
-
-def _as_pattern(word: str) -> str:
-    """A name as a regular expression; a Latin one only as whole words ('tent' is not in 'content')."""
-    escaped = re.escape(word)
-    return f"(?<![a-z]){escaped}(?:e?s)?(?![a-z])" if re.search("[a-z]", word) else escaped   # yoga blocks
 
 
 def _length(text: str) -> int:
     """How long a message is, in words a Chinese reader would count: each character, but an English word
     or a number as one (a 10-character English question is two words, not a sentence)."""
     return len(re.sub(r"\s+", "", re.sub(r"[a-z]+(?:'[a-z]+)?|\d+(?:\.\d+)?", "x", text)))
-
-
-_PACK_SIZE = re.compile(r"[（(][^）)]*[）)]")
-
-
-def base_name(name: str) -> str:
-    """A product name without its pack size: 乒乓球（10只装） → 乒乓球."""
-    return _PACK_SIZE.sub("", name).strip()
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """The catalog's words: product names and their unique short forms, brands, categories."""
-
-    names: dict[str, str]
-    brands: frozenset[str] = frozenset()
-    categories: frozenset[str] = frozenset()
-    pattern: re.Pattern[str] | None = None            # every name, longest first: one pass finds them all
-    category_pattern: re.Pattern[str] | None = None   # every category word, longest first
-    category_of: dict[str, str] = field(default_factory=dict)
-    # first syllable → [(length, {pinyin of a name: product id})]: names of 3+ Chinese characters by sound
-    sounds: dict[str, list[tuple[int, dict[str, str]]]] = field(default_factory=dict)
-    known_words: tuple[str, ...] = ()   # brands, category words and generic modifiers, longest first
-    # characters that end the names of several products (鞋, 包, 球): a kind of goods written as one character
-    kind_characters: frozenset[str] = frozenset()
-    # a word English names end with → (product id, the words of all its English names): 'ping pong paddle' and
-    # 'table tennis bat' let 'table tennis paddle' name the same product
-    english: dict[str, tuple[tuple[str, frozenset[str]], ...]] = field(default_factory=dict)
-    brand_of: dict[str, str] = field(default_factory=dict)   # product id → its brand
-    category_by_product: dict[str, str] = field(default_factory=dict)   # product id → its category
-
-    @cached_property
-    def brand_short_forms(self) -> dict[str, str]:
-        """A brand of four or more Chinese characters said by its first two (阿迪 for 阿迪达斯, 尤尼 for 尤尼克斯), when
-        those are no word of the dictionary (露露, 麦克 are) and begin no other brand: short form → brand."""
-        jieba.dt.check_initialized()
-        starts: dict[str, list[str]] = {}
-        for brand in self.brands:
-            if len(brand) >= 2 and all(map(is_han, brand[:2])):
-                starts.setdefault(brand[:2], []).append(brand)
-        return {short: brands[0] for short, brands in starts.items()
-                if len(brands) == 1 and len(brands[0]) >= 4 and all(map(is_han, brands[0]))
-                and not jieba.dt.FREQ.get(short)}
-
-    @cached_property
-    def name_endings(self) -> frozenset[str]:
-        """Every Chinese character a product's name ends with, pack size aside (砖 of 瑜伽砖, 帽 of 硅胶泳帽)."""
-        return frozenset(name[-1] for names in self.chinese_names.values() for name in names if is_han(name[-1]))
-
-    @cached_property
-    def name_characters(self) -> frozenset[str]:
-        """Every Chinese character the catalog's product names and short forms are written with."""
-        return frozenset(ch for name in self.names for ch in name if "\u4e00" <= ch <= "\u9fff")
-
-    @cached_property
-    def chinese_names(self) -> dict[str, tuple[str, ...]]:
-        """Product id → its Chinese names and short forms, pack size aside (read by pointers with a kind)."""
-        out: dict[str, list[str]] = {}
-        for name, pid in self.names.items():
-            if not re.search("[a-z]", name):
-                out.setdefault(pid, []).append(base_name(name))
-        return {pid: tuple(names) for pid, names in out.items()}
-
-    def kind_of(self, pid: str) -> tuple[str, str | None]:
-        """The kind of goods a product is: the character its name ends with (球, 鞋), and its category."""
-        names = self.chinese_names.get(pid, ())
-        return (max(names, key=len)[-1] if names else ""), self.category_by_product.get(pid)
-
-    @cached_property
-    def brands_longest_first(self) -> tuple[tuple[str, str], ...]:
-        """(brand, its folded spelling), the longest first, sorted once — not at every message."""
-        return tuple((b, b.lower()) for b in sorted(self.brands, key=lambda b: (-len(b), b)))
-
-    def brands_at(self, folded: str) -> list[tuple[int, str]]:
-        """(where, brand) for the brands a folded message writes (by their folded spelling), in the order written (the
-        longer first where two start together) — never in the order of a set, which changes from one process to the
-        next."""
-        found = [(folded.find(low), -len(low), b) for b, low in self.brands_longest_first if low in folded]
-        return [(at, b) for at, _, b in sorted(found)]
-
-    def brands_in(self, folded: str) -> list[str]:
-        """The brands a folded message writes, in the order written."""
-        return [b for _, b in self.brands_at(folded)]
-
-    @cached_property
-    def products_of_brand(self) -> dict[str, tuple[str, ...]]:
-        """Brand → its products, read once (another brand asked after a product: its products of that kind)."""
-        out: dict[str, list[str]] = {}
-        for pid, brand in self.brand_of.items():
-            out.setdefault(brand, []).append(pid)
-        return {brand: tuple(sorted(pids)) for brand, pids in out.items()}
-
-    def brands_one_ending_with(self, word: str, brand: str) -> str | None:
-        """The brand's one product whose longer name ends with `word` (彪马, 足球 → 室内五人制足球); None when it has
-        none or several."""
-        brand = brand.lower()
-        of_brand = [pid for pid in sorted(self.ending_with(word)) if (self.brand_of.get(pid) or "").lower() == brand]
-        return of_brand[0] if len(of_brand) == 1 else None
-
-    def products_of_kind(self, kind: str) -> frozenset[str]:
-        """The products one of whose Chinese names ends with the kind (服: 瑜伽服套装, by its short form 瑜伽服)."""
-        return frozenset(pid for pid in self.chinese_names if self.of_kind(pid, kind))
-
-    def of_kind(self, pid: str, kind: str) -> bool:
-        """Whether one of the product's Chinese names ends with the kind (鞋: 足球鞋; 球: 乒乓球)."""
-        return any(name.endswith(kind) for name in self.chinese_names.get(pid, ()))
-
-    def product_of(self, word: str) -> str:
-        """The product a matched name stands for ('yoga blocks' is the plural of 'yoga block')."""
-        for form in (word, word[:-1], word[:-2]):
-            if form in self.names:
-                return self.names[form]
-        raise KeyError(word)
-
-    @cached_property
-    def _reversed_names(self) -> tuple[list[str], list[str]]:
-        """Every name written backwards, sorted, and its product: the names ending with a word are one run of it."""
-        pairs = sorted((name[::-1], pid) for name, pid in self.names.items())
-        return [name for name, _ in pairs], [pid for _, pid in pairs]
-
-    def ending_with(self, word: str) -> set[str]:
-        """Products with a longer name that ends with `word` (足球 → 青少年训练足球, 室内五人制足球): a binary search
-        of the names written backwards, not a pass over the catalog (the reader asks it of most messages)."""
-        if not word:
-            return set()
-        own = self.names.get(word)
-        backwards, pids = self._reversed_names
-        key = word[::-1]
-        found = set()
-        for at in range(bisect.bisect_left(backwards, key), len(backwards)):
-            if not backwards[at].startswith(key):
-                break
-            if backwards[at] != key and pids[at] != own:
-                found.add(pids[at])
-        return found
-
-    def containing(self, phrase: str) -> str | None:
-        """The one product whose full name holds `phrase` ('羽毛球网' → 羽毛球网架), if exactly one does."""
-        owners = {pid for name, pid in self.names.items() if phrase in name and phrase != name}
-        return next(iter(owners)) if len(owners) == 1 else None
-
-    def __post_init__(self) -> None:
-        if not self.sounds and self.names:
-            by_sound: dict[str, set[str]] = {}
-            for name, pid in self.names.items():
-                if len(name) >= 2 and all("\u4e00" <= ch <= "\u9fff" for ch in name):
-                    # the name read as a word (瑜伽: yu jia; 伽 alone is ga), as a message's characters are read
-                    # one by one — and read so too (鱼伽垫: yu ga dian, the name's own 伽 typed beside a homophone)
-                    for key in {pinyin_of(name), " ".join(map(pinyin_of, name))}:
-                        by_sound.setdefault(key, set()).add(pid)
-            sounds: dict[str, dict[int, dict[str, str]]] = {}
-            for key, pids in by_sound.items():
-                if len(pids) == 1:   # a sound two products share names neither
-                    first = key.split(" ", 1)[0]
-                    sounds.setdefault(first, {}).setdefault(len(key.split(" ")), {})[key] = next(iter(pids))
-            object.__setattr__(self, "sounds", {k: sorted(v.items(), reverse=True) for k, v in sounds.items()})
-        if self.pattern is None and self.names:
-            words = sorted(self.names, key=len, reverse=True)
-            object.__setattr__(self, "pattern", re.compile("|".join(map(_as_pattern, words))))
-        if self.category_pattern is None and self.categories:
-            of = {w: c for c in self.categories for w in (c, *CATEGORY_WORDS.get(c, ()))}
-            words = sorted(of, key=len, reverse=True)
-            object.__setattr__(self, "category_of", of)
-            object.__setattr__(self, "category_pattern", re.compile("|".join(map(re.escape, words))))
-        if not self.kind_characters and self.names:
-            enders: dict[str, set[str]] = {}
-            for name, pid in self.names.items():
-                base = base_name(name)
-                if base and "\u4e00" <= base[-1] <= "\u9fff":
-                    enders.setdefault(base[-1], set()).add(pid)
-            object.__setattr__(self, "kind_characters", frozenset(c for c, pids in enders.items() if len(pids) >= 2))
-        if not self.known_words:
-            known = {w.lower() for w in (*self.brands, *self.category_of, *_MODIFIERS)}
-            object.__setattr__(self, "known_words", tuple(sorted(known, key=len, reverse=True)))
-
-    @classmethod
-    def of(cls, products: Iterable[tuple[str, str, str, str]],
-           aliases: Mapping[str, Iterable[str]] | None = None) -> Vocabulary:
-        """From (product_id, name, brand, category) rows: each name, its pack-less base ('乒乓球'), and
-        its last jieba word when no other product ends with it ('运动护膝' → '护膝'); then the catalog's
-        own other names for a product (`aliases`: English, short names) unless another product has it."""
-        jieba.posseg.lcut("预热")   # the tagger loads its dictionaries on first use: here, not in a turn
-        gloss("a"), senses("一")   # so do the English and the Chinese dictionaries (kinds in English, synonyms)
-        thesaurus_codes()   # and the thesaurus (story words, materials): ~80 ms of JSON, never on the event loop
-        rows = list(products)
-        names: dict[str, str] = {}
-        tails: dict[str, set[str]] = {}
-        for pid, name, _, _ in rows:
-            folded = fold(name)
-            names[folded] = pid
-            base = base_name(folded)
-            names.setdefault(base, pid)
-            words = jieba.lcut(base)
-            tail = words[-1] if len(words) > 1 else base[-2:]   # 运动护膝 → 护膝; 防雾泳镜 (one word) → 泳镜
-            if len(tail) >= 2 and tail != base and (len(words) > 1 or len(base) >= 4 and jieba.lcut(tail) == [tail]):
-                tails.setdefault(tail, set()).add(pid)
-        owners: dict[str, set[str]] = {}
-        for pid, others in (aliases or {}).items():
-            for alias in others:
-                if len(folded := fold(alias).strip()) >= 2:
-                    owners.setdefault(folded, set()).add(pid)
-        for tail, pids in tails.items():
-            # a short form is one product's own only if no other product's name or alias ends with it:
-            # 跑鞋 ends 越野跑鞋 and 缓震跑鞋 (another product's alias), so it is a kind of goods, not a name
-            enders = pids | {pid for alias, owned in owners.items() if alias.endswith(tail) for pid in owned}
-            if len(enders) == 1:
-                names.setdefault(tail, next(iter(pids)))
-        for alias, pids in owners.items():
-            if len(pids) == 1:
-                names.setdefault(alias, next(iter(pids)))
-        english: dict[str, list[tuple[str, frozenset[str]]]] = {}
-        for pid, others in (aliases or {}).items():
-            phrases = [_singular_words(fold(a)) for a in others if re.fullmatch(r"[a-z][a-z\s-]*", fold(a).strip())]
-            if phrases := [w for w in phrases if w]:
-                every = frozenset(w for words in phrases for w in words)
-                for head in {words[-1] for words in phrases}:
-                    english.setdefault(head, []).append((pid, every))
-        return cls(names, frozenset(r[2] for r in rows if r[2]), frozenset(r[3] for r in rows if r[3]),
-                   english={head: tuple(owners) for head, owners in english.items()},
-                   brand_of={r[0]: r[2] for r in rows if r[2]}, category_by_product={r[0]: r[3] for r in rows if r[3]})
 
 
 @dataclass(frozen=True)
@@ -499,7 +264,7 @@ class Intent:
         有哪些跑鞋) rather than one product."""
         if self.ruled_out and Ask.LIST in self.asks and not self.products and (self.goods or self.category):
             return True   # 护具里除了护膝还有啥, 足球不要耐克的: the rest of a kind or category, listed
-        if self.near_miss and not (Ask.LIST in self.asks and _ASK_PATTERNS[Ask.LIST].search(self.text)) \
+        if self.near_miss and not (Ask.LIST in self.asks and ASK_PATTERNS[Ask.LIST].search(self.text)) \
                 and not any(word in self.near_miss
                             for word in (self.category, *CATEGORY_WORDS.get(self.category, ())) if word):
             return False   # 四人帐篷有吗 一家人出去露营: the thing asked is not sold, whatever the story's category
@@ -514,10 +279,10 @@ class Intent:
         filtered = self.filtered or by_price
         if not filtered:   # 有哪些跑鞋: a kind of goods named, not a product, and a list asked for
             return bool(Ask.LIST in self.asks and self.goods and not self.products and Ask.COMPARE not in self.asks
-                        and _ASK_PATTERNS[Ask.LIST].search(self.text))
+                        and ASK_PATTERNS[Ask.LIST].search(self.text))
         budget = self.max_price is not None or self.min_price is not None
         if len(self.products) == 1 and Ask.SPEC in self.asks and not budget \
-                and _ASK_PATTERNS[Ask.SPEC].search(self.text):
+                and ASK_PATTERNS[Ask.SPEC].search(self.text):
             return False   # 想买个帐篷去露营，weight多少: an attribute of the product named, not the category's list
         return bool(filtered) and (len(self.products) <= 1 or budget) and Ask.COMPARE not in self.asks \
             and (Ask.LIST in self.asks or not self.products or self.max_price is not None or by_price)
@@ -621,21 +386,12 @@ def _straddles_a_body_part(words: list[str], start: int, end: int) -> bool:
     return False
 
 
-def _singular_words(phrase: str) -> list[str]:
-    """An English phrase's words, each in the singular (balls → ball, boxes → box, shoes → shoe)."""
-    def one(word: str) -> str:
-        if len(word) > 3 and word.endswith(("xes", "ches", "shes", "sses")):
-            return word[:-2]
-        return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-    return [one(w) for w in re.findall(r"[a-z]+", phrase)]
-
-
 def _english_named(text: str, vocabulary: Vocabulary, taken: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """English names recombined from a product's own English names (table tennis paddle, from 'ping pong
     paddle' and 'table tennis bat'): two or more words, every one a word of that product's names, the last
     one a word its names end with; the longest such phrase, and only when one product owns it."""
     found: list[tuple[int, int, str]] = []
-    words = [(m.start(), m.end(), _singular_words(m.group(0))[0]) for m in re.finditer(r"[a-z]+", text)]
+    words = [(m.start(), m.end(), singular_words(m.group(0))[0]) for m in re.finditer(r"[a-z]+", text)]
     for end in range(len(words)):
         for start in range(max(0, end - 3), end):
             run = words[start:end + 1]
@@ -830,7 +586,7 @@ def need_in_comparison(asked: Intent) -> str:
     """The need a comparison asks about (双肩包和干湿分离包哪个能放湿衣服 → 能放湿衣服): its clause with the
     comparing word, less the catalog words named before that word and the words around them; "" when
     nothing is left but a word or two (哪个好)."""
-    compare = _ASK_PATTERNS[Ask.COMPARE]
+    compare = ASK_PATTERNS[Ask.COMPARE]
     for clause in re.split(r"[，,。？?！!；;]", asked.text):
         found = compare.search(clause)
         if not found:
@@ -1002,8 +758,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
             and (brand or category or _WHOLE_SHOP.search(folded)):
         pointer = None   # 迪卡侬的东西里最贵的是哪个, 店里最贵的东西: the first of those, not of what was shown
     if pointer is not None and Ask.SPEC in asks and Ask.PRICE in asks \
-            and (said := _SAID_OF_POINTED.search(folded)) and _ASK_PATTERNS[Ask.SPEC].search(said.group("what")) \
-            and not _ASK_PATTERNS[Ask.SPEC].search(folded, said.end()):
+            and (said := _SAID_OF_POINTED.search(folded)) and ASK_PATTERNS[Ask.SPEC].search(said.group("what")) \
+            and not ASK_PATTERNS[Ask.SPEC].search(folded, said.end()):
         asks.discard(Ask.SPEC)   # 那就要容量大的那个，拿3个多少钱: the capacity says which one, the price is asked
     if pointer is not None and pointer.kind == "this" and brand and has_focus and not products \
             and re.search(f"{re.escape(brand.lower())}的?[那这][{MEASURE_WORDS}]", folded.lower()):
@@ -1039,7 +795,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if Ask.COMPARE in asks and "compare" not in labels and labels and len(products) >= 2 \
             and not _compares_named(folded, spans):
         asks.discard(Ask.COMPARE)   # 乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍: 还是 between two values of one product
-    if Ask.COMPARE in asks and len(products) >= 2 and not _ASK_PATTERNS[Ask.COMPARE].search(folded):
+    if Ask.COMPARE in asks and len(products) >= 2 and not ASK_PATTERNS[Ask.COMPARE].search(folded):
         asks = (asks - {Ask.COMPARE}) | {Ask.BASKET}   # 足球和篮球各一个一共多少: a basket, not a comparison
     # 我第一次买，有首单优惠吗 with a product in focus: that product's first-purchase offer (and the policy)
     if Ask.SPENDING in asks and FIRST_PURCHASE.search(folded) \
@@ -1228,7 +984,7 @@ def _story_category(text: str, category: str, goods: tuple[str, ...]) -> bool:
 def _compares_named(text: str, spans: list[tuple[int, int, str]]) -> bool:
     """Whether some clause holds a comparing word and names two products (足球和篮球哪个好), not two values of
     one product beside another's question (乒乓球有啥活动吗 还有乒乓拍是横拍还是直拍)."""
-    return any(_ASK_PATTERNS[Ask.COMPARE].search(clause.group())
+    return any(ASK_PATTERNS[Ask.COMPARE].search(clause.group())
                and len({pid for s, _, pid in spans if clause.start() <= s < clause.end()}) >= 2
                for clause in _CLAUSE.finditer(text))
 
@@ -1324,123 +1080,6 @@ def _asked_apart(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocab
                     and not _says_no_thing(thing):   # 有没有优惠活动: asked of the product; 有这么多货码: asking
                 return thing
     return ""
-
-
-# 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at
-_POINTED_KIND = re.compile(r"[这那]\s*[个款双支件只张根盒把套条副瓶罐种样台顶块]\s*(?P<kind>[\u4e00-\u9fff]{1,4}?)"
-                           r"(?=吗|呢|么|怎|多少|几|是|有|能|可以|适合|防|重|大|小|长|还|的|[？?，,。！!\s]|$)")
-
-
-# 各来一个, 两样都要: one (or the count written) of each product the conversation just went through.
-_EACH = re.compile(r"各[来要买拿]|各[一两二三四五六七八九十\d]|[两俩二三]样都|[两俩二三]个都|都各|一样[来要买拿]?一")
-
-
-def each_of_earlier(text: str, vocabulary: Vocabulary, earlier: list[str], focus: list[str]) -> tuple[str, ...]:
-    """The products 各来一个 means: the two or three the last answer was about (a comparison), else the one
-    each of the latest answers (`earlier`, oldest first) was about — the first product each names — when
-    they are two or three different ones; () otherwise."""
-    folded = reading(text)
-    if not _EACH.search(folded) or vocabulary.pattern is None or for_each_person(folded):
-        return ()   # (我和我弟各要一个: one each for two people, of the product in focus)
-    return discussed_apart(vocabulary, earlier, focus)
-
-
-# What a pointer's description leaves out: the pointer itself, words of asking and particles
-_NOT_DESCRIBING = re.compile(f"[这那哪][{MEASURE_WORDS}]|还有|有没有|有吗|多少|几个|什么|啥|怎么|吗|呢|啊|呀|吧|哈|的$")
-
-
-def pointer_description(text: str) -> str:
-    """What a pointer at goods shown says of the one it means (防崴脚那个还有多少库存 → 防崴脚, 门将戴的那副多少钱 →
-    门将戴的): the message without the pointer, the words of what is asked and particles; empty when nothing of two
-    characters or more is left (这个多少钱)."""
-    for ask in (Ask.PRICE, Ask.STOCK, Ask.PROMOTION, Ask.BRAND):   # an aspect may describe (能调重量那个)
-        text = _ASK_PATTERNS[ask].sub(" ", text)
-    # words of two characters or more, no count (大的那个买五个, 那就它吧: nothing said of which)
-    rest = _NOT_DESCRIBING.sub(" ", text)
-    # a word of two characters or more naming a thing, an action or a property, not of asking or buying and no
-    # count (就要它了, 你推荐的那个, 大的那个买五个: nothing said of which)
-    described = any(len(w.word) >= 2 and w.flag[:1] in "nva" and not is_asking_verb(w.word) and not is_amount(w.word)
-                    for w in jieba.posseg.lcut(rest))
-    return " ".join(rest.split()) if described else ""
-
-
-def discussed_apart(vocabulary: Vocabulary, earlier: list[str], focus: list[str]) -> tuple[str, ...]:
-    """The products just discussed: the two or three the last answer was about, else the one each of the latest
-    answers (`earlier`, oldest first) was about — the first product each names — when they are two or three
-    different ones (壶铃 / 哑铃呢); () otherwise."""
-    if 2 <= len(focus) <= 3:
-        return tuple(focus)
-    if vocabulary.pattern is None:
-        return ()
-    shown: list[str] = []
-    for answer in reversed(earlier[-3:]):
-        first = next((vocabulary.product_of(m.group(0)) for m in vocabulary.pattern.finditer(fold(answer))), None)
-        if first is None or first in shown:
-            break
-        shown.append(first)
-    return tuple(reversed(shown)) if len(shown) >= 2 else ()
-
-
-def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> tuple[str, ...]:
-    """The products a pointer with a kind of goods may mean (刚才那双鞋防水吗 after a watch was shown): none when the
-    product in focus is of that kind, else those of that kind the latest of the conversation's earlier answers
-    naming any named, in its order (`earlier`: the bot's answers, oldest first; 安德玛那条裤子 after a list of
-    clothes: 运动短裤 and 压缩紧身裤, of which the pointer's brand or description chooses). Empty: no such pointer,
-    or no such product (the pointer then means what is in focus, as before)."""
-    m = _POINTED_KIND.search(reading(text))
-    if m is None or vocabulary.pattern is None:
-        return ()
-    kind = m.group("kind")
-    kind = kind[:-1] if len(kind) > 1 and kind.endswith("子") else kind   # 鞋子, 垫子: the kind is 鞋, 垫
-    if focus and vocabulary.of_kind(focus[0], kind):
-        return ()   # the product in focus is of that kind: the pointer means it, as it always did
-    for answer in reversed(earlier):
-        named = [vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))]
-        if of_kind := tuple(pid for pid in dict.fromkeys(named) if vocabulary.of_kind(pid, kind)):
-            return of_kind
-    return ()
-
-
-def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:
-    """The product a kind of goods written alone means after other goods (鞋还有几双 after 足球鞋, then 护腿板; 那球呢
-    after 乒乓球拍): the one of that kind the latest answer naming any (`earlier`, oldest first) was about, when
-    it named one only; else the one of that kind whose name shares the most with the product in focus, two
-    characters at least (乒乓球拍 → 乒乓球). None: the kind is asked afresh."""
-    if vocabulary.pattern is None:
-        return None
-    for answer in reversed(earlier):
-        named = {vocabulary.product_of(x.group(0)) for x in vocabulary.pattern.finditer(fold(answer))}
-        if kinds := [pid for pid in named if vocabulary.of_kind(pid, kind)]:
-            return kinds[0] if len(kinds) == 1 else None
-    of_kind = (vocabulary.ending_with(kind) | ({vocabulary.names[kind]} if kind in vocabulary.names else set())) \
-        - set(focus)
-    shared = [(len(os.path.commonprefix([name, own])), pid)
-              for pid in of_kind if vocabulary.of_kind(pid, kind) for name in vocabulary.chinese_names.get(pid, ())
-              for f in focus for own in vocabulary.chinese_names.get(f, ())]
-    best = max((n for n, _ in shared), default=0)
-    closest = {pid for n, pid in shared if n == best}
-    return closest.pop() if best >= 2 and len(closest) == 1 else None
-
-
-def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...]]:
-    """Products named by a word that longer names end with, where the words before it say what it is
-    for or whom (适合小孩踢的足球, 室外打的篮球): each such product → those words with the name (the
-    query), then the products the customer may mean, itself first. Which one they mean is for the embedder to judge (the turn asks the search)."""
-    choices: dict[str, tuple[str, ...]] = {}
-    ignored = {b.lower() for b in vocabulary.brands} | set(_QUALITIES)
-    since = 0
-    for word in asked.named:   # in the order written: each looked for after the one before it
-        start = asked.text.find(word, since)
-        if start < 0:
-            continue
-        before, since = since, start + len(word)
-        if word not in vocabulary.names or not (others := vocabulary.ending_with(word)):
-            continue
-        own = vocabulary.names[word]
-        words = [w for w in qualifiers(asked.text, start, before) if w not in ignored]
-        if own in asked.products and words:
-            choices[own] = (" ".join([*words, word]), own, *sorted(others - set(asked.products)))
-    return choices
 
 
 def replace_product(asked: Intent, old: str, new: str) -> Intent:
@@ -1539,11 +1178,6 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
     return asks
 
 
-# Words that qualify any goods and name none (运动服饰 is the category 服饰).
-_QUALITIES = ("运动", "专业", "新款", "正品", "好用", "高端", "入门", "便宜", "实惠")   # say nothing of whom or what for
-_MODIFIERS = (*_QUALITIES, "男士", "女士", "儿童", "成人")
-
-
 # What is left of 新客第一单买的话 / 头一次来你家买 once its first-purchase words are out: the buying, nothing bought.
 _AROUND_FIRST_PURCHASE = re.compile(r"[新老客户用的话买价单下来我你家在们这里]|\s")
 
@@ -1552,8 +1186,8 @@ def _asked_of_goods(phrase: str) -> bool:
     """A phrase that is what is asked of goods, not goods: a policy's word (退货运费 cut as 退/货运费), an
     attribute alone (what sizes?), or only words asking for a promotion or stock (有没有优惠活动, 有现货吗, 哪款货)."""
     phrase = phrase.lstrip(MEASURE_WORDS) or phrase   # 哪款货最多: jieba's 款货 is a measure word and stock
-    return bool(_ASK_PATTERNS[Ask.POLICY].search(phrase) or _ASK_PATTERNS[Ask.SPEC].fullmatch(phrase)
-                or any(re.fullmatch(f"(?:{_ASK_PATTERNS[ask].pattern})+", phrase) for ask in (Ask.PROMOTION, Ask.STOCK)))
+    return bool(ASK_PATTERNS[Ask.POLICY].search(phrase) or ASK_PATTERNS[Ask.SPEC].fullmatch(phrase)
+                or any(re.fullmatch(f"(?:{ASK_PATTERNS[ask].pattern})+", phrase) for ask in (Ask.PROMOTION, Ask.STOCK)))
 
 
 def _story_word(phrase: str) -> bool:
@@ -1611,7 +1245,6 @@ _ELLIPTICAL = re.compile(r"^(?:那|那么|那要是|要是|如果|换成|改成|
                          r"|^(?:what|how) about\b|^(?:and|make it)\b")
 # A short order for a quantity of what is being discussed: 买两双, 就它了来三个, 那就要2个.
 _QUANTITY_ONLY = re.compile(f"^[^，,。？?！!]{{0,6}}(?:买|来|要|拿|订|下单)\\s*{NUM}\\s*{MEASURE}")
-CARRIED = frozenset({"price", "promotion", "stock", "attribute", "compare", "basket"})
 
 
 def elliptical(text: str) -> bool:
@@ -1619,9 +1252,6 @@ def elliptical(text: str) -> bool:
     what the previous message asked, about what it names or about the product in focus."""
     folded = reading(text)
     return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded))
-
-
-_PARTICLES = re.compile(r"那么|那|要是|如果|换成|改成|还有|呢|嘞|咧|的|[\s，,。？?！!]")
 
 
 # Saying the last answer was about the wrong thing (搞错了, 不对, 我问的是…, 不是瑜伽垫 是健身垫); not about an order
@@ -1635,19 +1265,6 @@ def corrects(text: str) -> bool:
     """The message corrects which product the conversation was about: what it names is meant, not what was shown."""
     folded = reading(text)
     return bool(_CORRECTION.search(folded)) and not _ABOUT_AN_ORDER.search(folded)
-
-
-def bare_follow_up(text: str, vocabulary: Vocabulary) -> bool:
-    """An elliptical message that is only what it names and particles (那乒乓球拍呢): all it asks is what the
-    conversation asked before, so the router's reading of its few words says nothing."""
-    folded = reading(text)
-    if vocabulary.pattern is None \
-            or not (re.match("那", folded) or re.search("(?:呢|嘞|咧)[？?]*$", folded) or elliptical(text)):
-        return False   # (by its ends, not only `elliptical`: 那GPS心率运动手表呢 is past that pattern's length)
-    # a brand before the name says which product (那Keep的泡沫轴呢), no question of its own
-    brands = [b.lower() for b in vocabulary.brands_in(folded)]
-    return _names_and(_PARTICLES, re.sub("|".join(map(re.escape, brands)), "", folded) if brands else folded,
-                      vocabulary)
 
 
 def refers_back(text: str) -> bool:
@@ -1676,35 +1293,3 @@ def _only_asking(compact: str) -> bool:
     if FIRST_PURCHASE.search(compact):
         rest = _AROUND_FIRST_PURCHASE.sub("", rest)
     return bool(compact) and not rest
-
-
-def names_only(text: str, vocabulary: Vocabulary) -> bool:
-    """A message that is only the names it holds, with particles (羽毛球网架, 就壶铃, 要护腿板吧): the reply
-    to "which product?" asks nothing of its own."""
-    return vocabulary.pattern is not None and _names_and(_NAME_FILLER, reading(text), vocabulary)
-
-
-def _names_and(filler: re.Pattern[str], folded: str, vocabulary: Vocabulary) -> bool:
-    """The message holds a name, and nothing else but `filler` (particles, 就/要/是…)."""
-    rest = vocabulary.pattern.sub("", folded) if vocabulary.pattern is not None else folded
-    return rest != folded and not filler.sub("", rest)
-
-
-_NAME_FILLER = re.compile(r"我说的是|我问的是|我要|就是|就|要|是|那个|这个|吧|啦|呀|哦|嗯|[\s，,。？?！!~～]")
-
-
-def answering_which(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
-    """The reply to "which product?" (哦 我说的是泳镜): it asks what the message before the question asked
-    (after 能便宜点吗: its price and promotions), and anything it asks itself."""
-    bargain = frozenset({"price", "promotion"}) if "bargain" in previous else frozenset()
-    return labels | (previous & CARRIED) | bargain
-
-
-def carry_over(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
-    """The labels of a message that leans on the conversation: the previous message's product questions,
-    and this one's own product and policy questions (not first purchase: 第一个 is a position); readings
-    of a few words as pleasantries, bargaining or chit-chat are dropped."""
-    own = {label for label in labels if label in CARRIED
-           or label.startswith("policy:") and label != "policy:first-purchase"}
-    carried = (previous & CARRIED) | own
-    return frozenset(carried or {"price"})

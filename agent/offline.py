@@ -19,7 +19,6 @@ from agent.intent import (
     PRODUCT_ASKS,
     Ask,
     Intent,
-    base_name,
     covers,
     goods_head,
     need_in_comparison,
@@ -31,6 +30,7 @@ from agent.mentions import contradicted_phrase
 from agent.models import Message, ModelReply, ToolCall
 from agent.sizes import size_stated, size_unstated
 from agent.tools import SUBMIT
+from agent.vocabulary import base_name
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions

@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import aiosqlite
 
-from agent import answers, intent, sizes
+from agent import answers, follow_ups, intent, pointers, sizes
 from agent.analytics.analyst import Analyst
 from agent.analytics.signals import own_flags, previous_flags
 from agent.clock import today_shanghai
@@ -33,6 +33,7 @@ from agent.tools import (
     ToolRunner,
 )
 from agent.trace import FALLBACK, Signs, TurnResult, TurnTrace
+from agent.vocabulary import Vocabulary
 from db.aggregates import OrderAnalytics
 from db.catalog import catalog_aliases, catalog_words, fetch_products, fetch_promotions
 from db.facts import Quote
@@ -84,15 +85,15 @@ class Agent:
         self.turn_budget_seconds = turn_budget_seconds
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.router = router or Router.load()
-        self._vocabulary: intent.Vocabulary | None = None
+        self._vocabulary: Vocabulary | None = None
         self._building = asyncio.Lock()   # the first turns arrive together: build each piece once, not per turn
 
-    async def vocabulary(self) -> intent.Vocabulary:
+    async def vocabulary(self) -> Vocabulary:
         """The catalog's product names, brands and categories, read once per process."""
         if self._vocabulary is None:   # jieba over every name: off the event loop (20k products take seconds)
             async with self._building:
                 if self._vocabulary is None:
-                    self._vocabulary = await asyncio.to_thread(intent.Vocabulary.of, await catalog_words(self.conn),
+                    self._vocabulary = await asyncio.to_thread(Vocabulary.of, await catalog_words(self.conn),
                                                                await catalog_aliases(self.conn))
         return self._vocabulary
 
@@ -144,7 +145,7 @@ class Agent:
         asked = await self._for_whom(text, asked, vocabulary, memory)
         asked = await self._unlike_the_record(asked)
         asked = await self._sized(asked, vocabulary)
-        earlier = intent.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
+        earlier = pointers.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
             if asked.reference is not None and not asked.products else ()
         if earlier:   # 刚才那双鞋: the shoes shown before, not the watch in focus now (of several, the one described)
             meant = (await self._described_of(asked, list(earlier), vocabulary))[0]
@@ -207,7 +208,7 @@ class Agent:
         return Signs(await own_flags(text, answer, fallback, self.search),
                      await previous_flags(text, earlier, getattr(self.search, "query_vector", None)))
 
-    async def _labels(self, text: str, memory: ChatMemory, vocabulary: intent.Vocabulary,
+    async def _labels(self, text: str, memory: ChatMemory, vocabulary: Vocabulary,
                       correcting: bool) -> frozenset[str]:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
         the product in focus asks what the previous message asked, plus anything it asks itself; so does a
@@ -218,23 +219,23 @@ class Agent:
         asked_which = last is not None and any(q in last.assistant for q in answers.WHICH_QUESTIONS)
         if asked_which and not intent.refers_back(text):
             previous = self.router.labels(last.user).labels
-            if intent.names_only(text, vocabulary) and intent.answering_which(frozenset(), previous):
+            if follow_ups.names_only(text, vocabulary) and follow_ups.answering_which(frozenset(), previous):
                 labels = frozenset()   # 羽毛球网架: only the product; what it asks is what was asked before
             # after the shop's categories were offered, 乒乓球相关的 picks one to list
             listing = frozenset({"listing"}) if answers.BROWSE_QUESTION in last.assistant else frozenset()
-            return intent.answering_which(labels, previous) | listing
+            return follow_ups.answering_which(labels, previous) | listing
         if last is not None and correcting:
             # 不是手表，我问的是跑步腰包: what was asked before, of another product; no complaint, no greeting
             previous = self.router.labels(last.user).labels
-            return intent.carry_over(labels & intent.CARRIED, previous)
-        bare = intent.bare_follow_up(text, vocabulary)
+            return follow_ups.carry_over(labels & follow_ups.CARRIED, previous)
+        bare = follow_ups.bare_follow_up(text, vocabulary)
         if bare or intent.refers_back(text):
             previous = frozenset()
             if memory.turns and memory.focus_product_ids:
                 previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
             if bare:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
-            labels = intent.carry_over(labels, previous)   # nothing discussed: a product question to ask about
+            labels = follow_ups.carry_over(labels, previous)   # nothing discussed: a product question to ask about
         return labels
 
     async def _router_vector(self, text: str):
@@ -249,11 +250,11 @@ class Agent:
             log.warning("no vector for the router (%s): n-grams only", exc)
             return None
 
-    async def _qualify(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
+    async def _qualify(self, text: str, asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
         """适合小孩踢的足球: of the products whose names end with the word written, the one the embedder
         finds closest — to the qualifying words with the name, and to the whole message (its vector is
         the router's, already computed), on average — when clearly closer than the product of that name."""
-        for own, (query, *options) in intent.qualified(asked, vocabulary).items():
+        for own, (query, *options) in pointers.qualified(asked, vocabulary).items():
             phrase = await self.search.closeness(with_ages(query)[:200], options)
             whole = await self.search.closeness(with_ages(text)[:200], options)
             close = {pid: (phrase[pid] + whole[pid]) / 2 for pid in options if pid in phrase and pid in whole}
@@ -261,7 +262,7 @@ class Agent:
                 asked = intent.replace_product(asked, own, best)
         return asked
 
-    async def _for_whom(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary,
+    async def _for_whom(self, text: str, asked: intent.Intent, vocabulary: Vocabulary,
                         memory: ChatMemory) -> intent.Intent:
         """给我家娃买的，他9岁 after 足球: whom it is for qualifies the product in focus as it would the name written
         (适合小孩踢的足球) — of the products whose names end with its name (青少年训练足球), the one the embedder finds
@@ -271,7 +272,7 @@ class Agent:
             return asked
         return await self._of_the_line(text, asked, focus[0], vocabulary)
 
-    async def _of_the_line(self, text: str, asked: intent.Intent, shown: str, vocabulary: intent.Vocabulary,
+    async def _of_the_line(self, text: str, asked: intent.Intent, shown: str, vocabulary: Vocabulary,
                            exclude_own: bool = False) -> intent.Intent:
         """Of the product shown and those whose names end with its name (足球: 青少年训练足球, 室内五人制足球), the one
         the embedder finds closest to the message with that name, when clearly closer than the one shown; with
@@ -287,12 +288,12 @@ class Agent:
         return asked
 
     @staticmethod
-    def _each(text: str, asked: intent.Intent, memory: ChatMemory, vocabulary: intent.Vocabulary) -> intent.Intent:
+    def _each(text: str, asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
         """泳镜多少钱 / 泳帽呢 / 那各来一个: one of each product just discussed (or the count written), priced
         together as a basket."""
         if asked.products or not memory.turns:
             return asked
-        each = intent.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns], memory.focus_product_ids)
+        each = pointers.each_of_earlier(text, vocabulary, [t.assistant for t in memory.turns], memory.focus_product_ids)
         if not each:
             return asked
         if intent.Ask.STOCK in asked.asks and not _PRICE_ASKED.search(asked.text):   # 两样都还有货吗: each one's stock
@@ -302,7 +303,7 @@ class Agent:
                                    quantities={p: asked.quantity or 1 for p in each},
                                    asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
 
-    async def _own_part(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,
+    async def _own_part(self, text: str, asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory,
                         labels: frozenset[str]) -> intent.Intent:
         """篮球打气筒 is another thing; 弹力带阻力, 篮球半价 are the product's own: a word written after a product's
         name that its record (description, specifications, usage, promotions) holds is a part or aspect of it,
@@ -325,7 +326,7 @@ class Agent:
                            own=frozenset({rest}))
 
     @staticmethod
-    def _rest_of_focus(asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory) -> intent.Intent:
+    def _rest_of_focus(asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory) -> intent.Intent:
         """What a message that names nothing but what it rules out asks: the others of those just shown (泡沫轴用不上，
         另外两样多少钱), or when the one shown is ruled out (斯伯丁的不要，换个牌子的有没有 after the Spalding ball) the
         goods of its kind, listed without it."""
@@ -342,7 +343,7 @@ class Agent:
                                    reference=None)
 
     @staticmethod
-    def _narrowed(asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory) -> intent.Intent:
+    def _narrowed(asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory) -> intent.Intent:
         """800以下的有哪几双, 只看跟踢足球有关的 after a list: those shown that meet the budget or are of the category
         (the budget is read against what each costs now, as for products named with a budget)."""
         shown = memory.focus_product_ids
@@ -357,7 +358,7 @@ class Agent:
         return asked
 
     @staticmethod
-    def _another_kind(text: str, asked: intent.Intent, vocabulary: intent.Vocabulary, memory: ChatMemory,
+    def _another_kind(text: str, asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory,
                       labels: frozenset[str]) -> intent.Intent:
         """包多少钱 after a racket: a kind written as one character that the product in focus is not of names other
         goods — the one of that kind discussed before (鞋还有几双 after 足球鞋, then 护腿板) or of the focus's own
@@ -375,7 +376,7 @@ class Agent:
         of_kind = [pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind[0])]
         if of_kind:   # the product in focus is of that kind: it is the one meant
             return dataclasses.replace(asked, products=(of_kind[0],), goods=(), subject="") if bare else asked
-        discussed = intent.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
+        discussed = pointers.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
                                              [t.assistant for t in memory.turns])
         if discussed is not None:
             return dataclasses.replace(asked, products=(discussed,), follow_up=False, goods=(), subject="")
@@ -415,7 +416,7 @@ class Agent:
         near = contradicted_phrase(asked.text, at, len(name), answers.record_text(product)) if product else ""
         return dataclasses.replace(asked, near_miss=near, subject=near) if near else asked
 
-    async def _cheaper_than(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
+    async def _cheaper_than(self, asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
         """斯伯丁那个篮球有点贵 有没有便宜点的篮球: the goods asked for, below the price of the product said to be too
         dear — the one it names (of the brand it names), else the search's best for it; its brand is no filter."""
         if not asked.too_dear:
@@ -431,7 +432,7 @@ class Agent:
         return dataclasses.replace(asked, too_dear=product.product_name,
                                    max_price=cap if asked.max_price is None else min(asked.max_price, cap))
 
-    async def _described_pointer(self, text: str, asked: intent.Intent, vocabulary: intent.Vocabulary,
+    async def _described_pointer(self, text: str, asked: intent.Intent, vocabulary: Vocabulary,
                                  memory: ChatMemory, labels: frozenset[str]) -> intent.Intent:
         """给小孩踢的那个呢 after 足球: the kind in focus, described — read as if its name were written there
         (给小孩踢的足球); when the description fits another product of that kind (青少年训练足球), that one — the one
@@ -458,7 +459,7 @@ class Agent:
         again = await self._qualify(text, again, vocabulary)
         return again if again.products != (focus,) else asked
 
-    async def _sized(self, asked: intent.Intent, vocabulary: intent.Vocabulary) -> intent.Intent:
+    async def _sized(self, asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states
         that size (or none of that unit); else the product whose name ends with the word written and whose
         record states it (4号足球 → 青少年训练足球); else a near miss — the shop has no such size."""
@@ -482,7 +483,7 @@ class Agent:
             return intent.replace_product(asked, own, other)
         return dataclasses.replace(asked, near_miss=phrase)
 
-    async def _resolve(self, asked: intent.Intent, memory: ChatMemory, vocabulary: intent.Vocabulary) -> intent.Intent:
+    async def _resolve(self, asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL); the cheaper or
         dearer after two products asked one by one (壶铃, then 哑铃呢) is of those two."""
         shown, last_quantity = memory.focus_product_ids, memory.last_quantity
@@ -517,7 +518,7 @@ class Agent:
             pick = most.product_id if most is not None else None
         elif pointer.kind in ("cheapest", "dearest"):
             if len(shown) == 1:   # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one by one
-                shown = list(intent.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
+                shown = list(pointers.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
             # by what one costs now, as a comparison says which is cheaper (a promotion may turn the order)
             found = await fetch_products(self.conn, shown)   # the rows read once, every quote built from them
             promotions = await fetch_promotions(self.conn, list(found))
@@ -532,7 +533,7 @@ class Agent:
                                    goods=(), subject="")
 
     async def _another_brand(self, asked: intent.Intent, memory: ChatMemory,
-                             vocabulary: intent.Vocabulary) -> intent.Intent:
+                             vocabulary: Vocabulary) -> intent.Intent:
         """那斯伯丁那个呢 after 室外耐磨篮球 (威尔胜): the brand's product of the kind in focus, asked as that one was —
         the one of its products whose name ends as the focus's does (球), else the closest by meaning of them."""
         focus = memory.focus_product_ids
@@ -551,13 +552,13 @@ class Agent:
         return dataclasses.replace(asked, products=(of_brand[0],), follow_up=False, reference=None, subject="")
 
     async def _described_of(self, asked: intent.Intent, shown: list[str],
-                            vocabulary: intent.Vocabulary) -> list[str]:
+                            vocabulary: Vocabulary) -> list[str]:
         """Of the products shown, those a pointer describes: the brand it names (安德玛那条裤子), then the one its other
         words are clearly closest to by meaning (防崴脚那个 → 护踝, by QUALIFIED_MARGIN over the next); all of them
         when it says nothing of which."""
         if asked.brand:   # the catalog's brands are in the vocabulary: no query
             shown = [pid for pid in shown if vocabulary.brand_of.get(pid) == asked.brand] or shown
-        described = intent.pointer_description(asked.text)
+        described = pointers.pointer_description(asked.text)
         if len(shown) >= 2 and described:
             close = await self.search.closeness(with_ages(described)[:200], shown)
             ranked = sorted(close, key=close.__getitem__, reverse=True)

@@ -91,7 +91,7 @@ async def conn(demo_db):
 @pytest.fixture
 async def vocabulary(conn):
     """The message reader's words of the demo catalog (names, brands, categories, other names)."""
-    from agent.intent import Vocabulary
+    from agent.vocabulary import Vocabulary
     from db.catalog import catalog_aliases, catalog_words
     return Vocabulary.of(await catalog_words(conn), await catalog_aliases(conn))
 

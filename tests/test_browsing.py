@@ -10,7 +10,8 @@ import re
 import pytest
 
 from agent import answers
-from agent.intent import Ask, elliptical, names_only, read, refers_back
+from agent.follow_ups import names_only
+from agent.intent import Ask, elliptical, read, refers_back
 from agent.mentions import tells_something
 from agent.tools import CALLABLE_TOOLS, tool_schemas
 from db.catalog import list_categories

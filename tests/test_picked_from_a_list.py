@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.intent import pointer_description
+from agent.pointers import pointer_description
 from tests.test_understanding import converse
 
 

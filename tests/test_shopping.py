@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from agent.evaluation import load_dialogues, run_dialogues
-from agent.intent import Ask, Vocabulary, covers, read
+from agent.intent import Ask, covers, read
 from agent.tools import SearchProducts, ToolRunner, file_evidence, parse_arguments
 from agent.turn import Agent
+from agent.vocabulary import Vocabulary
 from db.catalog import ProductFilter, catalog_words, find_products, get_product_details
 from db.facts import Basket, QuoteRefusal
 from db.pricing import calculate_basket, paid_now

@@ -9,9 +9,11 @@ import re
 import pytest
 
 from agent import intent, sizes
-from agent.intent import carry_over, elliptical, read, refers_back
+from agent.follow_ups import bare_follow_up, carry_over
+from agent.intent import elliptical, read, refers_back
 from agent.memory import InProcessMemory, Turn
 from agent.mentions import Reference, goods_phrases, reference
+from agent.vocabulary import Vocabulary
 
 
 async def converse(agent, messages, user_id="console"):
@@ -459,9 +461,9 @@ async def test_a_bare_follow_up_asks_what_the_conversation_asked_not_what_its_fe
     """那泡沫轴呢 / 那瑜伽砖呢 are a name and particles: the router's reading of those few words (a listing, an
     attribute, thanks) says nothing; after a question about something not sold, they ask the price (of 55 such
     follow-ups, one per demo product, 21 were answered with the product's description alone; now none)."""
-    assert intent.bare_follow_up("那排球呢？", vocabulary) and not intent.bare_follow_up("那排球多重呢", vocabulary)
-    assert intent.bare_follow_up("那GPS心率运动手表呢", vocabulary)   # a name longer than the elliptical pattern's
-    assert not intent.bare_follow_up("排球", vocabulary) and not intent.bare_follow_up("那足球和篮球呢", vocabulary)
+    assert bare_follow_up("那排球呢？", vocabulary) and not bare_follow_up("那排球多重呢", vocabulary)
+    assert bare_follow_up("那GPS心率运动手表呢", vocabulary)   # a name longer than the elliptical pattern's
+    assert not bare_follow_up("排球", vocabulary) and not bare_follow_up("那足球和篮球呢", vocabulary)
     said = await converse(agent, ["有冰刀鞋吗", "那泡沫轴呢"])
     assert "没有销售" in said[0] and "售价" in said[1]
     said = await converse(agent, ["有冰刀鞋吗", "那瑜伽砖呢"])
@@ -1042,7 +1044,7 @@ async def test_a_need_told_with_some_is_searched_not_called_unsold(agent):
 
 def test_a_measure_word_ending_goods_after_a_noun_is_their_head_not_money():
     """瑜伽块怎么卖: the block is the goods asked about (块 after a noun), while 足球几块 asks a price in 块."""
-    v = intent.Vocabulary({"足球": "001"})
+    v = Vocabulary({"足球": "001"})
     assert intent.read("瑜伽块怎么卖的", v).goods == ("瑜伽块",)
     assert intent.read("足球几块", v).goods == ()
 
@@ -1055,7 +1057,7 @@ async def test_a_thing_jieba_cuts_apart_after_a_products_name_is_another_thing(a
                            ("手表的充电线多少钱", "手表的充电线")):
         said = (await agent.answer(message, user_id="u")).answer
         assert said.startswith(f"抱歉，本店没有销售“{thing}”"), said
-    v = intent.Vocabulary({"足球": "001", "健身手套": "021"})
+    v = Vocabulary({"足球": "001", "健身手套": "021"})
     assert intent.read("足球打折吗", v).near_miss == "" and intent.read("健身手套男款有吗", v).near_miss == ""
 
 
@@ -1067,7 +1069,7 @@ async def test_cheaper_goods_described_between_cheaper_and_their_name_are_the_ki
     assert "跑步鞋" in said and "500元" in said and "899元" not in said and "袜" not in said
     said = await reply(agent, "耐克双肩包太贵了 有没有便宜些能装衣服的包")
     assert "259元" in said and "服饰" not in said and "运动袜" not in said and "299元" not in said
-    v = intent.Vocabulary({"保温运动水杯": "037"})
+    v = Vocabulary({"保温运动水杯": "037"})
     assert intent.read("保温运动水杯太贵了 有没有便宜些能装热水的杯子", v).goods == ("杯子",)
 
 
@@ -1083,7 +1085,7 @@ async def test_no_typed_as_wood_has_asks_as_no_does(agent):
 
 def test_a_two_character_thing_ending_in_an_object_after_a_name_is_another_thing():
     """帐篷地钉: 地 + 钉 (a nail), a thing for the tent; 双肩包能装电脑吗 asks what the bag holds."""
-    v = intent.Vocabulary({"帐篷": "050", "双肩包": "039"})
+    v = Vocabulary({"帐篷": "050", "双肩包": "039"})
     assert intent.read("帐篷地钉有卖吗", v).near_miss == "帐篷地钉"
     assert intent.read("双肩包能装电脑吗", v).near_miss == ""
 
@@ -1130,7 +1132,7 @@ async def test_whether_the_shop_has_a_product_named_is_asked_whatever_the_router
     price and stock; 压缩紧身裤有42码吗 still asks an attribute."""
     said = await reply(agent, "护踝有吗")
     assert "99元" in said and "库存50" in said
-    v = intent.Vocabulary({"护踝": "031"})
+    v = Vocabulary({"护踝": "031"})
     assert intent.read("护踝有吗", v, labels=["attribute"]).asks == {intent.Ask.STOCK}
     assert intent.Ask.SPEC in intent.read("护踝有42码吗", v, labels=["attribute"]).asks
 
