@@ -151,7 +151,7 @@ def _promotion_sentence(product: Product, promos: list[Promotion]) -> tuple[str,
 
 
 def _calculation_sentence(product: Product, calc: Quote | QuoteRefusal,
-                          per_unit: bool = False) -> tuple[str, list[str]]:
+                          per_unit: bool = False, budget: Decimal | None = None) -> tuple[str, list[str]]:
     name = product.product_name
     if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE:
         return f"因为{name}{NO_PRICE}，暂时无法为您计算总价，可以联系人工客服确认。", [product.evidence_id]
@@ -172,6 +172,8 @@ def _calculation_sentence(product: Product, calc: Quote | QuoteRefusal,
         text = f"{buy}{qty}{unit}{name}共{yuan(calc.final_total)}。"
     if per_unit and calc.paid_per_unit is not None:   # 平均一支多少钱: the total over the units received
         text += f"平均每{unit}{yuan(calc.paid_per_unit)}。"
+    if budget is not None:   # the customer's budget for it all: Decimal against their figure, not restated
+        text += "在您的预算之内。" if calc.final_total <= budget else "超出了您的预算。"
     for outcome in calc.outcomes:
         if not outcome.applied and outcome.reason:
             text += f"“{outcome.promotion.promotion_text}”{outcome.reason}，本单暂不适用。"
@@ -184,11 +186,13 @@ def _calculation_sentence(product: Product, calc: Quote | QuoteRefusal,
 
 
 def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives: bool,
-                   claimed_other_figure: bool = False, per_unit: bool = False, subject: str = "") -> tuple[str, list[str]]:
+                   claimed_other_figure: bool = False, per_unit: bool = False, subject: str = "",
+                   budget: Decimal | None = None) -> tuple[str, list[str]]:
     """Describe the most likely verified product: facts, promotions and the prepared calculation.
     `claimed_other_figure`: the customer stated a figure of their own; say whose data this is. `per_unit`:
     the average asked for (平均一支多少钱), stated when the calculation's total divides evenly. `subject`: the
-    kind of thing asked for; the alternatives offered are of that kind when the recommended one is."""
+    kind of thing asked for; the alternatives offered are of that kind when the recommended one is. `budget`: the
+    customer's budget for the whole quantity, the calculation says whether it is within it."""
     order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
     main = findings.products[order[0]]
     pid, unit = main.product_id, measure_word(main.product_name)
@@ -214,7 +218,7 @@ def product_answer(findings: Findings, *, wants_price: bool, wants_alternatives:
         calc = None   # the price itself was asked: 价格暂未提供 above says it all
     if calc is not None and calc.product_id == pid and (
             wants_price or refused or calc.applied_promotion is not None):
-        sentence, calc_cites = _calculation_sentence(main, calc, per_unit)
+        sentence, calc_cites = _calculation_sentence(main, calc, per_unit, budget)
         parts.append(sentence)
         cites += calc_cites
     if wants_alternatives:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from agent.ruled_out import marker_at
 from guardrails.figures import MEASURE, MONEY, NUM, QUANTITY, find_mentions, parse_number
 
 _RANGE = re.compile(f"(?P<lo>{NUM})\\s*(?:元|块钱|块)?\\s*(?:到|至|~|～|-)\\s*(?P<hi>{NUM})\\s*(?:元|块钱|块)?\\s*(?:之间|以内|的|左右)")
@@ -165,6 +166,15 @@ def _counted_in_pairs(count: str) -> bool:
     return count.rstrip().endswith(("对", "双"))
 
 
+# between a bound and the words that rule it out (两百以上的就算了, 五十以下的我不要)
+_BEFORE_MARKER = re.compile(r"的?(?:话|我|就|都|也|咱|那)*")
+
+
+def _ruled_after(text: str, end: int) -> bool:
+    """Whether the bound that ends at `end` is ruled out (两百以上的就算了 太贵): the budget is its other side."""
+    return marker_at(text, _BEFORE_MARKER.match(text, end).end())
+
+
 def budget(text: str) -> tuple[Decimal | None, Decimal | None]:
     if (m := _RANGE.search(text)) and (lo := parse_number(m.group("lo"))) is not None \
             and (hi := parse_number(m.group("hi"))) is not None and lo < hi:
@@ -178,6 +188,8 @@ def budget(text: str) -> tuple[Decimal | None, Decimal | None]:
             return (value * Decimal("1.2")).quantize(Decimal(1)), (value * Decimal("0.8")).quantize(Decimal(1))
         if kind == "above":    # 一百出头: from it to a third more
             return (value * Decimal("1.35")).quantize(Decimal(1)), value
+        if kind in ("max", "min") and _ruled_after(text, m.end()):
+            kind = "min" if kind == "max" else "max"   # 两百以上的就算了: at most two hundred
         if kind == "max" and high is None:
             high = value
         elif kind == "min" and low is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from agent.intent import elliptical, reading
+from agent.intent import ASK_PATTERNS, Ask, elliptical, reading
 from agent.vocabulary import Vocabulary
 
 # The product questions a follow-up carries over from the message before it.
@@ -48,10 +48,14 @@ def answering_which(labels: frozenset[str], previous: frozenset[str]) -> frozens
     return labels | (previous & CARRIED) | bargain
 
 
-def carry_over(labels: frozenset[str], previous: frozenset[str]) -> frozenset[str]:
+def carry_over(labels: frozenset[str], previous: frozenset[str], text: str = "") -> frozenset[str]:
     """The labels of a message that leans on the conversation: the previous message's product questions,
     and this one's own product and policy questions (not first purchase: 第一个 is a position); readings
-    of a few words as pleasantries, bargaining or chit-chat are dropped."""
+    of a few words as pleasantries, bargaining or chit-chat are dropped. A question about the customer's own
+    order that says so in words (`text`: 我那个瑜伽垫到哪了, 买足球那个订单) is the message's own: 那个 points at
+    their order, and nothing of the product is asked."""
+    if "order_status" in labels and ASK_PATTERNS[Ask.ORDER].search(reading(text)):
+        return frozenset({"order_status"} | {label for label in labels if label.startswith("policy:")})
     own = {label for label in labels if label in CARRIED
            or label.startswith("policy:") and label != "policy:first-purchase"}
     carried = (previous & CARRIED) | own

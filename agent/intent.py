@@ -84,7 +84,7 @@ PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRA
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品|金额|订单|数据)"
                             r"|(价格|库存|优惠|活动|金额|数据库).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
-    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的单|到哪了|发货了吗|物流|单号|上次买|买过(?:什么|啥)|买过哪些|最近买了|上一单")),
+    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发货了吗|物流|单号|上次买|买过(?:什么|啥)|买过哪些|最近买了|上一单")),
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
@@ -192,6 +192,8 @@ class Intent:
     # products' names end with and none is (球拍: 羽毛球拍, 乒乓球拍, 网球拍; 球鞋); read with the subject it was read of
     kind: str = ""
     ruled_out: RuledOut = RuledOut()   # what the customer does not want (除了耐克, 帐篷就不要了, 不是瑜伽垫)
+    # a budget for the whole purchase of a count of one product (想买10个足球，预算1200够不够): not a price per unit
+    total_budget: Decimal | None = None
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -526,6 +528,7 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
     if vocabulary.category_pattern is None:
         return None
     alone = None
+    uses: set[str] = set()   # category words read as the use of goods asked (游泳用的浮板): no category said again
     for m in vocabulary.category_pattern.finditer(text):
         word = m.group(0)
         if _CATEGORY_TAIL.match(text, m.end()):
@@ -533,7 +536,10 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
         use = _USE_OF.match(text, m.end())
         clause_end = next((c.end() for c in _CLAUSE.finditer(text) if c.start() <= m.start() < c.end()), len(text))
         if use and any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:clause_end], [])):
+            uses.add(word)
             continue   # 跑步穿的紧身裤: tights worn for running, of whatever category the shop files them under
+        if word in uses:
+            continue   # 有游泳用的浮板吗 刚学游泳: the sport again, in the story
         if text[m.end():m.end() + 1] == "的" and _after_verb(text, m.start()) \
                 and (text[m.end() + 1:m.end() + 2] in vocabulary.kind_characters
                      or any(not unspecific(g) for g in goods_phrases(text[m.end() + 1:], []))):
@@ -663,19 +669,26 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                           vocabulary.brands_at(folded))
     ruled = ruled_out(folded, spans, vocabulary.brands, vocabulary.products_of_kind)
     rest_asked = bool(THE_REST.search(folded) or _LOOKING.search(folded))   # 其他的还有什么, 我想看看
-    if ruled and not (rest_asked or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
+    # goods asked for besides a brand ruled out (想买个球，耐克的就不考虑了; 篮球不要斯伯丁的…有合适的吗): the rest
+    goods_asked = rest_asked or bool(ruled.brands) and bool(_WANTED_IN.search(folded) or _HAVING.search(folded))
+    if ruled and not (goods_asked or any(not excluded(pid, ruled, vocabulary) for _, _, pid in spans)):
         ruled = RuledOut()   # 帐篷699太贵啦 (bargaining), 这双不要了 能退吗: nothing else asked, so nothing ruled out
     # 想买个足球 但是不要耐克的: the Nike ball is ruled out by its brand, so 足球 is the kind of goods asked about
     by_brand = tuple(dict.fromkeys(pid for _, _, pid in spans if pid not in ruled.products
                                    and vocabulary.brand_of.get(pid) in ruled.brands))
     products = tuple(dict.fromkeys(pid for _, _, pid in spans if not excluded(pid, ruled, vocabulary)))
     sports = _sports_played(folded, spans, vocabulary)
+    played = [(s, e) for s, e, _ in spans if _played(folded, s) is not None]   # 打网球两年了, 想学滑板: the game
     put_on = [(s, e) for s, e, _ in spans if folded[e:e + 1] == "上" and _USE_OF.match(folded, e)]   # 网球拍上装的
     spans, products = _playing(folded, spans, products, vocabulary)
     # a price stated to be confirmed (壶铃99对吧) is no count and no budget: blanked, the positions kept
     figures = _STATED_PRICE.sub(lambda m: " " * len(m.group()), folded) if spans else folded
     per, overall, paired, overall_paired = quantities(figures, spans)
     high, low = budget(figures)
+    total_budget = None
+    counted = overall if overall is not None else max(per.values(), default=None)
+    if high is not None and counted is not None and counted > 1 and len(products) == 1 and _WHOLE_BUDGET.search(folded):
+        total_budget, high, low = high, None, None   # 10个足球 预算1200够不够: what the ten cost, against it
     brands = [b for b in vocabulary.brands_in(folded) if b not in ruled.brands | ruled.naming]
     corrected = _CORRECTION.search(folded, 1)
     if corrected and (later := [b for b in vocabulary.brands_in(folded[corrected.end():]) if b in brands]):
@@ -688,6 +701,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if ruled and rest_asked:
         by_rules.add(Ask.LIST)   # 护具里除了护膝还有啥, 护具我想看看 耐克的别推荐: the rest, listed
     asks = _asks(by_rules, labels, bool(products), folded, focus=has_focus)
+    if total_budget is not None:
+        asks = (asks - {Ask.BARGAIN}) | {Ask.PRICE}   # 预算1200够不够: the total, to set against the budget
     if (high is not None or low is not None) and _BUDGET_TOLD.search(folded):
         asks.discard(Ask.BARGAIN)   # 预算就180，有合适的吗: what the budget allows, no offer made
     if products and _STATED_PRICE.search(folded):   # 壶铃99对吧 我记得是: no complaint, the price confirmed
@@ -706,7 +721,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if not labels and _GREETING.match(folded):
         asks.add(Ask.THANKS if _THANKS.search(folded) else Ask.GREETING)
     parts: tuple[str, ...] = ()
-    if len(products) < 2 and (Ask.COMPARE in asks or re.search("各(?![种类样式])", folded)) \
+    if len(products) < 2 and (Ask.COMPARE in asks or re.search("各(?![种类样式])|分别", folded)) \
             and not (by_price and _SUPERLATIVE.search(folded)) \
             and not for_each_person(folded):   # 所有鞋子里最便宜的是哪双: one order; 我和我弟各要一双: people, no parts
         pieces = [p for p in _SEPARATORS.split(folded) if p.strip()]
@@ -715,7 +730,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     phrases = goods_phrases(folded, [(s, e) for s, e, _ in spans] + sports + put_on) \
         if not products and not ruled.products else []   # 帐篷我就不要了，其他的: the rest of where it is
     phrases = [p for p in phrases if not any(p.endswith(folded[s:e]) and (p == folded[s:e] or _PLAY.search(p[:s - e]))
-                                             for s, e in sports)]   # 打网球: the sport played, no goods
+                                             for s, e in sports + played)]   # 打网球: the sport played, no goods
     story = tuple(g for g in phrases if _story_word(g))   # 教练, 膝盖, 健身房: the story's nouns, no goods
     goods = tuple(g for g in phrases if not _only_known_words(g, vocabulary) and not _first_purchase_only(g, folded)
                   and not _asked_of_goods(g) and g not in story and not _says_no_thing(g))
@@ -808,7 +823,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     first_offer = has_focus and labels and {lb for lb in labels if lb.startswith("policy:")} == {"policy:first-purchase"}
     # a policy beside an attribute asked of the focus (what sizes? after the helmet) keeps the focus too
     about_focus = first_offer or (Ask.SPEC in asks and "policy:sizing" in labels)
-    follow_up = (has_focus and not products and not goods and not brand and not category and high is None
+    # (a game played, 打篮球老是崴脚 有没有护脚踝的, is something new the message tells: no follow-up)
+    follow_up = (has_focus and not products and not goods and not played and not brand and not category and high is None
                  and low is None and not (asks - ({Ask.POLICY} if about_focus else set())) & _NOT_ABOUT_FOCUS)
     if follow_up and first_offer and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)
@@ -869,7 +885,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   qualifier, paired, overall_paired, asked_for, wanted, bool(_PREMISES.search(folded)),
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
-                  kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled),
+                  kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled,
+                  total_budget=total_budget),
                          spans, vocabulary)
 
 
@@ -1116,7 +1133,9 @@ def _playing(text: str, spans: list[tuple[int, int, str]], products: tuple[str, 
     category of the shop (打网球的有吗: the tennis goods, not the balls), or the use of the goods named after them
     (足球用的手套: gloves for football, not the football)."""
     kept = [s for s in spans if not _USE_OF.match(text, s[1])]
-    kept = [s for s in kept if not (_played(text, s[0]) is not None and _length(text) >= 8)
+    # (a sport's name read with the kind of goods written after it, 打网球…想换支拍子 → 网球拍, is those goods: kept)
+    kept = [s for s in kept if vocabulary.names.get(text[s[0]:s[1]]) != s[2]
+            or not (_played(text, s[0]) is not None and _length(text) >= 8)
             and not (text[s[0]:s[1]] in vocabulary.category_of and _sport_asked(text, s[0], s[1]))]
     if len(kept) == len(spans):
         return spans, products
@@ -1139,6 +1158,8 @@ _CN_DIGITS = "一二两三四五六七八九十"
 _STATED_PRICE = re.compile(rf"(?<![\d.{_CN_DIGITS}百千万])(?:\d+(?:\.\d+)?多?\s*(?:元|块钱?|rmb)?|"
                            rf"[{_CN_DIGITS}]*[百千万][{_CN_DIGITS}百]*多?\s*(?:元|块钱?)?|[{_CN_DIGITS}]+多?\s*(?:元|块钱?))"
                            r"\s*(?:来着|对吧|对吗|对不对|是吧|是不是|没错|吧|吗|嘛|[?？])")
+# a budget said of the whole purchase, not of each unit (预算1200够不够, 一共预算500)
+_WHOLE_BUDGET = re.compile(r"预算|一共|总共|总价|合计|够不够|够吗|够买|够用")
 _BUDGET_TOLD = re.compile(r"预算|以内|以下|之内|不超过|左右|上下|出头|之间")
 _CONFIRMING = re.compile(r"对吧|对吗|对不对|是吧|来着|没错|是不是|我记得|好像是|应该是|是\d")
 # Words of a size question (码, 身高, 偏大): a size guide asked, not which goods to wear
@@ -1170,12 +1191,20 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.SPEC)    # (a helmet in focus) what sizes?: the product's own sizes, besides the size guide
     elif named and Ask.POLICY in asks and _HAVING.search(text):
         asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
+    if Ask.ORDER in by_rules and _PAID.search(text):
+        asks = (asks - {Ask.PRICE, Ask.PROMOTION, Ask.BASKET}) | {Ask.ORDER}   # 瑜伽垫那个订单我付了多少钱: the order's
+    if Ask.BASKET in asks and Ask.SPEC in by_rules and not re.search(f"{PRICE_WORDS}|{NUM}\\s*{MEASURE}", text):
+        asks = (asks - {Ask.BASKET}) | {Ask.SPEC}   # 加厚健身垫和瑜伽垫各多厚: each one's thickness, nothing bought
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
         asks.add(Ask.MODIFY)
     if named and Ask.LIST in asks and Ask.LIST not in by_rules and "推荐" not in text \
             and (asks & {Ask.PRICE, Ask.STOCK, Ask.PROMOTION} or _HAVING.search(text)):
         asks.discard(Ask.LIST)   # 迪卡侬的瑜伽垫有木有送啥赠品, keep的泡沫轴有木有: the product named, no list of goods
     return asks
+
+
+# What was paid, not what a product costs (付了多少, 花了多少来着, 实付多少): asked of an order
+_PAID = re.compile(r"(?:付|花|扣|交|收)了(?:我)?多少|实付(?:了|是)?多少|付款金额")
 
 
 # What is left of 新客第一单买的话 / 头一次来你家买 once its first-purchase words are out: the buying, nothing bought.

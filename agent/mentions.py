@@ -18,6 +18,7 @@ import jieba
 import jieba.posseg
 
 from retrieval.bridge import names_an_object, senses
+from retrieval.text import is_han
 from retrieval.thesaurus import filed, files_as_goods, names_material
 
 jieba.setLogLevel(logging.WARNING)
@@ -335,6 +336,7 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
         if not any(phrase in whole or whole in phrase for whole in phrases):
             phrases.append(phrase)
     phrases = [_COUNT_AFTER.sub("", p) or p for p in phrases]        # 羽球一桶: 羽球 (the count is read apart)
+    phrases = [_measure_apart(p) for p in phrases]                   # 想买个球: 球 (jieba has 个球 as a word)
     phrases = [w for p in phrases if (w := _after_done(p))]          # 游完泳, 踢完球鞋子: an action done, then goods
     phrases = [w for p in phrases if (w := _WHATEVER.sub("", p)) == p or len(w) >= 2]   # 啥球都行: any ball, not 球都行
     phrases = [_ALL_AFTER.sub("", p) or p for p in phrases]          # 鞋子都啥价位: the shoes, all of them
@@ -346,6 +348,14 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     phrases = [p for p in phrases if not (text[order[p] + len(p):order[p] + len(p) + 1] == "的"
                                           and order[p] + len(p) + 1 in starts)]
     return sorted(phrases, key=order.__getitem__)
+
+
+def _measure_apart(phrase: str) -> str:
+    """A phrase without the measure word jieba glued to its front (个球, 双鞋, 副手套: 球, 鞋, 手套), unless the
+    measure word and the character after it are a word of the dictionary (双杠, 台球杆, 把手)."""
+    if len(phrase) >= 2 and phrase[0] in MEASURE_WORDS and is_han(phrase[1]) and not senses(phrase[:2]):
+        return phrase[1:]
+    return phrase
 
 
 def _tokens(text: str) -> list:

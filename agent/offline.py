@@ -314,7 +314,8 @@ class OfflineModel:
         """Several products each asked about — their stock, promotions or an attribute, beside their price or
         not (足球多少钱，篮球有货吗: two questions, not a sum) — with no total or quantity asked (the router's
         reading decides: 各还剩多少 asks stock, though 多少 may ask a price). A price alone is priced together."""
-        total = "basket" in asked.labels if asked.labels else Ask.BASKET in asked.asks
+        # (a reading of a total the reader set aside, 各多厚 with nothing bought, is none)
+        total = Ask.BASKET in asked.asks and ("basket" in asked.labels if asked.labels else True)
         return not total and not asked.quantities and not asked.first_purchase \
             and bool(asked.asks & {Ask.STOCK, Ask.PROMOTION, Ask.SPEC})
 
@@ -416,11 +417,11 @@ class OfflineModel:
                       and asked.describes_need)
         counts = {asked.quantity, *asked.quantities.values()}
         # a figure of the customer's own, not a count of 块 read as pieces (三块瑜伽砖多少钱)
-        claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT)
+        claimed = any(m.value is not None and m.kind in (MONEY, DISCOUNT) and m.value != asked.total_budget
                       and not (m.text.rstrip().endswith("块") and m.value in counts) for m in find_mentions(question))
         return (*answers.product_answer(findings, wants_price=wants_price, wants_alternatives=wants_more,
                                         claimed_other_figure=claimed, per_unit=bool(_PER_UNIT.search(question)),
-                                        subject=asked.subject),
+                                        subject=asked.subject, budget=asked.total_budget),
                 AnswerStatus.GROUNDED)
 
     def _promotion_plan(self, asked: Intent, main: Product, findings: answers.Findings,

@@ -9,7 +9,7 @@ import re
 import jieba.posseg
 
 from agent.counts import for_each_person
-from agent.intent import ASK_PATTERNS, Ask, Intent, reading
+from agent.intent import ASK_PATTERNS, Ask, Intent, noun_stem, reading
 from agent.mentions import MEASURE_WORDS, is_amount, is_asking_verb, qualifiers
 from agent.vocabulary import QUALITIES, Vocabulary
 from retrieval.text import fold
@@ -125,7 +125,28 @@ def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...
         if word not in vocabulary.names or not (others := vocabulary.ending_with(word)):
             continue
         own = vocabulary.names[word]
+        # (of those the customer has not ruled out: 想给孩子买个足球，阿迪的就算了 — not the Adidas youth ball)
+        others = {pid for pid in others if not asked.ruled_out.excludes(pid, vocabulary.brand_of.get(pid))}
         words = [w for w in qualifiers(asked.text, start, before) if w not in ignored]
         if own in asked.products and words:
             choices[own] = (" ".join([*words, word]), own, *sorted(others - set(asked.products)))
     return choices
+
+
+_JOINED = re.compile(r"和|跟|与|及|、|还有|以及")
+
+
+def kinds_joined(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
+    """Kinds of goods written alone and joined (那拍子和球分别多少钱, 鞋跟袜子呢): each piece one noun whose stem ends
+    product names (拍子 → 拍, 球); () unless there are two or more such pieces and nothing else names goods."""
+    pieces = [p for p in _JOINED.split(reading(text)) if p.strip()]
+    if len(pieces) < 2:
+        return ()
+    kinds = []
+    for piece in pieces:
+        found = [noun_stem(w.word) for w in jieba.posseg.lcut(piece)
+                 if w.flag.startswith("n") and len(w.word) <= 2 and noun_stem(w.word) in vocabulary.name_endings]
+        if len(found) != 1:
+            return ()
+        kinds.append(found[0])
+    return tuple(kinds)

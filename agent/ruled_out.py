@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 # Three ways to rule a thing out: not wanting it (不要, 不考虑, 用不上, 腻了, 太贵了, 不合脚, pass, 别推荐), having it
-# already or having tried it (我都有了, 自己有, 已经买过了, 穿过, 一大堆) and leaving it aside (除了, 除开, 刨去, 以外). 不要/不是 after 要/是 ask (要不要, 是不是耐克的);
+# already or having tried it (我都有了, 都不缺, 自己有, 已经买过了, 穿过, 一大堆) and leaving it aside (除了, 除开, 刨去, 以外). 不要/不是 after 要/是 ask (要不要, 是不是耐克的);
 # 不要太贵的 names nothing and so rules nothing out.
 _MARKER = re.compile(
     r"除了|除开|除去|刨去|刨除|去掉|排除|以外|之外|除外|不算"
     r"|(?<!要)不要了?|(?<!是)不是|不(?:考虑了?|想要了?|需要了?|喜欢|感兴趣|用了|看了|习惯|合脚|合适|好用)|用不[上着到]"
     r"|[穿用玩看]?腻了|就?算了|免了|pass|(?:太|有点|有些)贵了?"
     r"|别(?:再|给我)?推荐?了?|别给我看"
-    r"|(?:我|自己|家里)(?:都|也|已经)*有了?|已经有了?|(?:已经)?买过了|已经买了|(?:已经)?[穿用]着了?|在用|[我家]?(?:用|穿)过了?|一大堆|有的是|多的是")
+    r"|(?:我|自己|家里)(?:都|也|已经)*有了?|已经有了?|(?:都|也)?不缺了?|(?:已经)?买过了|已经买了|(?:已经)?[穿用]着了?|在用|[我家]?(?:用|穿)过了?|一大堆|有的是|多的是")
 # words asking for the rest once something is ruled out: 其他的还有什么, 换个牌子的, 别的, 剩下的, 另外两样
 THE_REST = re.compile(r"其他|其它|其余|别的|另外|剩下|剩余|换个|换一?[个款双种]|看看别|还(?:有|卖|能买)(?:些|点)?(?:啥|什么|哪些|没有|吗|么|的)")
 # where what a marker rules out ends: the clause's end, or what the customer asks for instead
@@ -95,6 +95,11 @@ def _named_in(text: str, region: tuple[int, int], spans: list[tuple[int, int, st
     # 衣服 ends no name; its head 服 ends 瑜伽服: a kind by its whole stem, else a word of two by its last character
     kind = next((k for k in dict.fromkeys((stem, stem[-1] if len(stem) == 2 else stem)) if is_kind(k)), None)
     return set(), set(), {kind} if kind else set()
+
+
+def marker_at(text: str, at: int) -> bool:
+    """Whether a marker of ruling out starts at `at` (两百以上的就|算了, 五十以下的|不要)."""
+    return _MARKER.match(text, at) is not None
 
 
 def is_marker(word: str) -> bool:

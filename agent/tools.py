@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import InitVar, dataclass
 from decimal import Decimal
@@ -380,6 +381,14 @@ def file_evidence(ledger: EvidenceLedger, result: object) -> list[str]:
 
 
 KNOWLEDGE_TOP_K = 3
+CLAUSES_SEARCHED = 6   # a policy question's searches: the whole message and its first five clauses
+_CLAUSE_APART = re.compile(r"[\s，,。.!！？?；;～~]+")
+
+
+def _clauses(text: str) -> list[str]:
+    """The clauses of a message of several (by its punctuation and spaces), of three characters or more; none for one."""
+    pieces = [p for p in _CLAUSE_APART.split(text) if len(p) >= 3]
+    return pieces if len(pieces) >= 2 else []
 
 
 def _by_id(products: list[Product]) -> dict[str, Product]:
@@ -460,8 +469,16 @@ class ToolRunner:
             ids = [p.passage_id for p in self.passages.passages]
             in_topic = [i for i in ids if i.startswith(f"{args.topic}#")]
             if in_topic:   # the router named the topic: its best passage for the words, and its overview
-                ranked = [i for i, _ in await self.passages.search(args.query, len(ids)) if i in in_topic]
-                return await documents_by_id(self.conn, list(dict.fromkeys([*ranked[:1], in_topic[0]])))
+                best: list[str] = []
+                # …and each clause's (能退不 来回运费要我自己掏吗: the return itself, and who pays the freight)
+                for words in [args.query, *_clauses(args.query)][:CLAUSES_SEARCHED]:
+                    ranked = [i for i, _ in await self.passages.search(words, len(ids)) if i in in_topic]
+                    best += ranked[:1]
+                chosen = list(dict.fromkeys(best))
+                titles = {p.passage_id: p.title for p in self.passages.passages}
+                # a section cut into pieces (a table, then the sentence under it) is read whole
+                whole = [i for c in chosen for i in in_topic if titles[i] == titles[c] and i != in_topic[0]]
+                return await documents_by_id(self.conn, list(dict.fromkeys([*whole, in_topic[0]])))
         found = await self.passages.search(args.query, KNOWLEDGE_TOP_K) if self.passages else []
         return await documents_by_id(self.conn, [passage_id for passage_id, _ in found])
 

@@ -235,7 +235,7 @@ class Agent:
                 previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
             if bare:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
-            labels = follow_ups.carry_over(labels, previous)   # nothing discussed: a product question to ask about
+            labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
         return labels
 
     async def _router_vector(self, text: str):
@@ -365,6 +365,14 @@ class Agent:
         line (那球呢 after 乒乓球拍: 乒乓球), else that kind afresh (bags), so the message is no follow-up; 包还有吗
         after 双肩包 stays one. The kind written alone as the goods (拍子拿两个多少钱) means the one in focus or
         discussed the same way, when there is one."""
+        if memory.turns and not asked.products and (joined := pointers.kinds_joined(asked.text, vocabulary)):
+            # 那拍子和球分别多少钱 after 乒乓球: each kind the one in focus or discussed, as one kind alone is
+            meant = [next((pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind)), None)
+                     or pointers.discussed_of_kind(kind, vocabulary, memory.focus_product_ids,
+                                                   [t.assistant for t in memory.turns]) for kind in joined]
+            if all(meant) and len(set(meant)) == len(meant):
+                return dataclasses.replace(asked, products=tuple(meant), follow_up=False, goods=(), subject="",
+                                           parts=())
         # (a character ending one product's name will do in a conversation: 砖呢 after 瑜伽垫, 帽子 after 泳帽)
         kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) if asked.follow_up else ()
         # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too

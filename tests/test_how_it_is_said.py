@@ -323,3 +323,87 @@ async def test_a_comparison_by_capacity_reads_the_figures_stated(agent):
 
 def test_an_english_name_glued_to_a_kind_names_that_product(vocabulary):
     assert read("basketball鞋还有货吗", vocabulary).products == ("008",)
+
+
+# The thirteenth sitting's families (frozen held-out split: test22); phrasings our own.
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("我那个足球的快递到哪了", ("A1001", "已签收")),                      # 那个 points at the customer's order
+    ("买足球那一单我实付了多少", ("A1001", "216元")),                      # what was paid, asked of one order
+    ("上回下的那个单是买的啥", ("A1001", "A1002")),                        # 下的那个单: the orders, not a product
+])
+async def test_an_order_pointed_at_by_its_goods_is_the_order(agent, text, facts):
+    answer = (await converse(agent, [text]))[0]   # the demo customer's orders
+    assert all(f in answer for f in facts) and "售价" not in answer, answer
+
+
+async def test_spending_summed_is_still_the_sum(agent):
+    assert "366元" in (await converse(agent, ["我在你们店一共花了多少钱"]))[0]
+
+
+@pytest.mark.parametrize(("text", "high", "low"), [
+    ("三百以上的就别推荐了", 300, None), ("一百以下的我不要", None, 100), ("两百以上太贵了", 200, None),
+    ("300以上的有吗", None, 300), ("预算200以内", 200, None),   # (controls: a bound as said)
+])
+def test_a_price_range_ruled_out_is_the_other_bound(vocabulary, text, high, low):
+    asked = read(text, vocabulary)
+    assert (asked.max_price, asked.min_price) == (high, low), asked
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("想要6个篮球，预算700够吗", ("600元", "在您的预算之内")),      # 6 × 200, half price over 300
+    ("买5个足球 预算400够不够", ("540元", "超出了您的预算")),            # 5 × 120 × 0.9
+])
+async def test_a_budget_for_the_whole_purchase_is_set_against_its_total(agent, text, facts):
+    answer = await reply(agent, text)
+    assert all(f in answer for f in facts), answer
+
+
+async def test_a_brand_ruled_out_beside_goods_asked_leaves_the_rest(agent):
+    answer = await reply(agent, "想给孩子买个足球，阿迪的就算了，有别的吗")
+    assert "青少年训练足球" not in answer and "没有销售" not in answer and "足球" in answer, answer
+
+
+@pytest.mark.parametrize(("text", "subject"), [("想买个球", "球"), ("想买双鞋子", "鞋子"), ("有双杠吗", "双杠")])
+def test_a_measure_word_jieba_glues_on_is_no_part_of_the_goods(vocabulary, text, subject):
+    assert read(text, vocabulary).subject == subject
+
+
+async def test_goods_one_already_has_plenty_of_are_ruled_out(agent):
+    answer = await reply(agent, "护膝我都不缺了，别的护具还有啥")
+    assert "运动护膝" not in answer and "护踝" in answer, answer
+
+
+@pytest.mark.parametrize(("text", "product"), [("打羽毛球半年了，想换个好点的拍子", "羽毛球拍"),
+                                               ("孩子想学溜冰，轮滑鞋有适合的吗", "成人轮滑鞋")])
+async def test_a_game_played_is_no_goods_and_its_kind_is_its_own(agent, text, product):
+    answer = await reply(agent, text)
+    assert product in answer and "没有销售" not in answer, answer
+
+
+async def test_two_kinds_joined_after_goods_discussed_are_those_of_its_line(agent):
+    answers = await converse(agent, ["有篮球架吗", "那球和鞋分别多少钱"])
+    assert "没有销售" in answers[0] and "200元" in answers[1] and "699元" in answers[1], answers
+
+
+async def test_a_sport_named_again_in_the_story_is_no_category_to_list(agent):
+    answer = await reply(agent, "有爬山用的冰爪吗 最近开始爬山")
+    assert "没有销售" in answer and "为您找到" not in answer, answer
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("买的篮球有点漏气，能换吗，寄回来运费谁出", "本店承担"),       # each clause's own passage
+    ("想退货，用了优惠的话退多少", "实际支付金额"),                 # a section cut in two is read whole
+])
+async def test_each_part_of_a_policy_question_gets_its_passage(agent, text, fact):
+    assert fact in await reply(agent, text)
+
+
+async def test_each_ones_measure_asked_is_no_basket(agent):
+    answer = await reply(agent, "瑜伽垫和加厚健身垫各有多长")
+    assert "183" in answer and "185" in answer and "合计" not in answer, answer
+
+
+async def test_a_game_told_after_a_list_is_a_new_request(agent):
+    answers = await converse(agent, ["护具都有啥", "踢足球老是被人铲到小腿，有没有护小腿的"])
+    assert "足球护腿板" in answers[1], answers
