@@ -506,7 +506,7 @@ def _sharing(question: str, product: Product) -> list[str]:
     return [c for n, c in shared if n == best] if best else []
 
 
-_HOW_MANY_OF = re.compile(r"几\s*([\u4e00-\u9fff])")
+_HOW_MANY_OF = re.compile(r"(?:几|多少)\s*([\u4e00-\u9fff])")   # 几只, 多少磅: a unit the record may state
 
 
 def counts_a_unit_of(product: Product, question: str) -> bool:

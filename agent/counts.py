@@ -167,7 +167,7 @@ def _counted_in_pairs(count: str) -> bool:
 
 
 # between a bound and the words that rule it out (两百以上的就算了, 五十以下的我不要)
-_BEFORE_MARKER = re.compile(r"的?(?:话|我|就|都|也|咱|那)*")
+_BEFORE_MARKER = re.compile(r"的?(?:[那这](?:种|些|个|样的?)|话|我|就|都|也|咱|那)*")
 
 
 def _ruled_after(text: str, end: int) -> bool:

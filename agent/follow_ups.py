@@ -60,3 +60,13 @@ def carry_over(labels: frozenset[str], previous: frozenset[str], text: str = "")
            or label.startswith("policy:") and label != "policy:first-purchase"}
     carried = (previous & CARRIED) | own
     return frozenset(carried or {"price"})
+
+
+def policy_carried(text: str, labels: frozenset[str], previous: frozenset[str], has_focus: bool) -> frozenset[str]:
+    """An elliptical follow-up to a policy question, with no product discussed (那要是支付宝付的呢 after 银行卡付的退款
+    多久到): the policy topics asked before, and this one's own; empty when it is no such follow-up."""
+    before = {label for label in previous if label.startswith("policy:")}
+    if has_focus or not before or not elliptical(text) or labels & CARRIED:
+        return frozenset()   # (a product question of its own, 那个多少钱, is no policy follow-up)
+    # (its few words read as thanks or chit-chat say nothing: 那银行卡呢 is no thanks)
+    return frozenset(before | {label for label in labels if label.startswith("policy:")})

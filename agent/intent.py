@@ -84,7 +84,7 @@ PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRA
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品|金额|订单|数据)"
                             r"|(价格|库存|优惠|活动|金额|数据库).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
-    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发货了吗|物流|单号|上次买|买过(?:什么|啥)|买过哪些|最近买了|上一单")),
+    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发(?:货|出去)?了?(?:没|吗|么)|(?:咋|怎么)还没(?:到|发|收到)|发货了吗|物流|单号|上次买|买过(?:什么|啥)|买过哪些|最近买了|上一单")),
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
@@ -94,11 +94,12 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.LIST, re.compile(r"(?:有哪些|有什么|有啥|哪些|都有)(?!优惠|活动|折扣|促销|赠品|区别|不同|差别|颜色|尺码|款式|"
                           r"要求|讲究|功能|用处|作用|好处|优点|缺点|问题)|列一下|推荐几|[有卖](?:哪|几)几?[款种类样]|"
                           r"卖(?:些|点)?(?:啥|什么)(?!价)")),
-    (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
+    (Ask.SPEC, re.compile(r"尺码|尺寸|多大|多重|重量|总重|净重|材质|容量|多长|几号|规格|参数|多高|多宽|多厚|面料|续航|几码|码数|"
                           r"厚不厚|厚度|薄不薄|长不长|宽不宽|高不高|"
                           r"(?:什么|啥)码|(?:哪些|哪几|几个|几种|多少)个?(?:码|尺码|号|尺寸)|"
                           r"[一单](?:只|个|双|对|副|套|盒|支)[^，,。？?！!]{0,6}还是[一两]?(?:只|个|双|对|副|套|盒|支)|"
-                          r"有\s*(?:\d{2}(?:\.5)?\s*[码号]|\d?x{0,3}[sml]\s*码?)\s*的?\s*(?:吗|么|嘛|不|没)|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|装(?:多少|几|得下)|"
+                          r"有\s*(?:\d{2}(?:\.5)?\s*[码号]|\d?x{0,3}[sml]\s*码?)\s*的?\s*(?:吗|么|嘛|不|没)|"
+                          r"穿\s*\d{2}(?:\.5)?\s*[码号]?的?\s*(?:有没有|有吗|有么|有不|有嘛|能穿|可以|行)|是.{1,6}还是|几公斤|多少公斤|几斤|多少斤|几克|多少克|几升|多少毫升|装(?:多少|几|得下)|"
                           r"how heavy|weight|material|made of|waterproof|what size|sizes|capacity|how big|how long|"
                           r"how many people|suitable|适不适合|适合(?:这个|这种|那个)?(?:年纪|年龄|几岁|多大|(?:什么|啥)人)|"
                           r"适合[^，,。？?！!]{0,8}?(?:岁|年纪|年龄)[^，,。？?！!]{0,3}(?:吗|么|不)")),
@@ -194,6 +195,7 @@ class Intent:
     ruled_out: RuledOut = RuledOut()   # what the customer does not want (除了耐克, 帐篷就不要了, 不是瑜伽垫)
     # a budget for the whole purchase of a count of one product (想买10个足球，预算1200够不够): not a price per unit
     total_budget: Decimal | None = None
+    unwanted: tuple[str, ...] = ()   # the catalog words written for what is ruled out (哑铃壶铃…就算了): no search words
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -224,7 +226,12 @@ class Intent:
             return False
         if self.asked_for == self.subject:
             return True
-        clause = next((c.group() for c in _CLAUSE.finditer(self.text) if self.subject in c.group()), "")
+        clauses = [c.group() for c in _CLAUSE.finditer(self.text)]
+        if not described and self.wanted == self.subject \
+                and any(self.subject not in c and _HAVING.search(c) and _only_asking(_THE_SHOP.sub("", c))
+                        for c in clauses):
+            return True   # 家里想添台跑步机，你们这有吗: the thing wanted, then whether the shop has it
+        clause = next((c for c in clauses if self.subject in c), "")
         before = "(?:[\u4e00-\u9fff]{1,8}的)" if described else ""
         found = re.search(f"{before}{re.escape(self.subject)}", clause)
         if found is None:
@@ -549,7 +556,8 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
                 or _HELD_AFTER.match(text, m.end()):
             continue   # 想买个双肩包 装健身的鞋子衣服, 要装湿衣服, 干衣服塞一个包里: what goods hold, not the category
         # listed when a list is asked, or when the rest asks only about it (护具有吗, 护具多少钱: which there are)
-        asked_alone = listing or _only_asking(re.sub(r"[\s，,。.!！]+", "", text[:m.start()] + text[m.end():]))
+        # (那护具呢: a follow-up's 那 says nothing of what)
+        asked_alone = listing or _only_asking(re.sub(r"[\s，,。.!！]+|^(?:那么|那)", "", text[:m.start()] + text[m.end():]))
         if alone is None and asked_alone and (word not in vocabulary.names or use or _sport_asked(text, m.start(), m.end())) \
                 and not any(s <= m.start() < e for s, e, _ in spans):   # (足球用的东西: the sport, not the ball)
             alone = vocabulary.category_of[word]
@@ -850,6 +858,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         if (by_brand or again and not category) and not products:
             kind, category = vocabulary.kind_of((*by_brand, *again)[0])
             goods, wanted = ((kind,) if kind else goods), ""
+        filed = {vocabulary.category_by_product.get(p) for p in ruled.products} - {None}
+        if rest_asked and not (products or category or goods or by_brand or has_focus) and len(filed) == 1:
+            category = filed.pop()   # 哑铃壶铃我都有了…有啥推荐: the rest of their category (not of goods just shown)
         pointer = None   # 除了阿迪达斯那双: the pointer is at what is ruled out
         if by_brand and not products or noun_stem(subject) in ruled.kinds:
             subject = goods[0] if goods and not products else ""
@@ -886,7 +897,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
                   kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled,
-                  total_budget=total_budget),
+                  total_budget=total_budget,
+                  unwanted=tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans if excluded(pid, ruled, vocabulary)))),
                          spans, vocabulary)
 
 
@@ -1028,7 +1040,7 @@ _PRICED = re.compile(f"[\u4e00-\u9fff]{{2,8}}(?:{PRICE_WORDS})")   # 卧推凳�
 # the shop's premises: a kind of shop building, where the shop is, going there
 _PREMISES = re.compile(r"(?:实体|线下|门|分|旗舰|专卖|体验|直营)店|店(?:在|开在)哪|店.{0,2}地址|去(?:你们)?店里")
 # a buying clause and its object (想买个能分开装的包, 打算入一双轻点的跑鞋): the goods wanted, described or named
-_WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:给|帮|替)?(?:他|她|你|他们|她们|孩子|我)?(?:买|找|入手|入|换|送)"
+_WANTED = re.compile(rf"(?:想|要|打算|准备|需要)(?:给|帮|替)?(?:他|她|你|他们|她们|孩子|我)?(?:买|找|入手|入|换|送|添置|添)"
                      rf"(?:给)?(?:他|她|你|他们|她们)?(?:[一两\d]?[{MEASURE_WORDS}])?"
                      r"(?P<object>[\u4e00-\u9fff\d、]{1,16})$")
 
@@ -1203,6 +1215,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
     return asks
 
 
+# The shop as a place (你们这有吗, 这边有卖吗): who is asked, nothing asked about
+_THE_SHOP = re.compile(r"你们?(?:这|那)(?:里|儿|边)?|(?:这|那)(?:里|儿|边)")
 # What was paid, not what a product costs (付了多少, 花了多少来着, 实付多少): asked of an order
 _PAID = re.compile(r"(?:付|花|扣|交|收)了(?:我)?多少|实付(?:了|是)?多少|付款金额")
 

@@ -6,6 +6,7 @@ the degraded mode."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from agent.mentions import contradicted_phrase
 from agent.models import Message, ModelReply, ToolCall
 from agent.sizes import size_stated, size_unstated
 from agent.tools import SUBMIT
-from agent.vocabulary import base_name
+from agent.vocabulary import CATEGORY_WORDS, base_name
 from db.facts import AmountDifference, DiscountType, Product, QuoteRefusal, ReceivePlan, Status, ThresholdPlan
 from guardrails.fallback import SAFE_FALLBACK
 from guardrails.figures import DISCOUNT, MONEY, find_mentions
@@ -247,14 +248,15 @@ class OfflineModel:
             order = [p for p in findings.candidates if p in findings.products] or list(findings.products)
             return (*answers.related_answer(thing, [findings.products[order[0]]]), AnswerStatus.GROUNDED)
         if listing:
-            words = self._listing_words(asked)
+            words = searched[0] if searched else self._listing_words(asked)   # what the listing's search was for
             if not findings.products and called.count("search_products") == 1 and words \
                     and not (len(words) == 1 and asked.goods == (words,)) and not findings.outside_filters:
                 # the words found nothing at all: list what the filters alone allow (not when they found goods the
                 # budget leaves out, 200以内的跑鞋, nor for a kind of goods written in one character, 300以内的鞋:
                 # the catalog said there is none within it); a need told in a sentence is searched by the sentence
                 # first (膝盖吃力…想买个能撑一下的东西: its words found nothing, its meaning may)
-                sentence = asked.text if asked.describes_need and asked.text != words else ""
+                # (not when the sentence names what is ruled out: 哑铃壶铃我都有了 would find those)
+                sentence = asked.text if asked.describes_need and asked.text != words and not asked.unwanted else ""
                 return self._call("search_products", self._listing_filters(asked, sentence))
             listed = [p for p in findings.candidates
                       if p in findings.products and not answers.ruled_out(findings.products[p], asked)]
@@ -343,6 +345,10 @@ class OfflineModel:
     def _about_one(self, asked: Intent, findings: answers.Findings,
                    called: list[str]) -> ModelReply | tuple[str, list[str], str]:
         order = [pid for pid in findings.candidates if pid in findings.products] or list(findings.products)
+        if kept := [pid for pid in order if not answers.ruled_out(findings.products[pid], asked)]:
+            # 哑铃壶铃这种铁家伙就算了，有别的吗: what the search found, but what the customer ruled out
+            order = kept
+            findings = dataclasses.replace(findings, candidates=kept)
         main = findings.products[order[0]]
         if asked.near_miss:
             rest = asked.text.replace(asked.near_miss, " ")
@@ -396,7 +402,9 @@ class OfflineModel:
                            or _HAS_ONE_THAT.search(asked.text))
         attribute: tuple[str, list[str]] | None = None
         if Ask.SPEC in asked.asks or answers.counts_a_unit_of(main, asked.text):
-            attribute = answers.spec_answer(main, asked.text, with_price=False, with_stock=Ask.STOCK in asked.asks)
+            # (the price part, when there is one, states the stock itself)
+            attribute = answers.spec_answer(main, asked.text, with_price=False,
+                                            with_stock=Ask.STOCK in asked.asks and not wants_price)
             if not wants_price and not _THRESHOLD.search(asked.text):
                 return (*attribute, AnswerStatus.GROUNDED)
         elif Ask.BRAND in asked.asks and not asked.asks & {Ask.PRICE, Ask.PROMOTION}:
@@ -551,6 +559,10 @@ class OfflineModel:
             words = OfflineModel._listing_words(asked)
             if not words and asked.describes_need and not (asked.category or asked.brand or asked.superlative):
                 words = question   # a need told in a sentence, with a budget: search by the sentence
+            elif not words and asked.describes_need and asked.category and asked.unwanted \
+                    and not any(w in asked.text for w in (asked.category, *CATEGORY_WORDS.get(asked.category, ()))):
+                # 想在家练练臀腿，哑铃壶铃这种就算了: the rest of their category (not said: theirs), by the need told
+                words = functools.reduce(lambda q, w: re.sub(re.escape(w), "", q, flags=re.I), asked.unwanted, question)
             elif not words and asked.describes_need and asked.category and not asked.brand \
                     and (does := _WHAT_IT_DOES.search(wanted_phrase(asked.text))):
                 words = does.group("does")   # 他每天都去跑步，想送他个能测心率、看配速的东西: of that category, what it does
@@ -566,7 +578,9 @@ class OfflineModel:
         if asked.names_nothing and asked.leans_back:
             return []   # 那买三个呢 with nothing discussed yet: ask which product
         # the customer's own words: the router embedded them already, so the search reuses that vector
-        return [("search_products", {"query": question[:200], "top_k": 3})]
+        # (what it rules out is no search word: 哑铃壶铃这种铁家伙就算了 would find them first)
+        words = functools.reduce(lambda q, w: re.sub(re.escape(w), "", q, flags=re.I), asked.unwanted, question)
+        return [("search_products", {"query": words[:200], "top_k": 3})]
 
 
 # goods wanted by what they do (能测心率、看配速的东西), not named

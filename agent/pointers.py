@@ -45,9 +45,9 @@ def pointer_description(text: str) -> str:
         text = ASK_PATTERNS[ask].sub(" ", text)
     # words of two characters or more, no count (大的那个买五个, 那就它吧: nothing said of which)
     rest = _NOT_DESCRIBING.sub(" ", text)
-    # a word of two characters or more naming a thing, an action or a property, not of asking or buying and no
+    # a word of two characters or more naming a thing, an action, a property or a place (室外), not of asking or buying and no
     # count (就要它了, 你推荐的那个, 大的那个买五个: nothing said of which)
-    described = any(len(w.word) >= 2 and w.flag[:1] in "nva" and not is_asking_verb(w.word) and not is_amount(w.word)
+    described = any(len(w.word) >= 2 and w.flag[:1] in "nvas" and not is_asking_verb(w.word) and not is_amount(w.word)
                     for w in jieba.posseg.lcut(rest))
     return " ".join(rest.split()) if described else ""
 
@@ -93,7 +93,8 @@ def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earli
     """The product a kind of goods written alone means after other goods (鞋还有几双 after 足球鞋, then 护腿板; 那球呢
     after 乒乓球拍): the one of that kind the latest answer naming any (`earlier`, oldest first) was about, when
     it named one only; else the one of that kind whose name shares the most with the product in focus, two
-    characters at least (乒乓球拍 → 乒乓球). None: the kind is asked afresh."""
+    characters at least (乒乓球拍 → 乒乓球), or the only one of that kind in the focus's category (裤子 after 泳镜).
+    None: the kind is asked afresh."""
     if vocabulary.pattern is None:
         return None
     for answer in reversed(earlier):
@@ -107,7 +108,12 @@ def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earli
               for f in focus for own in vocabulary.chinese_names.get(f, ())]
     best = max((n for n, _ in shared), default=0)
     closest = {pid for n, pid in shared if n == best}
-    return closest.pop() if best >= 2 and len(closest) == 1 else None
+    if best >= 2 and len(closest) == 1:
+        return closest.pop()
+    # …else the one of that kind filed in the focus's category (裤子 after 防雾泳镜: 男士泳裤, of 游泳), if one only
+    filed = {vocabulary.category_by_product.get(f) for f in focus} - {None}
+    same = [pid for pid in of_kind if vocabulary.of_kind(pid, kind) and vocabulary.category_by_product.get(pid) in filed]
+    return same[0] if len(same) == 1 else None
 
 
 def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...]]:
@@ -150,3 +156,16 @@ def kinds_joined(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
             return ()
         kinds.append(found[0])
     return tuple(kinds)
+
+
+def category_as_kind(text: str, vocabulary: Vocabulary) -> str:
+    """The kind of goods a category word names as written in a follow-up (衣服呢 多少钱 → 服, 那裤子呢 → 裤): its
+    stem, or the stem's last character, when product names end with it; "" when none does, or no category word is
+    followed by 呢."""
+    folded = reading(text)
+    found = vocabulary.category_pattern.search(folded) if vocabulary.category_pattern is not None else None
+    if found is None or folded[found.end():found.end() + 1] not in ("呢", "嘞"):
+        return ""
+    stem = noun_stem(found.group(0))
+    kind = stem if stem in vocabulary.name_endings else stem[-1:]
+    return kind if kind in vocabulary.name_endings else ""

@@ -472,8 +472,9 @@ class ToolRunner:
                 best: list[str] = []
                 # …and each clause's (能退不 来回运费要我自己掏吗: the return itself, and who pays the freight)
                 for words in [args.query, *_clauses(args.query)][:CLAUSES_SEARCHED]:
-                    ranked = [i for i, _ in await self.passages.search(words, len(ids)) if i in in_topic]
-                    best += ranked[:1]
+                    ranked = [(i, s) for i, s in await self.passages.search(words, len(ids)) if i in in_topic]
+                    # (the words and the meaning each putting another first, equally: both)
+                    best += [i for i, s in ranked if s >= ranked[0][1] - 1e-9] if ranked else []
                 chosen = list(dict.fromkeys(best))
                 titles = {p.passage_id: p.title for p in self.passages.passages}
                 # a section cut into pieces (a table, then the sentence under it) is read whole

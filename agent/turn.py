@@ -235,6 +235,9 @@ class Agent:
                 previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
             if bare:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
+            asked_before = self.router.labels(memory.turns[-1].user).labels if memory.turns else frozenset()
+            if policies := follow_ups.policy_carried(text, labels, asked_before, bool(memory.focus_product_ids)):
+                return policies   # 那要是支付宝付的呢 after a refund question: that policy, of what it names now
             labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
         return labels
 
@@ -268,7 +271,15 @@ class Agent:
         (适合小孩踢的足球) — of the products whose names end with its name (青少年训练足球), the one the embedder finds
         closest to the message with that name, when clearly closer than the product in focus."""
         focus = memory.focus_product_ids
-        if not asked.follow_up or len(focus) != 1 or not _WHOM.search(asked.text):
+        if len(focus) != 1:
+            return asked
+        whom = asked.follow_up and _WHOM.search(asked.text)
+        # …so does a description of the kind that meant the focus (那适合室外水泥地的球呢 after 篮球: 室外耐磨篮球)
+        kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings)
+        described = (asked.products == (focus[0],) or asked.follow_up and not asked.products) and not asked.named \
+            and bool(kind) and f"的{kind[0]}" in asked.text and vocabulary.of_kind(focus[0], kind[0]) \
+            and bool(pointers.pointer_description(asked.text))   # (…的球: the kind the focus is of, described)
+        if not (whom or described):
             return asked
         return await self._of_the_line(text, asked, focus[0], vocabulary)
 
@@ -365,6 +376,13 @@ class Agent:
         line (那球呢 after 乒乓球拍: 乒乓球), else that kind afresh (bags), so the message is no follow-up; 包还有吗
         after 双肩包 stays one. The kind written alone as the goods (拍子拿两个多少钱) means the one in focus or
         discussed the same way, when there is one."""
+        if memory.turns and not asked.products and (said := pointers.category_as_kind(asked.text, vocabulary)):
+            # 衣服呢 after 瑜伽垫: a category word said as a kind of goods in a follow-up means the one of its line
+            meant = next((pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, said)), None) \
+                or pointers.discussed_of_kind(said, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns])
+            if meant is not None:
+                return dataclasses.replace(asked, products=(meant,), category=None, follow_up=False,
+                                           asks=asked.asks - {intent.Ask.LIST})
         if memory.turns and not asked.products and (joined := pointers.kinds_joined(asked.text, vocabulary)):
             # 那拍子和球分别多少钱 after 乒乓球: each kind the one in focus or discussed, as one kind alone is
             meant = [next((pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind)), None)
