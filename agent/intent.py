@@ -195,6 +195,7 @@ class Intent:
     ruled_out: RuledOut = RuledOut()   # what the customer does not want (除了耐克, 帐篷就不要了, 不是瑜伽垫)
     # a budget for the whole purchase of a count of one product (想买10个足球，预算1200够不够): not a price per unit
     total_budget: Decimal | None = None
+    added: bool = False   # the count is more of what was being bought (再加一个, 再来两个): added to the count before
     unwanted: tuple[str, ...] = ()   # the catalog words written for what is ruled out (哑铃壶铃…就算了): no search words
 
     @property
@@ -897,7 +898,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                   _related(subject, qualifier, wanted, goods, vocabulary) if not products else ("", ""),
                   superlative=sort == "stock_desc" or sort in PRICE_SORTS and bool(_SUPERLATIVE.search(folded)),
                   kind=_kind_named(subject, vocabulary) if not products else "", ruled_out=ruled,
-                  total_budget=total_budget,
+                  total_budget=total_budget, added=bool(_ADDED.search(folded)),
                   unwanted=tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans if excluded(pid, ruled, vocabulary)))),
                          spans, vocabulary)
 
@@ -1215,6 +1216,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
     return asks
 
 
+# More of what is being bought (再加一个, 再来两个, 多要一双): a count added to the one before
+_ADDED = re.compile(f"(?:再|多)(?:加|来|要|买|拿)\\s*{NUM}\\s*{MEASURE}")
 # The shop as a place (你们这有吗, 这边有卖吗): who is asked, nothing asked about
 _THE_SHOP = re.compile(r"你们?(?:这|那)(?:里|儿|边)?|(?:这|那)(?:里|儿|边)")
 # What was paid, not what a product costs (付了多少, 花了多少来着, 实付多少): asked of an order
@@ -1292,9 +1295,14 @@ _QUANTITY_ONLY = re.compile(f"^[^，,。？?！!]{{0,6}}(?:买|来|要|拿|订|�
 
 def elliptical(text: str) -> bool:
     """A short follow-up that leaves out what it asks (那篮球呢, 买三盒呢, 要是新客呢, 那两个): it asks
-    what the previous message asked, about what it names or about the product in focus."""
+    what the previous message asked, about what it names or about the product in focus — so does one whose first
+    clause is such, the rest telling why (三支呢 儿子也吵着要, 手套呢 我踢门将)."""
     folded = reading(text)
-    return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded))
+    first = _CLAUSE.match(folded)
+    rest = folded[first.end():] if first is not None else ""
+    return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded)) \
+        or first is not None and rest.strip("？?！!。 ") != "" and first.group().endswith(("呢", "嘞")) \
+        and bool(_ELLIPTICAL.match(first.group())) and not any(p.search(rest) for _, p in _ASKS)   # (…呢 多少钱: asks)
 
 
 # Saying the last answer was about the wrong thing (搞错了, 不对, 我问的是…, 不是瑜伽垫 是健身垫); not about an order

@@ -355,11 +355,13 @@ def _measure_apart(phrase: str) -> str:
     measure word and the character after it are a word of the dictionary (双杠, 台球杆, 把手)."""
     if len(phrase) >= 2 and phrase[0] in MEASURE_WORDS and is_han(phrase[1]) and not senses(phrase[:2]):
         return phrase[1:]
-    # …nor the verb and measure word before it (添个沙袋, 换支拍子: 沙袋, 拍子)
-    if len(phrase) >= 3 and phrase[1] in MEASURE_WORDS and dictionary_tag(phrase[0]) == "v" and is_han(phrase[2]) \
-            and not senses(phrase[:2]) and not senses(phrase[1:3]):
-        return phrase[2:]
+    # …nor a verb of getting and its measure word before it (添个沙袋, 换支拍子, 再配块砖: 沙袋, 拍子, 砖)
+    if (got := _GETTING.match(phrase)) is not None and got.end() < len(phrase):
+        return phrase[got.end():]
     return phrase
+
+
+_GETTING = re.compile(f"(?:再|又|多|先)?(?:添置|添|配|换|买|来|拿|要|入|整|搞|弄|购)[{MEASURE_WORDS}](?=[\u4e00-\u9fff])")
 
 
 def _tokens(text: str) -> list:

@@ -562,7 +562,7 @@ class OfflineModel:
             elif not words and asked.describes_need and asked.category and asked.unwanted \
                     and not any(w in asked.text for w in (asked.category, *CATEGORY_WORDS.get(asked.category, ()))):
                 # 想在家练练臀腿，哑铃壶铃这种就算了: the rest of their category (not said: theirs), by the need told
-                words = functools.reduce(lambda q, w: re.sub(re.escape(w), "", q, flags=re.I), asked.unwanted, question)
+                words = _without_unwanted(asked, question)
             elif not words and asked.describes_need and asked.category and not asked.brand \
                     and (does := _WHAT_IT_DOES.search(wanted_phrase(asked.text))):
                 words = does.group("does")   # 他每天都去跑步，想送他个能测心率、看配速的东西: of that category, what it does
@@ -579,8 +579,12 @@ class OfflineModel:
             return []   # 那买三个呢 with nothing discussed yet: ask which product
         # the customer's own words: the router embedded them already, so the search reuses that vector
         # (what it rules out is no search word: 哑铃壶铃这种铁家伙就算了 would find them first)
-        words = functools.reduce(lambda q, w: re.sub(re.escape(w), "", q, flags=re.I), asked.unwanted, question)
-        return [("search_products", {"query": words[:200], "top_k": 3})]
+        return [("search_products", {"query": _without_unwanted(asked, question)[:200], "top_k": 3})]
+
+
+def _without_unwanted(asked: Intent, question: str) -> str:
+    """The question without the names of what it rules out (哑铃壶铃这种铁家伙就算了: no search for them)."""
+    return functools.reduce(lambda q, w: re.sub(re.escape(w), "", q, flags=re.I), asked.unwanted, question)
 
 
 # goods wanted by what they do (能测心率、看配速的东西), not named

@@ -93,8 +93,8 @@ def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earli
     """The product a kind of goods written alone means after other goods (鞋还有几双 after 足球鞋, then 护腿板; 那球呢
     after 乒乓球拍): the one of that kind the latest answer naming any (`earlier`, oldest first) was about, when
     it named one only; else the one of that kind whose name shares the most with the product in focus, two
-    characters at least (乒乓球拍 → 乒乓球), or the only one of that kind in the focus's category (裤子 after 泳镜).
-    None: the kind is asked afresh."""
+    characters at least (乒乓球拍 → 乒乓球), or the only one of that kind in the focus's category (裤子 after 泳镜), or
+    in the shop (想再配个砖 after an order of 瑜伽垫). None: the kind is asked afresh."""
     if vocabulary.pattern is None:
         return None
     for answer in reversed(earlier):
@@ -113,7 +113,17 @@ def discussed_of_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earli
     # …else the one of that kind filed in the focus's category (裤子 after 防雾泳镜: 男士泳裤, of 游泳), if one only
     filed = {vocabulary.category_by_product.get(f) for f in focus} - {None}
     same = [pid for pid in of_kind if vocabulary.of_kind(pid, kind) and vocabulary.category_by_product.get(pid) in filed]
-    return same[0] if len(same) == 1 else None
+    if len(same) == 1:
+        return same[0]
+    only = [pid for pid in of_kind if vocabulary.of_kind(pid, kind)]   # …or the shop's only one (砖: 瑜伽砖)
+    return only[0] if len(only) == 1 else None
+
+
+def meant_by_kind(kind: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> str | None:
+    """The product a kind of goods written alone means in a conversation: the one in focus when it is of that kind,
+    else the one discussed (`discussed_of_kind`)."""
+    return next((pid for pid in focus if vocabulary.of_kind(pid, kind)), None) \
+        or discussed_of_kind(kind, vocabulary, focus, earlier)
 
 
 def qualified(asked: Intent, vocabulary: Vocabulary) -> dict[str, tuple[str, ...]]:

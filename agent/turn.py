@@ -138,6 +138,7 @@ class Agent:
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)
         asked = await self._own_part(text, asked, vocabulary, memory, labels)
+        asked = await self._aspect_of_focus(asked, memory)
         asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)
         asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
@@ -154,6 +155,11 @@ class Agent:
         asked = await self._another_brand(asked, memory, vocabulary)
         asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
+        if asked.added and asked.quantity and memory.last_quantity and memory.focus_product_ids \
+                and set(asked.products) <= set(memory.focus_product_ids[:1]):
+            # 再加一个 after two: three of what was being bought
+            more = memory.last_quantity + asked.quantity
+            asked = dataclasses.replace(asked, quantity=more, quantities={p: more for p in asked.quantities})
         quantity = asked.quantity
         if quantity is None and asked.follow_up:
             quantity = memory.last_quantity
@@ -230,12 +236,11 @@ class Agent:
             return follow_ups.carry_over(labels & follow_ups.CARRIED, previous)
         bare = follow_ups.bare_follow_up(text, vocabulary)
         if bare or intent.refers_back(text):
-            previous = frozenset()
-            if memory.turns and memory.focus_product_ids:
-                previous = self.router.labels(memory.turns[-1].user).labels   # n-grams: no second embedding
+            # what the message before asked (n-grams: no second embedding); its product questions carry only to a focus
+            asked_before = self.router.labels(memory.turns[-1].user).labels if memory.turns else frozenset()
+            previous = asked_before if memory.focus_product_ids else frozenset()
             if bare:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
-            asked_before = self.router.labels(memory.turns[-1].user).labels if memory.turns else frozenset()
             if policies := follow_ups.policy_carried(text, labels, asked_before, bool(memory.focus_product_ids)):
                 return policies   # 那要是支付宝付的呢 after a refund question: that policy, of what it names now
             labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
@@ -290,6 +295,10 @@ class Agent:
         `exclude_own` (a correction: the one shown is not meant) the closest of the others, whatever the margin."""
         name = max(vocabulary.chinese_names.get(shown, ("",)), key=len)
         others = sorted(vocabulary.ending_with(name)) if name else []
+        if exclude_own and name:   # a correction: any of its kind filed with it (越野的那款 after 跑步鞋: 越野跑鞋 too)
+            kind, filed = vocabulary.kind_of(shown)
+            others = sorted(set(others) | {p for p in vocabulary.products_of_kind(kind)
+                                           if p != shown and vocabulary.category_by_product.get(p) == filed})
         if not others:
             return asked
         close = await self.search.closeness(f"{with_ages(text)[:150]} {name}", [shown, *others])
@@ -336,6 +345,19 @@ class Agent:
         return intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels,
                            own=frozenset({rest}))
 
+    async def _aspect_of_focus(self, asked: intent.Intent, memory: ChatMemory) -> intent.Intent:
+        """拍面多大 after 网球拍: goods the record of the product in focus holds (its 拍面) are an aspect of it, asked
+        about, not other goods (never "not sold")."""
+        focus = memory.focus_product_ids
+        if asked.products or len(focus) != 1 or not asked.goods or asked.category or asked.brand \
+                or asked.reference is not None:   # (水泥地上打的那个呢: a description of which one, not a part)
+            return asked
+        product = (await fetch_products(self.conn, focus[:1])).get(focus[0])
+        if product is None or not all(len(g) >= 2 and g in answers.record_text(product) for g in asked.goods):
+            return asked
+        return dataclasses.replace(asked, products=(focus[0],), goods=(), subject="", near_miss="", related=("", ""),
+                                   follow_up=True, asks=asked.asks or frozenset({intent.Ask.SPEC}))
+
     @staticmethod
     def _rest_of_focus(asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory) -> intent.Intent:
         """What a message that names nothing but what it rules out asks: the others of those just shown (泡沫轴用不上，
@@ -378,21 +400,22 @@ class Agent:
         discussed the same way, when there is one."""
         if memory.turns and not asked.products and (said := pointers.category_as_kind(asked.text, vocabulary)):
             # 衣服呢 after 瑜伽垫: a category word said as a kind of goods in a follow-up means the one of its line
-            meant = next((pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, said)), None) \
-                or pointers.discussed_of_kind(said, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns])
-            if meant is not None:
+            if (meant := pointers.meant_by_kind(said, vocabulary, memory.focus_product_ids,
+                                                [t.assistant for t in memory.turns])) is not None:
                 return dataclasses.replace(asked, products=(meant,), category=None, follow_up=False,
                                            asks=asked.asks - {intent.Ask.LIST})
         if memory.turns and not asked.products and (joined := pointers.kinds_joined(asked.text, vocabulary)):
             # 那拍子和球分别多少钱 after 乒乓球: each kind the one in focus or discussed, as one kind alone is
-            meant = [next((pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind)), None)
-                     or pointers.discussed_of_kind(kind, vocabulary, memory.focus_product_ids,
-                                                   [t.assistant for t in memory.turns]) for kind in joined]
+            meant = [pointers.meant_by_kind(kind, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns])
+                     for kind in joined]
             if all(meant) and len(set(meant)) == len(meant):
                 return dataclasses.replace(asked, products=tuple(meant), follow_up=False, goods=(), subject="",
                                            parts=())
         # (a character ending one product's name will do in a conversation: 砖呢 after 瑜伽垫, 帽子 after 泳帽)
-        kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) if asked.follow_up else ()
+        # (…or names nothing else in a conversation with nothing in focus: 想再配个砖 after an order)
+        kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) if asked.follow_up or (
+            memory.turns and not memory.focus_product_ids and not (asked.products or asked.goods or asked.category)) \
+            else ()
         # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too
         bare = bool(memory.turns) and not kind and not asked.products and asked.goods == (asked.subject,) \
             and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.name_endings

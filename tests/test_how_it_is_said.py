@@ -455,3 +455,30 @@ async def test_what_is_ruled_out_is_no_search_word(agent):
 @pytest.mark.parametrize("text", ["家里想添置个椭圆机，你们那有吗", "宿舍想添个沙袋，你们这边有卖吗"])
 async def test_a_thing_wanted_then_asked_for_is_not_sold(agent, text):
     assert "没有销售" in await reply(agent, text)
+
+
+# test24's families (conversations of two to four turns, written after test23 was mended); phrasings our own.
+
+async def test_more_of_what_is_being_bought_is_added_to_the_count(agent):
+    answers = await converse(agent, ["跳绳多少钱", "买两根呢", "再加一根"])
+    assert "117元" in answers[2], answers   # 3 × 39
+
+
+async def test_a_first_clause_that_leans_back_makes_the_message_a_follow_up(agent):
+    answers = await converse(agent, ["羽毛球拍多少钱", "两支呢 我和我爱人一起打"])
+    assert "480元" in answers[1], answers
+
+
+async def test_a_part_the_focus_record_holds_is_asked_of_it(agent):
+    answers = await converse(agent, ["网球拍多少钱", "拍面多大"])
+    assert "100平方英寸" in answers[1] and "没有销售" not in answers[1], answers
+
+
+async def test_a_correction_by_description_reaches_the_kind_filed_with_the_product(agent):
+    answers = await converse(agent, ["跑步鞋多少钱", "不对 我问的是山里跑的那款"])
+    assert "越野跑鞋" in answers[1], answers
+
+
+async def test_the_shops_only_one_of_a_kind_after_an_order(agent):
+    answers = await converse(agent, ["我的瑜伽垫到哪了", "再配块砖有吗"])
+    assert "瑜伽砖" in answers[1], answers
