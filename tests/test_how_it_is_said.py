@@ -482,3 +482,9 @@ async def test_a_correction_by_description_reaches_the_kind_filed_with_the_produ
 async def test_the_shops_only_one_of_a_kind_after_an_order(agent):
     answers = await converse(agent, ["我的瑜伽垫到哪了", "再配块砖有吗"])
     assert "瑜伽砖" in answers[1], answers
+
+
+@pytest.mark.parametrize("text", ["泳镜还有货吗 顺便问下多少钱", "跳绳还有吗 顺带问下价格"])
+async def test_asking_by_the_way_is_no_goods(agent, text):
+    answer = await reply(agent, text)
+    assert "没有销售" not in answer and "元" in answer, answer
