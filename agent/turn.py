@@ -155,6 +155,11 @@ class Agent:
         asked = await self._another_brand(asked, memory, vocabulary)
         asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
+        if memory.turns and asked.products and not set(asked.products) & set(memory.focus_product_ids) \
+                and intent.Ask.SPEC in asked.asks \
+                and asked.asks & intent.PRODUCT_ASKS <= {intent.Ask.SPEC, intent.Ask.STOCK, intent.Ask.LIST}:
+            # 那表呢 想看配速的 after 跑步腰包: a product first brought up asked of its spec — and what it costs
+            asked = dataclasses.replace(asked, asks=asked.asks | {intent.Ask.PRICE})
         if asked.added and asked.quantity and memory.last_quantity and memory.focus_product_ids \
                 and set(asked.products) <= set(memory.focus_product_ids[:1]):
             # 再加一个 after two: three of what was being bought

@@ -488,3 +488,9 @@ async def test_the_shops_only_one_of_a_kind_after_an_order(agent):
 async def test_asking_by_the_way_is_no_goods(agent, text):
     answer = await reply(agent, text)
     assert "没有销售" not in answer and "元" in answer, answer
+
+
+async def test_a_product_first_brought_up_by_a_follow_up_is_priced_beside_its_spec(agent):
+    answers = await converse(agent, ["跳绳多少钱", "那泡沫轴呢 会不会很硬"])
+    assert "泡沫轴" in answers[1] and "89元" in answers[1], answers
+    assert "元" not in (await reply(agent, "泡沫轴硬不硬"))   # (asked first, the spec alone)

@@ -190,7 +190,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test21.jsonl", 0.85, 0.6),
     ("dialogues-understanding-test22.jsonl", 0.93, 0.8),
     ("dialogues-understanding-test23.jsonl", 0.95, 0.8),
-    ("dialogues-understanding-test24.jsonl", 0.55, 0.15),
+    ("dialogues-understanding-test24.jsonl", 0.58, 0.15),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -232,11 +232,11 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     four labels mended), 0.983 at the end — its miss is gym slang, 滚轴; test21, 60 conversations of two or three turns
     written after test20 was mended: 0.817 at its first run (46d796b), 0.917 at the end; test22, 60 written at the
     start of the thirteenth sitting — the customer's own orders, after-sales, exclusions, level or age, English mixed
-    in, typos, near misses, two questions, group budgets: 0.733 at its first run (c0ed0a1), 0.967 at the end; test23,
+    in, typos, near misses, two questions, group budgets: 0.733 at its first run (c0ed0a1), 0.983 at the end; test23,
     60 written after test22 was mended — those families, a sport then a kind of goods, kinds as follow-ups, messy
     writing: 0.700 at c0ed0a1 and 0.783 at its first run (79c4a65), 0.983 at the end — its miss reads 买三送一 for 4
     boxes as three paid; test24, 60 conversations of two to four turns written after test23 was mended: 0.400 at
-    c0ed0a1 and 0.500 at its first run (9551496), 0.583 when its families were partly mended — the hardest split yet),
+    c0ed0a1 and 0.500 at its first run (9551496), 0.617 when its families were partly mended — the hardest split yet),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
