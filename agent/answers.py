@@ -331,12 +331,14 @@ def measured_comparison(products: Sequence[Product], text: str) -> tuple[Product
 
 
 def compare_answer(products: list[Product], asked: Intent, paid: Basket | None = None,
-                   fits: Sequence[str] | None = None) -> tuple[str, list[str]]:
+                   fits: Sequence[str] | None = None,
+                   measured: tuple[Product, Product, str] | None = None) -> tuple[str, list[str]]:
     """Each product's verified price (and what it is for when asked how they differ), then which is
     cheaper or dearer — a conclusion drawn from the figures just stated: with `paid` (one of each, priced
     under their promotions), from what is paid now, each discounted price stated beside its list price.
     Asked which one suits a need (哪个能放湿衣服; `fits` not None), the one the search found for it (in
-    `fits`) comes first, said to match by its description, and no conclusion about price is drawn."""
+    `fits`) comes first, said to match by its description, and no conclusion about price is drawn. `measured`: the
+    caller's `measured_comparison` of these products (哪个能装的水多), when the message compares by a figure."""
     by_stock = Ask.STOCK in asked.asks and not compares_prices(asked)   # 哪个库存多 / 哪个剩的多: each one's stock
     differ = not compares_prices(asked) and not by_stock
     fit = next((p for p in products if p.product_id in (fits or ())), None) if not by_stock else None
@@ -357,7 +359,7 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
     text = "；".join(lines) + "。"
     if by_stock:   # a stock question, not which one suits a need
         return text + _more_stock(products), _with_paid([p.evidence_id for p in products], products, paid)
-    if (measured := measured_comparison(products, asked.text)) is not None:   # 哪个能装的水多: by the figures stated
+    if measured is not None:   # 哪个能装的水多: by the figures stated
         big, small, larger = measured
         said = f"{small.product_name}更轻" if larger == "更重" and "轻" in asked.text else f"{big.product_name}{larger}"
         return text + said + "。", _with_paid([p.evidence_id for p in products], products, paid)

@@ -226,14 +226,15 @@ class OfflineModel:
                 if answers.compares_prices(asked) and "calculate_final_price" not in called \
                         and self._discounted(several, findings):   # a promotion may change which is cheaper
                     return self._price_each(several, asked)
-                need = "" if answers.compares_prices(asked) or answers.measured_comparison(products, asked.text) \
-                    else need_in_comparison(asked)
+                measured = answers.measured_comparison(products, asked.text)   # read once: the need, then the answer
+                need = "" if answers.compares_prices(asked) or measured else need_in_comparison(asked)
                 if need and need not in searched:   # 哪个能放湿衣服: which one the search finds for it
                     return self._call("search_products", {"query": need, "top_k": 5})
                 answered = need and searched[-1:] == [need] and len(findings.searches) == len(searched)
                 # the search's best product for the need is one of them: that one (else no verdict, each one's use)
                 fits = [p for p in findings.searches[-1][:1] if p in several] if answered else None
-                return (*answers.compare_answer(products, asked, findings.basket, fits=fits), AnswerStatus.GROUNDED)
+                return (*answers.compare_answer(products, asked, findings.basket, fits=fits, measured=measured),
+                        AnswerStatus.GROUNDED)
             calc = findings.calculation
             if isinstance(calc, QuoteRefusal) and calc.status == Status.PRICE_UNAVAILABLE and calc.product_id in several:
                 return (*answers.unpriced_basket_answer([findings.products[p] for p in several], calc),

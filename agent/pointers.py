@@ -154,8 +154,9 @@ _JOINED = re.compile(r"和|跟|与|及|、|还有|以及")
 
 def kinds_joined(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
     """Kinds of goods written alone and joined (那拍子和球分别多少钱, 鞋跟袜子呢): each piece one noun whose stem ends
-    product names (拍子 → 拍, 球); () unless there are two or more such pieces and nothing else names goods."""
-    pieces = [p for p in _JOINED.split(reading(text)) if p.strip()]
+    product names (拍子 → 拍, 球); () unless there are two or more such pieces and nothing else names goods.
+    `text`: the message as the reader folded it (`Intent.text`)."""
+    pieces = [p for p in _JOINED.split(text) if p.strip()]
     if len(pieces) < 2:
         return ()
     kinds = []
@@ -171,8 +172,8 @@ def kinds_joined(text: str, vocabulary: Vocabulary) -> tuple[str, ...]:
 def category_as_kind(text: str, vocabulary: Vocabulary) -> str:
     """The kind of goods a category word names as written in a follow-up (衣服呢 多少钱 → 服, 那裤子呢 → 裤): its
     stem, or the stem's last character, when product names end with it; "" when none does, or no category word is
-    followed by 呢."""
-    folded = reading(text)
+    followed by 呢. `text`: the message as the reader folded it (`Intent.text`)."""
+    folded = text
     found = vocabulary.category_pattern.search(folded) if vocabulary.category_pattern is not None else None
     if found is None or folded[found.end():found.end() + 1] not in ("呢", "嘞"):
         return ""
