@@ -479,13 +479,19 @@ ATTRIBUTE_WORDS = (
     (re.compile("几个人|几人|多少人|人住|人用|how many people"), ("人用", "双人", "人")),
     (re.compile("几个|几只|多少个|多少只|装几|一盒|一筒|一罐|一套|单只|单个|还是[一两]?[只个双对副]"), ("每盒", "每筒", "每罐", "装", "条装", "只")),
     (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重|年纪|岁|suitable|kids"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
-    (re.compile("重量|多重|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|哪个重|哪个轻|更重|更轻|heavy|weight"), ("重量", "公斤", "克", "轻量")),
+    (re.compile("重量|分量|多重|多沉|沉不沉|哪个沉|更沉|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|哪个重|哪个轻|更重|更轻|heavy|weight"), ("重量", "公斤", "克", "轻量")),
     (re.compile("容量|几升|多少升|毫升|装多少|装[得的]多|装的水多|装水多|能装.{0,2}多|capacity"), ("容量", "升", "毫升")),
-    (re.compile("尺码|码数|几码|多大码|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "厘米", "毫米", "寸", "长")),
+    (re.compile("尺码|码数|几码|多大码|几号|多大号|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "号", "厘米", "毫米", "寸", "长")),
     (re.compile("续航|电池|多久充"), ("续航",)),
     (re.compile("防滑|抓地"), ("防滑", "抓地")),
     (re.compile("透气|闷"), ("透气", "网面", "网布")),
 )
+
+
+def attribute_asked(question: str) -> str:
+    """The parts of a message that ask an attribute the answers know (有多厚, 多重), joined; empty when none does."""
+    return "，".join(p for p in re.split(r"[，,。？?！!；;\s]", question)
+                    if any(asked.search(p) for asked, _ in ATTRIBUTE_WORDS))
 
 
 def _clauses(product: Product) -> list[str]:

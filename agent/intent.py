@@ -84,7 +84,7 @@ PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRA
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品|金额|订单|数据)"
                             r"|(价格|库存|优惠|活动|金额|数据库).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
-    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发(?:货|出去)?了?(?:没|吗|么)|(?:咋|怎么)还没(?:到|发|收到)|发货了吗|物流|单号|上次买|买过(?:什么|啥)|买过哪些|最近买了|上一单")),
+    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发(?:货|出去)?了?(?:没|吗|么)|(?:咋|怎么)还没(?:到|发|收到)|发货了吗|物流|单号|上[次回]买|那次买|买过(?:什么|啥)|买过哪些|最近买了|上一单|(?:几|多少)个?单(?!价)")),
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
@@ -127,7 +127,7 @@ _SORTS = (("price_asc", re.compile(rf"最便宜|(?<!买)最实惠|最低价|(?:�
           ("stock_desc", FULLEST))
 # Which kinds there are of goods a name names (篮球有哪几种, 跑步鞋有哪些, 足球有几款), not an attribute (有哪些颜色)
 _KINDS_ASKED = re.compile(r"(?:哪|几)几?(?:种|款|类|样|个牌子|个品牌)(?!规格|尺码|颜色|型号|码|号|尺寸|库存|货|够)"
-                          r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s])|有什么(?:款|种|牌子)")
+                          r"|(?:有|都有)哪些(?=$|[？?吗呢啊呀，,\s]|可以?选|能选|可挑|选择)|有(?:什么|啥)(?:款|种|牌子|品牌)")
 _SAID_OF_POINTED = re.compile(rf"(?P<what>[\u4e00-\u9fff]{{1,8}})的?[那这][{MEASURE_WORDS}]")   # 容量大的那个
 _KINDS_BEFORE = re.compile(r"(?:哪些|哪几[种款样类]|什么[款种样]的?|几[种款样]|啥[款种样]的?)$")   # 有哪些足球: kinds, then the name
 # A pointer with a kind of goods (那个球, 这双鞋): the goods named or shown, never a thing not sold
@@ -197,6 +197,13 @@ class Intent:
     total_budget: Decimal | None = None
     added: bool = False   # the count is more of what was being bought (再加一个, 再来两个): added to the count before
     unwanted: tuple[str, ...] = ()   # the catalog words written for what is ruled out (哑铃壶铃…就算了): no search words
+    # the attribute asked before, carried by a follow-up that asks none of its own (那健身垫呢 after 瑜伽垫有多厚)
+    carried_aspect: str = ""
+
+    @property
+    def attribute_question(self) -> str:
+        """The message with the attribute carried over to it, as an attribute answer reads it."""
+        return f"{self.text}，{self.carried_aspect}" if self.carried_aspect else self.text
 
     @property
     def policy_topics(self) -> tuple[str, ...]:
@@ -233,6 +240,8 @@ class Intent:
                         for c in clauses):
             return True   # 家里想添台跑步机，你们这有吗: the thing wanted, then whether the shop has it
         clause = next((c for c in clauses if self.subject in c), "")
+        if clause != clauses[0] and not asks_anything(self.text):
+            return False   # 每周踢球，场地是室内的，硬地，五个人一边: a story going on, nothing asked
         before = "(?:[\u4e00-\u9fff]{1,8}的)" if described else ""
         found = re.search(f"{before}{re.escape(self.subject)}", clause)
         if found is None:
@@ -674,8 +683,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if (apart := _too_dear_apart(folded)) is not None:   # 保温杯太贵了 有便宜点的水杯吗: the ask is the second clause
         dear, ask = apart
         return dataclasses.replace(read(ask, vocabulary, has_focus=has_focus, labels=labels, own=own), too_dear=dear)
-    spans = _brand_before(folded, _of_its_line(folded, _named(folded, vocabulary), vocabulary), vocabulary,
-                          vocabulary.brands_at(folded))
+    written = vocabulary.brands_at(folded)
+    spans = _brand_pointed(folded, _brand_before(folded, _of_its_line(folded, _named(folded, vocabulary), vocabulary),
+                                                 vocabulary, written), vocabulary, written)
     ruled = ruled_out(folded, spans, vocabulary.brands, vocabulary.products_of_kind)
     rest_asked = bool(THE_REST.search(folded) or _LOOKING.search(folded))   # 其他的还有什么, 我想看看
     # goods asked for besides a brand ruled out (想买个球，耐克的就不考虑了; 篮球不要斯伯丁的…有合适的吗): the rest
@@ -760,7 +770,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         goods = (*parts, *(g for g in goods if g not in parts))   # the goods listed are what is asked about,
         category = None if parts else category                      # not a category the story names (去露营)
     near = extended_names(folded, spans, set(vocabulary.names), own) if products else ""
-    near = "" if near and _story_word(near) else near   # 单位搞了个羽毛球队: a team, no goods asked for
+    # 单位搞了个羽毛球队, 学校开了足球课: a team, a class, no goods asked for
+    near = "" if near and (_story_word(near) or _ACTIVITY.search(near)) else near
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
         inside = {pid for s, e, pid in spans if folded[s:e] in near}   # …and the other products named stay named
         products = tuple(dict.fromkeys(longer if pid in inside else pid for pid in products))   # (哑铃套装和壶铃)
@@ -917,6 +928,38 @@ def _brand_before(text: str, spans: list[tuple[int, int, str]], vocabulary: Voca
         out.append((start, end, pid))
         since = end
     return out
+
+
+# a brand, then a pointer and what describes the one meant (亚瑟士那个缓震的, 威尔胜那款耐磨的, 阿迪青少年那个), up to the
+# clause's end or the next thing joined (和, 跟, 与, 还是…)
+_BRAND_REST = re.compile(r"[^，,。？?！!；;\s和跟与及还比]{0,10}?(?:的|(?=多少|几|吗|呢|有|分别|各|哪|怎|[，,。？?！!；;\s和跟与及还比]|$))")
+
+
+def _brand_pointed(text: str, spans: list[tuple[int, int, str]], vocabulary: Vocabulary,
+                   written: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """The spans plus each brand written with a pointer and no name after it (亚瑟士那个缓震的 beside 阿迪那双跑鞋): the
+    brand's product whose name holds what describes it (缓震跑步鞋) and, of several, of the kind named beside it (球 of
+    斯伯丁篮球 for 威尔胜那个) — when exactly one is."""
+    added = []
+    for at, brand in written:
+        end = at + len(brand)
+        rest = _BRAND_REST.match(text, end)
+        piece = text[end:rest.end()] if rest else ""
+        if not re.search(f"[那这][{MEASURE_WORDS}]", piece) or any(at <= s < end + len(piece) for s, _, _ in spans) \
+                or _CORRECTION.search(text, 1, at):
+            continue   # (耐克的足球多少钱？哦不对，我是说彪马那个: a correction, read as one)
+        of_brand = [pid for pid in vocabulary.products_of_brand.get(brand, ()) if not any(pid == p for *_, p in spans)]
+        written = {ch for ch in piece if ch in vocabulary.name_endings}   # 那双跑鞋: shoes
+        of_kind = [pid for pid in of_brand if any(vocabulary.of_kind(pid, k) for k in written)] if written else of_brand
+        said = [w for w in re.split(f"[那这][{MEASURE_WORDS}]|的", piece) if len(w) >= 2]
+        described = [pid for pid in of_kind if all(any(set(w) <= set(name) for name in vocabulary.chinese_names.get(pid, ()))
+                                                   for w in said)]   # (跑鞋: 跑步鞋)
+        beside = {vocabulary.kind_of(pid)[0] for *_, pid in spans}   # of several, the kind named beside (那个 vs 篮球)
+        if len(described) > 1 and beside:
+            described = [pid for pid in described if any(vocabulary.of_kind(pid, k) for k in beside)]
+        if len(described) == 1:
+            added.append((at, end + len(piece), described[0]))
+    return sorted([*spans, *added])
 
 
 def _of_the_brand(asked: Intent, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> Intent:
@@ -1129,6 +1172,10 @@ def _played(text: str, at: int) -> int | None:
     return max(0, at - 4) + verb.start() if verb else None
 
 
+# what a sport is done in or as, written after its name: no goods (足球课, 游泳班, 羽毛球队, 篮球赛)
+_ACTIVITY = re.compile(r"(?:课|班|队|社团|俱乐部|比赛|赛|训练营|培训)$")
+
+
 def _sport_asked(text: str, start: int, end: int) -> bool:
     """Whether the word at start:end is a sport being played and the rest of the message tells nothing more
     (打网球的有吗, 打羽毛球需要的东西都卖啥: the sport's goods; 我打羽毛球老崴脚 有啥能护一下的: a need, searched)."""
@@ -1289,6 +1336,25 @@ def _only_known_words(phrase: str, vocabulary: Vocabulary) -> bool:
 _ELLIPTICAL = re.compile(r"^(?:那|那么|那要是|要是|如果|换成|改成|还有)?[^，,。？?！!]{0,8}(?:呢|嘞|咧)[？?]*$"
                          r"|^(?:那|那么|要是|如果)[^，,。？?！!]{0,8}$"
                          r"|^(?:what|how) about\b|^(?:and|make it)\b")
+# a question's marks and words, whatever it asks (吗, 呢, 有没有, ？)
+_ASKS_ANYTHING = re.compile(r"[？?吗呢么嘛]|有没有|卖不卖|有不有|多少钱|几[钱块元号码]|怎么|什么|啥|哪")
+def leans_first(text: str) -> bool:
+    """The message's first clause is elliptical (三筒呢，这回包邮了吧; 那护腕呢 也是一对吗): it leans on the conversation,
+    whatever the rest asks of its own."""
+    folded = reading(text)
+    first = _CLAUSE.match(folded)
+    return first is not None and first.end() < len(folded.rstrip("？?！!。 ")) \
+        and first.group().endswith(("呢", "嘞")) and bool(_ELLIPTICAL.match(first.group()))
+
+
+def asks_anything(text: str) -> bool:
+    """Whether a message asks at all (a mark or word of a question, or an ask the rules read), or only tells."""
+    folded = reading(text)
+    return bool(_ASKS_ANYTHING.search(folded)) or any(p.search(folded) for _, p in _ASKS)
+
+
+# 那练腹肌用的加厚健身垫呢, 要是用了发现有质量问题呢: what is named or supposed now, however long, asking nothing of its own
+_THAT_ONE_DESCRIBED = re.compile(r"^(?:那么?|那要是|要是|如果|万一)[^，,。？?！!]{0,20}(?:呢|嘞)[？?]*$")
 # A short order for a quantity of what is being discussed: 买两双, 就它了来三个, 那就要2个.
 _QUANTITY_ONLY = re.compile(f"^[^，,。？?！!]{{0,6}}(?:买|来|要|拿|订|下单)\\s*{NUM}\\s*{MEASURE}")
 
@@ -1301,6 +1367,7 @@ def elliptical(text: str) -> bool:
     first = _CLAUSE.match(folded)
     rest = folded[first.end():] if first is not None else ""
     return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded)) \
+        or bool(_THAT_ONE_DESCRIBED.match(folded)) and not any(p.search(folded) for _, p in _ASKS) \
         or first is not None and rest.strip("？?！!。 ") != "" and first.group().endswith(("呢", "嘞")) \
         and bool(_ELLIPTICAL.match(first.group())) and not any(p.search(rest) for _, p in _ASKS)   # (…呢 多少钱: asks)
 
@@ -1310,6 +1377,15 @@ def elliptical(text: str) -> bool:
 _CORRECTION = re.compile(r"[搞弄说看打写问听记想]错了?|理解错|[问说搞弄记][岔混]了?|不对|我是想问|我(?:说|问|找|要问|想问|要找|想找|指)的是|我是说|我是问|应该是"
                          r"|不是[^，,。？?！!\s]{1,12}[，,\s]*(?:而|我说的)?是")
 _ABOUT_AN_ORDER = re.compile(r"订单|单号|发货|发错|寄|收到|快递|物流|退|换货")
+
+
+def corrected_part(text: str) -> str:
+    """What a correction says is meant: the message after its last marker (不是拍子，我说的是|球，十个装那个; 说错了，|是两支),
+    or the whole message when nothing is written after it (我说的是护踝 is whole; 不是这个 不对)."""
+    folded = reading(text)
+    markers = list(_CORRECTION.finditer(folded))
+    rest = folded[markers[-1].end():].strip(" ，,。.!！") if markers else ""
+    return rest if re.search(r"[\u4e00-\u9fffa-z0-9]", rest) else text
 
 
 def corrects(text: str) -> bool:

@@ -240,7 +240,7 @@ class OfflineModel:
                 return (*answers.unpriced_basket_answer([findings.products[p] for p in several], calc),
                         AnswerStatus.GROUNDED)
             if self._each_asked(asked):
-                return (*answers.each_answer([findings.products[p] for p in several], findings, asked.text,
+                return (*answers.each_answer([findings.products[p] for p in several], findings, asked.attribute_question,
                                              asked.asks), AnswerStatus.GROUNDED)
             items = [{"product_id": p, "quantity": asked.quantities.get(p) or 1} for p in several]
             return self._call("calculate_final_price", {"items": items, "is_first_purchase": asked.first_purchase})
@@ -404,7 +404,7 @@ class OfflineModel:
         attribute: tuple[str, list[str]] | None = None
         if Ask.SPEC in asked.asks or answers.counts_a_unit_of(main, asked.text):
             # (the price part, when there is one, states the stock itself)
-            attribute = answers.spec_answer(main, asked.text, with_price=False,
+            attribute = answers.spec_answer(main, asked.attribute_question, with_price=False,
                                             with_stock=Ask.STOCK in asked.asks and not wants_price)
             if not wants_price and not _THRESHOLD.search(asked.text):
                 return (*attribute, AnswerStatus.GROUNDED)

@@ -16,7 +16,7 @@ from retrieval.text import fold
 
 # 那双鞋, 刚才那个包, 之前那款手表: a pointer with the kind of goods it points at
 _POINTED_KIND = re.compile(r"[这那]\s*[个款双支件只张根盒把套条副瓶罐种样台顶块]\s*(?P<kind>[\u4e00-\u9fff]{1,4}?)"
-                           r"(?=吗|呢|么|怎|多少|几|是|有|能|可以|适合|防|重|大|小|长|还|的|[？?，,。！!\s]|$)")
+                           r"(?=吗|呢|么|怎|多少|几|是|有|能|可以|适合|防|重|大|小|长|还|的|买|要|送|拿|来|[？?，,。！!\s]|$)")
 
 
 # 各来一个, 两样都要: one (or the count written) of each product the conversation just went through.

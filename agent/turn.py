@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date
 from decimal import Decimal
 
@@ -68,6 +68,13 @@ _ONLY = re.compile(r"只看|只要|只想看|只考虑|就看|就要")   # 只�
 _SOLD_APART = re.compile(r"单[卖买]|单独(?:卖|买|购买|出售)|另外[卖买]|零[卖买]|配件")
 
 
+
+# What makes a message no part of a need told over turns: another question (a policy, an order, a person, a wish to
+# change the shop's data), a complaint, thanks. A story is read back at most this many messages.
+_NO_STORY = frozenset({intent.Ask.POLICY, intent.Ask.ORDER, intent.Ask.SPENDING, intent.Ask.HUMAN, intent.Ask.MODIFY,
+                       intent.Ask.INJECTION, intent.Ask.COMPLAINT, intent.Ask.THANKS, intent.Ask.BARGAIN})
+_STORY_TURNS = 3
+
 class Agent:
     """Answers one customer message. Dependencies are passed in; nothing here knows Telegram."""
 
@@ -118,47 +125,73 @@ class Agent:
         correcting = bool(memory.turns) and intent.corrects(text)   # 搞错了 我问的是护踝
         labels = await self._labels(text, memory, vocabulary, correcting)
         trace.labels = sorted(labels)
-        asked = intent.read(text, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
-        kind_only = bool(asked.goods) and not asked.products and all(
-            len(intent.noun_stem(g)) == 1 and intent.noun_stem(g) in vocabulary.name_endings for g in asked.goods)
-        if memory.focus_product_ids and correcting and not kind_only:
+        # what the message means: after a correction's marker, what it says instead (不是拍子，我说的是|球，十个装那个)
+        said = self._meant(text, vocabulary) if correcting else text
+        asked = intent.read(said, vocabulary, has_focus=bool(memory.focus_product_ids), labels=labels)
+        if not correcting and (story := await self._story(text, asked, memory, vocabulary)):
+            # 孩子学校开了足球课 / 他今年9岁 / 买哪个球合适: a need told over turns is read as one message
+            said = "，".join((*story, text))
+            labels = self.router.labels(said, await self._router_vector(said)).labels
+            trace.labels = sorted(labels)
+            memory = dataclasses.replace(memory, focus_product_ids=[])
+            asked = intent.read(said, vocabulary, labels=labels)
+            if asked.asks <= {intent.Ask.OFF_TOPIC}:   # (a need told, however chatty: what suits it, recommended)
+                asked = dataclasses.replace(asked, asks=frozenset({intent.Ask.LIST}))
+        kinds = {intent.noun_stem(g) for g in asked.goods} if asked.goods and not asked.products else \
+            set(intent.kind_written(asked.text, vocabulary, vocabulary.name_endings)) if not asked.products else set()
+        kind_only = bool(kinds) and all(len(k) == 1 and k in vocabulary.name_endings for k in kinds)
+        shown = memory.focus_product_ids
+        if correcting and kind_only and len(shown) == 1 and vocabulary.of_kind(shown[0], min(kinds)):
+            # 我是说那个加厚的，做平板支撑用的垫子 after 瑜伽垫: another of the kind shown, the closest to what is said
+            asked = await self._of_the_line(said, asked, shown[0], vocabulary, exclude_own=True, kind=min(kinds))
+        elif memory.focus_product_ids and correcting and not kind_only:
             # 说错了，是护踝 / 我问的是保温的那款: what it names or describes, not the product just shown (我要拍子不是球
             # keeps it: a kind alone means the one of the shown product's own line)
-            shown = memory.focus_product_ids
             memory = dataclasses.replace(memory, focus_product_ids=[])
-            asked = intent.read(text, vocabulary, labels=labels)
-            if len(shown) == 1 and not (asked.products or asked.goods or asked.category or asked.brand):
+            asked = intent.read(said, vocabulary, labels=labels)
+            if asked.quantity and not (asked.products or asked.goods or asked.category or asked.brand
+                                       or asked.reference is not None):
+                # 说错了，是两支 / 哦说错了，要三副，我们三个人: the count is corrected, of the goods shown
+                memory = dataclasses.replace(memory, focus_product_ids=shown)
+                asked = dataclasses.replace(asked, follow_up=True)
+            elif len(shown) == 1 and not (asked.products or asked.goods or asked.category or asked.brand):
                 # 不对 我说的是给小孩练的那个小一号的 after 足球: described, so one of the shown product's line
-                asked = await self._of_the_line(text, asked, shown[0], vocabulary, exclude_own=True)
+                asked = await self._of_the_line(said, asked, shown[0], vocabulary, exclude_own=True)
             elif len(shown) == 1 and asked.brand and asked.reference is not None and not (asked.products or asked.goods):
                 # 哦不是，我说的是威尔胜那个室外耐磨的 after 斯伯丁篮球: the brand's one of the kind shown, not its list
                 asked = await self._another_brand(dataclasses.replace(asked, asks=asked.asks - {intent.Ask.LIST}),
                                                   dataclasses.replace(memory, focus_product_ids=shown), vocabulary)
-        asked = self._another_kind(text, asked, vocabulary, memory, labels)
+        asked = self._another_kind(said, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)
-        asked = await self._own_part(text, asked, vocabulary, memory, labels)
+        asked = await self._own_part(said, asked, vocabulary, memory, labels)
         asked = await self._aspect_of_focus(asked, memory)
         asked = await self._another_name(asked)
         asked = await self._cheaper_than(asked, vocabulary)
-        asked = await self._described_pointer(text, asked, vocabulary, memory, labels)
-        asked = await self._qualify(text, asked, vocabulary)
-        asked = await self._for_whom(text, asked, vocabulary, memory)
+        asked = await self._described_pointer(said, asked, vocabulary, memory, labels)
+        asked = await self._qualify(said, asked, vocabulary)
+        asked = await self._for_whom(said, asked, vocabulary, memory)
         asked = await self._unlike_the_record(asked)
         asked = await self._sized(asked, vocabulary)
-        earlier = pointers.pointed_kind(text, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
+        earlier = pointers.pointed_kind(said, vocabulary, memory.focus_product_ids, [t.assistant for t in memory.turns]) \
             if asked.reference is not None and not asked.products else ()
         if earlier:   # 刚才那双鞋: the shoes shown before, not the watch in focus now (of several, the one described)
             meant = (await self._described_of(asked, list(earlier), vocabulary))[0]
             asked = dataclasses.replace(asked, products=(meant,), follow_up=False, goods=(), subject="")
-        asked = self._each(text, asked, memory, vocabulary)
+        asked = self._sport_chosen(asked, memory, vocabulary)
+        asked = self._each(said, asked, memory, vocabulary)
         asked = await self._another_brand(asked, memory, vocabulary)
         asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
-        if memory.turns and asked.products and not set(asked.products) & set(memory.focus_product_ids) \
+        if memory.turns and intent.Ask.SPEC in asked.asks and not answers.attribute_asked(said) \
+                and (correcting or asked.follow_up or intent.elliptical(text)):
+            # 那健身垫呢 / 不是瑜伽垫 我说的是健身垫 after 瑜伽垫有多厚: the attribute asked before, of what it names now
+            asked = dataclasses.replace(asked, carried_aspect=answers.attribute_asked(memory.turns[-1].user))
+        if memory.turns and asked.products and not _priced_in(memory.turns[-1].assistant, asked.products, vocabulary) \
                 and intent.Ask.SPEC in asked.asks \
                 and asked.asks & intent.PRODUCT_ASKS <= {intent.Ask.SPEC, intent.Ask.STOCK, intent.Ask.LIST}:
-            # 那表呢 想看配速的 after 跑步腰包: a product first brought up asked of its spec — and what it costs
+            # 那表呢 想看配速的 after 跑步腰包: a product first brought up asked of its spec — and what it costs (so is
+            # one only named as related before: 那普通的滑板呢，我初学 after 滑雪板 not sold)
             asked = dataclasses.replace(asked, asks=asked.asks | {intent.Ask.PRICE})
         if asked.added and asked.quantity and memory.last_quantity and memory.focus_product_ids \
                 and set(asked.products) <= set(memory.focus_product_ids[:1]):
@@ -173,7 +206,7 @@ class Agent:
                             passages=await self.passages())
 
         def context() -> TurnContext:
-            return TurnContext(text, str(user_id), list(memory.focus_product_ids), quantity, asked.first_purchase,
+            return TurnContext(said, str(user_id), list(memory.focus_product_ids), quantity, asked.first_purchase,
                                intent=asked)
 
         toolset = Toolset(CALLABLE_TOOLS, runner.run)   # the core tools and the promotion helpers
@@ -219,6 +252,47 @@ class Agent:
         return Signs(await own_flags(text, answer, fallback, self.search),
                      await previous_flags(text, earlier, getattr(self.search, "query_vector", None)))
 
+    @staticmethod
+    def _meant(text: str, vocabulary: Vocabulary) -> str:
+        """What a correction says is meant instead, when it names it (不是拍子，我说的是|球，十个装那个; 说错了，|是两支);
+        else the whole message, whose description says which (你说的是那个塑料的吧？我问的是保温的那款)."""
+        part = intent.corrected_part(text)
+        probe = intent.read(part, vocabulary)
+        names = probe.products or probe.goods or probe.category or probe.brand or probe.quantity \
+            or intent.kind_written(probe.text, vocabulary, vocabulary.name_endings)
+        return part if names else text
+
+    async def _story(self, text: str, asked: intent.Intent, memory: ChatMemory,
+                     vocabulary: Vocabulary) -> tuple[str, ...]:
+        """The messages just before this one that told the need and named no product (想给我爸挑个礼物 / 他退休了天天去
+        爬山), when this one goes on telling it or asks for goods it does not name (有没有能帮他下山省点劲的): they are
+        read with it as one message. None when it names a product or brand, points at one shown, or asks another
+        thing (a policy, an order); a question about goods (护具都有啥) was answered, and ends the story."""
+        if not memory.turns or asked.products or asked.brand or asked.reference is not None \
+                or intent.refers_back(text) or asked.asks & _NO_STORY:
+            return ()
+        telling = asked.asks <= {intent.Ask.OFF_TOPIC, intent.Ask.LIST}
+        which = re.search(f"哪一?[{intent.MEASURE_WORDS}](.)", asked.text)   # 哪双鞋好: which of a kind
+        kind = asked.goods or intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) \
+            or bool(which) and which.group(1) in vocabulary.name_endings
+        if not (telling or asked.describes_need or kind) or asked.follow_up and not (telling or kind):
+            return ()   # (现在买有什么赠品吗 after a watch: a question about the one in focus)
+        last = memory.turns[-1].assistant
+        if any(q in last for q in answers.WHICH_QUESTIONS) or answers.BROWSE_QUESTION in last:
+            return ()   # (the reply to "which product?" is read with the question it answers)
+        told: list[str] = []
+        for turn in reversed(memory.turns[-_STORY_TURNS:]):
+            earlier = intent.read(turn.user, vocabulary)
+            asked_of_goods = bool(earlier.category or earlier.names_goods) \
+                and bool(earlier.asks & intent.PRODUCT_ASKS or intent.asks_for_goods(turn.user))
+            if earlier.products or earlier.brand or asked_of_goods or intent.refers_back(turn.user) \
+                    or earlier.asks & _NO_STORY \
+                    or any(intent.LABEL_ASKS.get(label) in _NO_STORY or label.startswith("policy:") for label
+                           in self.router.labels(turn.user, await self._router_vector(turn.user)).labels):
+                break
+            told.insert(0, turn.user)
+        return tuple(told)
+
     async def _labels(self, text: str, memory: ChatMemory, vocabulary: Vocabulary,
                       correcting: bool) -> frozenset[str]:
         """What the message asks, by the router; a short elliptical follow-up (那买两个呢, 要是新客呢) about
@@ -240,15 +314,34 @@ class Agent:
             previous = self.router.labels(last.user).labels
             return follow_ups.carry_over(labels & follow_ups.CARRIED, previous)
         bare = follow_ups.bare_follow_up(text, vocabulary)
-        if bare or intent.refers_back(text):
+        if bare or intent.refers_back(text) or memory.focus_product_ids and intent.leans_first(text):
             # what the message before asked (n-grams: no second embedding); its product questions carry only to a focus
-            asked_before = self.router.labels(memory.turns[-1].user).labels if memory.turns else frozenset()
+            asked_before = self._asked_before(memory)
             previous = asked_before if memory.focus_product_ids else frozenset()
             if bare:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
-            if policies := follow_ups.policy_carried(text, labels, asked_before, bool(memory.focus_product_ids)):
+            # (a product still in focus from before a policy question does not make 要是漏气呢 a product question)
+            about_goods = bool(memory.focus_product_ids) and bool(asked_before & follow_ups.CARRIED)
+            if policies := follow_ups.policy_carried(text, labels, asked_before, about_goods):
                 return policies   # 那要是支付宝付的呢 after a refund question: that policy, of what it names now
             labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
+        elif memory.turns and labels and all(label.startswith("policy:") for label in labels) \
+                and not intent.asks_anything(text):
+            # 我是用微信付的 after 退款多久到账: a fact told for the policy asked before, not a question of its own
+            labels = labels | {label for label in self._asked_before(memory) if label.startswith("policy:")}
+        return labels
+
+    def _asked_before(self, memory: ChatMemory) -> frozenset[str]:
+        """What the previous message asked (n-grams: no second embedding) — with the policy it carried when it only
+        told a fact for it (我是用微信付的 after 退款多久到账: the refund's timing)."""
+        if not memory.turns:
+            return frozenset()
+        last = memory.turns[-1].user
+        labels = self.router.labels(last).labels
+        if len(memory.turns) >= 2 and labels and all(label.startswith("policy:") for label in labels) \
+                and not intent.asks_anything(last):
+            labels |= {label for label in self.router.labels(memory.turns[-2].user).labels
+                       if label.startswith("policy:")}
         return labels
 
     async def _router_vector(self, text: str):
@@ -294,13 +387,16 @@ class Agent:
         return await self._of_the_line(text, asked, focus[0], vocabulary)
 
     async def _of_the_line(self, text: str, asked: intent.Intent, shown: str, vocabulary: Vocabulary,
-                           exclude_own: bool = False) -> intent.Intent:
+                           exclude_own: bool = False, kind: str = "") -> intent.Intent:
         """Of the product shown and those whose names end with its name (足球: 青少年训练足球, 室内五人制足球), the one
         the embedder finds closest to the message with that name, when clearly closer than the one shown; with
-        `exclude_own` (a correction: the one shown is not meant) the closest of the others, whatever the margin."""
+        `exclude_own` (a correction: the one shown is not meant) the closest of the others, whatever the margin —
+        of the `kind` written, when one is (垫子: every mat, whatever its category)."""
         name = max(vocabulary.chinese_names.get(shown, ("",)), key=len)
         others = sorted(vocabulary.ending_with(name)) if name else []
-        if exclude_own and name:   # a correction: any of its kind filed with it (越野的那款 after 跑步鞋: 越野跑鞋 too)
+        if kind:
+            others = sorted(vocabulary.products_of_kind(kind) - {shown})
+        elif exclude_own and name:   # a correction: any of its kind filed with it (越野的那款 after 跑步鞋: 越野跑鞋 too)
             kind, filed = vocabulary.kind_of(shown)
             others = sorted(set(others) | {p for p in vocabulary.products_of_kind(kind)
                                            if p != shown and vocabulary.category_by_product.get(p) == filed})
@@ -311,6 +407,19 @@ class Agent:
             return dataclasses.replace(asked, products=(best,), follow_up=False, reference=None, goods=(), subject="",
                                        near_miss="", related=("", ""), foreign_qualifier="")
         return asked
+
+    @staticmethod
+    def _sport_chosen(asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
+        """那还是打羽毛球吧 after 羽毛球拍 and 网球拍 were compared: of the products shown, the one of the sport played."""
+        focus = memory.focus_product_ids
+        if asked.products or asked.goods or len(focus) < 2:
+            return asked
+        chosen = [pid for pid in focus if (category := vocabulary.category_by_product.get(pid))
+                  and re.search(f"(?:打|踢|玩|练|学){re.escape(category)}", asked.text)]
+        if len(chosen) != 1:
+            return asked
+        return dataclasses.replace(asked, products=(chosen[0],), follow_up=False, reference=None,
+                                   quantities={chosen[0]: asked.quantity} if asked.quantity else {})
 
     @staticmethod
     def _each(text: str, asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
@@ -561,6 +670,9 @@ class Agent:
             pick = described[0]
         if pointer.kind == "this" and len(shown) >= 2:   # 李宁那个, 防崴脚那个 after a list: the one it describes
             shown = await self._described_of(asked, shown, vocabulary)
+        if pointer.kind in ("ordinal", "first", "last") and len(shown) == 1:
+            # 还是要第一个吧 after 水壶, then 保温杯呢: of those discussed one by one, in the order they came
+            shown = list(pointers.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
         if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(shown):
             pick = shown[pointer.position - 1]
         elif pointer.kind in ("first", "this"):
@@ -573,6 +685,9 @@ class Agent:
         elif pointer.kind in ("cheapest", "dearest"):
             if len(shown) == 1:   # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one by one
                 shown = list(pointers.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
+            if len(shown) == 1:   # 最便宜的那个 after 有足球卖吗: of the shown one's line (青少年训练足球 too)
+                name = max(vocabulary.chinese_names.get(shown[0], ("",)), key=len)
+                shown = [shown[0], *sorted(vocabulary.ending_with(name))] if name else shown
             # by what one costs now, as a comparison says which is cheaper (a promotion may turn the order)
             found = await fetch_products(self.conn, shown)   # the rows read once, every quote built from them
             promotions = await fetch_promotions(self.conn, list(found))
@@ -648,6 +763,9 @@ class Agent:
         calcs = [e for e in cited if e.kind == EvidenceKind.CALC]
         calculated = sorted(calcs[-1].product_ids) if calcs else []
         shown = [pid for e in cited if e.kind == EvidenceKind.PRODUCT for pid in sorted(e.product_ids)]
+        orders = [e for e in cited if e.kind == EvidenceKind.ORDER]
+        if not (shown or calculated) and len(orders) == 1:   # one order shown: its goods (再买两个一样的)
+            return sorted(orders[0].product_ids), None
         # the calculation's products, unless the answer showed more (a listing or a comparison that states one
         # product's discounted price): then all of them, and no quantity of its own
         whole = bool(calcs) and set(shown) <= set(calculated)
@@ -661,6 +779,12 @@ class Agent:
             at = answer.find(names.get(pid) or "\0")
             return at if at >= 0 else len(answer)
         return sorted(dict.fromkeys(ids), key=shown_at), quantity
+
+
+def _priced_in(answer: str, products: Iterable[str], vocabulary: Vocabulary) -> bool:
+    """Whether an answer stated the price of any of the products (its name, then 售价 in the same sentence)."""
+    return any(re.search(f"{re.escape(name)}[^。；\n]{{0,12}}售价", answer)
+               for pid in products for name in vocabulary.chinese_names.get(pid, ()))
 
 
 def _clearly_closer(close: dict[str, float], own: str, *, exclude_own: bool = False) -> str | None:

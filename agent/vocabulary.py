@@ -110,15 +110,18 @@ class Vocabulary:
         return (max(names, key=len)[-1] if names else ""), self.category_by_product.get(pid)
 
     @cached_property
-    def brands_longest_first(self) -> tuple[tuple[str, str], ...]:
-        """(brand, its folded spelling), the longest first, sorted once — not at every message."""
-        return tuple((b, b.lower()) for b in sorted(self.brands, key=lambda b: (-len(b), b)))
+    def brands_longest_first(self) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+        """(brand, its folded spelling, where it is written), the longest first, sorted and compiled once — not at
+        every message. A Latin brand is matched as a whole word (Keep is not in goalkeeper)."""
+        return tuple((b, b.lower(), re.compile(_as_pattern(b.lower())))
+                     for b in sorted(self.brands, key=lambda b: (-len(b), b)))
 
     def brands_at(self, folded: str) -> list[tuple[int, str]]:
         """(where, brand) for the brands a folded message writes (by their folded spelling), in the order written (the
         longer first where two start together) — never in the order of a set, which changes from one process to the
         next."""
-        found = [(folded.find(low), -len(low), b) for b, low in self.brands_longest_first if low in folded]
+        found = [(m.start(), -len(low), b) for b, low, pattern in self.brands_longest_first
+                 if (m := pattern.search(folded))]
         return [(at, b) for at, _, b in sorted(found)]
 
     def brands_in(self, folded: str) -> list[str]:

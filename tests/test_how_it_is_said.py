@@ -481,3 +481,86 @@ async def test_a_product_first_brought_up_by_a_follow_up_is_priced_beside_its_sp
     answers = await converse(agent, ["跳绳多少钱", "那泡沫轴呢 会不会很硬"])
     assert "泡沫轴" in answers[1] and "89元" in answers[1], answers
     assert "元" not in (await reply(agent, "泡沫轴硬不硬"))   # (asked first, the spec alone)
+
+
+# test25's families (conversations of two to four turns, written at the fourteenth sitting's start); phrasings our own.
+
+def test_a_latin_brand_is_a_whole_word(vocabulary):
+    assert vocabulary.brands_in("有没有goalkeeper手套") == []   # Keep is no brand inside goalkeeper
+    assert vocabulary.brands_in("keep的泡沫轴多少") == ["Keep"]
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["跳绳买三根多少钱", "说错了，要两根"], "78元"),                         # the count corrected, of the goods shown
+    (["可调节哑铃套装要一套", "不对不对 是两套 我跟我哥一人一套"], "598元"),
+    (["羽毛球拍多少钱", "不是拍子，我说的是球，一筒"], "98元"),               # the kind meant, of the shown one's line
+    (["运动水壶多少钱", "我是说那个能保温的杯子"], "保温运动水杯"),         # the kind shown, another one described
+])
+async def test_a_correction_says_what_is_meant_instead(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1] and "没有销售" not in answers[-1], answers
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["瑜伽垫有多厚", "那练腹肌用的加厚健身垫呢"], "15毫米"),                 # the attribute asked before, carried
+    (["瑜伽垫有多厚", "不是瑜伽垫 我问的是平板支撑用的健身垫"], "15毫米"),
+])
+async def test_the_attribute_asked_before_is_asked_of_what_is_named_now(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1], answers
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["最近想开始跑步", "我有点胖 怕伤膝盖", "该穿哪双鞋 多少钱"], "759元"),     # a need told over turns, read as one
+    (["我爸平时爱徒步", "年纪大了 下坡膝盖吃力"], "登山杖"),                 # a story going on: what suits it
+])
+async def test_a_need_told_over_turns_is_read_as_one(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1] and "没有销售" not in answers[-1], answers
+
+
+async def test_a_question_about_goods_ends_the_story(agent):
+    answers = await converse(agent, ["有冰球杆吗", "那打篮球戴的护具有没有"])   # the ice-hockey stick is not carried on
+    assert "冰球" not in answers[1] and "没有销售" not in answers[1], answers
+
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("李宁那个计数的跟迪卡侬的水壶分别多少钱", ("39元", "49元")),           # a brand, a pointer, what it is
+    ("壶铃跟哑铃套装哪个沉", ("12公斤", "20公斤")),                          # compared by weight, each one's figure
+    ("足球有哪些可以选", ("青少年训练足球", "室内五人制足球")),               # the kinds a name names, listed
+])
+async def test_products_said_by_brand_and_description_are_each_answered(agent, text, facts):
+    answer = await reply(agent, text)
+    assert all(f in answer for f in facts), answer
+
+
+async def test_the_cheapest_of_the_line_shown(agent):
+    answers = await converse(agent, ["篮球有吗", "最便宜的那个多少"])
+    assert "169元" in answers[1], answers
+
+
+async def test_an_order_shown_is_what_one_the_same_means(agent):
+    answers = await converse(agent, ["我之前买瑜伽垫那单花了多少", "再来一张一样的多少钱"])
+    assert "150元" in answers[0] and "瑜伽垫" in answers[1] and "150元" in answers[1], answers
+
+
+async def test_how_many_orders_lists_them(agent):
+    (answer,) = await converse(agent, ["我一共在这下过几单"])   # (the demo customer's own orders)
+    assert "A1001" in answer and "A1002" in answer and "A1003" not in answer, answer
+
+
+async def test_a_policy_follow_up_after_an_order_is_the_policy(agent):
+    answers = await converse(agent, ["我的足球订单签收了吗", "那能退吗", "要是用了发现有质量问题呢"])
+    assert "15天" in answers[2], answers
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["泳帽多少钱", "泳镜呢", "刚才那个帽子买两个多少"], "98元"),               # a kind pointed at, bought: 2 × 49
+    (["泡沫轴多少钱", "弹力带呢", "还是第一个吧 来两个"], "178元"),            # the first of those discussed apart
+    (["跳绳多少钱", "三根呢，有活动没"], "117元"),                             # a first clause leaning back, then a question
+    (["乒乓球拍跟网球拍哪个便宜", "那还是打乒乓球吧 来两支"], "258元"),        # of the two shown, the sport's one
+    (["有冰鞋吗", "那轮滑鞋呢 适合初学吗"], "599元"),                         # named as related before: priced now
+])
+async def test_a_topic_left_and_come_back_to(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1] and "没有销售" not in answers[-1], answers

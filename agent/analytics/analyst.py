@@ -58,10 +58,13 @@ _TOP = re.compile("(?:前|top\\s*)(\\d{1,2})", re.IGNORECASE)
 
 # A customer asking about their own orders in figures; and about the shop's business (refused).
 _OWN = re.compile("我|我的|本人")
-_OWN_FIGURES = re.compile("花了多少|消费了?多少|花费|一共买了多少|买了几单|下了几单|买了多少单|下了多少单|订单数|"
+_OWN_FIGURES = re.compile("花了多少|消费了?多少|花费|一共买了多少|[买下][了过]几单|[买下][了过]多少单|订单数|"
                           "买了多少钱|付了多少|几个订单|多少个订单|多少笔")
+# How many orders, and nothing of money (我在你们家下过几单了): the orders themselves are listed, not a count of the paid
+_COUNT_ONLY = re.compile("几单|多少单|几个订单|多少个订单|多少笔|订单数")
+_MONEY = re.compile("花|消费|钱|付|金额|元|块")
 # One order pointed at (瑜伽垫那个订单我付了多少钱, 11月2号下的那单花了多少): that order's amount, not a sum of spending
-_ONE_ORDER = re.compile(r"[那这哪]一?[个笔]?(?:订单|单子|单)(?!价)")
+_ONE_ORDER = re.compile(r"[那这哪]一?[个笔]?(?:订单|单子|单)(?!价)|(?:上[回次]|那次)买")   # …上回买足球花了多少
 _SHOP_FIGURES = re.compile("(?:店里|你们|店铺|商店|本店|全店|别人|其他(?:顾客|用户|人)).{0,8}"
                            "(?:卖了多少|卖出多少|销售额|营业额|成交额|多少单|几单|流水|收入|赚了|买了多少|买了什么)|"
                            "销售额|营业额|成交额|销量排行|卖了多少单")
@@ -351,6 +354,8 @@ class Analyst:
         """A customer's question about their own spending or number of orders (scoped to `user_id`, taken
         from the update), a refusal of a question about the shop's business, or None for anything else."""
         own = _OWN.search(text) and _OWN_FIGURES.search(text) and not _ONE_ORDER.search(text)
+        if own and _COUNT_ONLY.search(text) and not _MONEY.search(text):
+            return None   # (the turn lists their orders)
         if not own:
             if _SHOP_FIGURES.search(text):
                 report = Report(SHOP_DATA_REFUSAL, INSUFFICIENT)
