@@ -352,6 +352,7 @@ def compare_answer(products: list[Product], asked: Intent, paid: Basket | None =
             if found:
                 return "，" + "，".join(dict.fromkeys(found))
         return (f"，{p.description}" if differ and p.description else "") \
+            + (f"，规格：{p.specifications}" if differ and p.specifications else "") \
             + (f"，适用：{p.usage}" if differ and p.usage else "")
     lines = [(f"{_label(p)}售价{yuan(p.price)}" if p.price is not None else f"{_label(p)}{NO_PRICE}")
              + _now_text(_paid_now(paid, p.product_id)) + (_stock_text(p) if by_stock else "") + about(p)
@@ -481,7 +482,7 @@ ATTRIBUTE_WORDS = (
     (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重|年纪|岁|suitable|kids"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
     (re.compile("重量|分量|多重|多沉|沉不沉|哪个沉|更沉|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|哪个重|哪个轻|更重|更轻|heavy|weight"), ("重量", "公斤", "克", "轻量")),
     (re.compile("容量|几升|多少升|毫升|装多少|装[得的]多|装的水多|装水多|能装.{0,2}多|capacity"), ("容量", "升", "毫升")),
-    (re.compile("尺码|码数|几码|多大码|几号|多大号|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "号", "厘米", "毫米", "寸", "长")),
+    (re.compile("尺码|码数|几码|多大码|[0-9一二三四五六七八九十]码|几号|多大号|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "号", "厘米", "毫米", "寸", "长")),
     (re.compile("续航|电池|多久充"), ("续航",)),
     (re.compile("防滑|抓地"), ("防滑", "抓地")),
     (re.compile("透气|闷"), ("透气", "网面", "网布")),
@@ -517,10 +518,15 @@ def _sharing(question: str, product: Product) -> list[str]:
 _HOW_MANY_OF = re.compile(r"(?:几|多少)\s*([\u4e00-\u9fff])")   # 几只, 多少磅: a unit the record may state
 
 
+_SIZE_TOLD = re.compile(r"[0-9一二三四五六七八九十]码")   # 有没有四十三码的, 我穿42码: a size asked of the record
+
+
 def counts_a_unit_of(product: Product, question: str) -> bool:
     """几速的 / 几节的 / 几层: a number the record states in that unit (77速, 三节) is asked — an attribute,
     whatever the router read; not a count bought (几个, 几双: the product's own measure word)."""
     record = "".join(_clauses(product))
+    if _SIZE_TOLD.search(question) and "尺码" in record:
+        return True   # (a size told: the sizes the record states)
     units = {m.group(1) for m in _HOW_MANY_OF.finditer(question)} - {measure_word(product.product_name), "个"}
     return any(re.search(f"{NUM}{re.escape(u)}", record) for u in units)
 

@@ -240,8 +240,8 @@ class Intent:
                         for c in clauses):
             return True   # 家里想添台跑步机，你们这有吗: the thing wanted, then whether the shop has it
         clause = next((c for c in clauses if self.subject in c), "")
-        if clause != clauses[0] and not asks_anything(self.text):
-            return False   # 每周踢球，场地是室内的，硬地，五个人一边: a story going on, nothing asked
+        if clause != clauses[0] and (clause != clauses[-1] or not asks_anything(self.text)):
+            return False   # 每周踢球，场地是室内的，硬地，五个人一边(，该买个啥球): a story going on, not what is asked
         before = "(?:[\u4e00-\u9fff]{1,8}的)" if described else ""
         found = re.search(f"{before}{re.escape(self.subject)}", clause)
         if found is None:

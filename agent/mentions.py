@@ -337,6 +337,7 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
             phrases.append(phrase)
     phrases = [_COUNT_AFTER.sub("", p) or p for p in phrases]        # 羽球一桶: 羽球 (the count is read apart)
     phrases = [_measure_apart(p) for p in phrases]                   # 想买个球: 球 (jieba has 个球 as a word)
+    phrases = [_A_NOT_A.sub("", p) or p for p in phrases]            # 带不带盒子: 盒子, asked yes or no
     phrases = [w for p in phrases if (w := _after_done(p))]          # 游完泳, 踢完球鞋子: an action done, then goods
     phrases = [w for p in phrases if (w := _WHATEVER.sub("", p)) == p or len(w) >= 2]   # 啥球都行: any ball, not 球都行
     phrases = [_ALL_AFTER.sub("", p) or p for p in phrases]          # 鞋子都啥价位: the shoes, all of them
@@ -348,6 +349,10 @@ def goods_phrases(text: str, covered: list[tuple[int, int]]) -> list[str]:
     phrases = [p for p in phrases if not (text[order[p] + len(p):order[p] + len(p) + 1] == "的"
                                           and order[p] + len(p) + 1 in starts)]
     return sorted(phrases, key=order.__getitem__)
+
+
+# a verb asked yes or no before what it is asked of (带不带盒子, 送不送袋子, 有没有)
+_A_NOT_A = re.compile(r"^([\u4e00-\u9fff])[不没]\1")
 
 
 def _measure_apart(phrase: str) -> str:

@@ -40,7 +40,7 @@ from guardrails.validator import AnswerStatus
 # A question about reaching a promotion's threshold (买几个能包邮, 还差多少能减, 凑单).
 # 有没有轻一点的 / 有防水的吗 / 有能计数的吗: does the shop have one with this property (a product wanted, not a fact)
 _HAS_ONE_THAT = re.compile(r"有(?:没有)?[^，,。？?！!有]{1,10}的[^，,。？?！!的]{0,8}?(?:吗|么|嘛|不|没|没有)?\s*[？?]?\s*$"
-                           r"|有没有[^，,。？?！!]{1,10}的")
+                           r"|有没有[^，,。？?！!]{1,10}的|[^，,。？?！!]{1,10}的(?:有吗|有么|有没有|有不|有卖)")
 _THRESHOLD = re.compile(r"几[个件双支盒套张瓶罐筒只]?(?:才|就)?(?:能|可以|够)|还差|差多少|差几|凑单|凑够|才能|才可以|够不够|"
                         r"(?:几|多少)[个件双支盒套张瓶罐筒只]?[^，,。？?]{0,3}(?:包邮|免运费|满减|打折)|"
                         r"多少(?:钱|元)?(?:才|就)?(?:能|可以)(?:包邮|减|打折)|满多少|门槛")
@@ -320,7 +320,7 @@ class OfflineModel:
         # (a reading of a total the reader set aside, 各多厚 with nothing bought, is none)
         total = Ask.BASKET in asked.asks and ("basket" in asked.labels if asked.labels else True)
         return not total and not asked.quantities and not asked.first_purchase \
-            and bool(asked.asks & {Ask.STOCK, Ask.PROMOTION, Ask.SPEC})
+            and bool(asked.asks & {Ask.STOCK, Ask.PROMOTION, Ask.SPEC, Ask.LIST})   # (那球呢: the balls, each)
 
     @staticmethod
     def _discounted(ids: list[str], findings: answers.Findings) -> bool:

@@ -20,6 +20,7 @@ from agent.analytics.analyst import Analyst
 from agent.analytics.signals import own_flags, previous_flags
 from agent.clock import today_shanghai
 from agent.context import TurnContext
+from agent.counts import quantities
 from agent.loop import GiveUp, Released, ToolLoop, Toolset
 from agent.memory import ChatMemory
 from agent.mentions import PRICE_WORDS, clause_start, contradicted_phrase, qualifiers, with_ages
@@ -57,7 +58,7 @@ QUALIFIED_MARGIN = 0.4
 # A price asked in so many words (not 还有多少, a stock question).
 _PRICE_ASKED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
 # Adding to what is being discussed (再加两套弹力带, 另外再来一个).
-_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买")
+_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买|也(?:来|要|拿|买|加)")
 
 
 _DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
@@ -467,10 +468,12 @@ class Agent:
                 or asked.reference is not None:   # (水泥地上打的那个呢: a description of which one, not a part)
             return asked
         product = (await fetch_products(self.conn, focus[:1])).get(focus[0])
-        if product is None or not all(len(g) >= 2 and g in answers.record_text(product) for g in asked.goods):
+        record = answers.record_text(product) if product is not None else ""
+        if product is None or not all(len(g) >= 2 and (g in record or intent.noun_stem(g) in record)   # 盒子: 泳镜盒
+                                      for g in asked.goods):
             return asked
         return dataclasses.replace(asked, products=(focus[0],), goods=(), subject="", near_miss="", related=("", ""),
-                                   follow_up=True, asks=asked.asks or frozenset({intent.Ask.SPEC}))
+                                   follow_up=True, asks=asked.asks | {intent.Ask.SPEC})
 
     @staticmethod
     def _rest_of_focus(asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory) -> intent.Intent:
@@ -542,7 +545,15 @@ class Agent:
         discussed = pointers.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
                                              [t.assistant for t in memory.turns])
         if discussed is not None:
-            return dataclasses.replace(asked, products=(discussed,), follow_up=False, goods=(), subject="")
+            name = max(vocabulary.chinese_names.get(discussed, ("",)), key=len)
+            line = sorted(vocabulary.ending_with(name)) if name and not asked.quantity else []
+            if line and discussed not in memory.focus_product_ids and intent.elliptical(text) \
+                    and not any(f"{name}（" in t.assistant for t in memory.turns):
+                # 那球呢 after 篮球鞋: the balls of its line, each (篮球, 室外耐磨篮球), none of them discussed yet
+                return dataclasses.replace(asked, products=(discussed, *line), follow_up=False, goods=(), subject="",
+                                           asks=(asked.asks - {intent.Ask.BASKET, intent.Ask.COMPARE}) | {intent.Ask.LIST})
+            return _counted(dataclasses.replace(asked, products=(discussed,), follow_up=False, goods=(), subject=""),
+                            kind[0])
         return asked if bare else intent.read(text, vocabulary, labels=labels)
 
     async def _another_name(self, asked: intent.Intent) -> intent.Intent:
@@ -656,7 +667,9 @@ class Agent:
             before = [m for m in find_mentions(asked.text[:adding.start()])
                       if m.kind == QUANTITY and m.value is not None and m.value == int(m.value) and m.value >= 1]
             own = int(before[-1].value) if before else None   # 那就5个再加一根跳绳: 5 of the one discussed
-            quantities = {shown[0]: own or last_quantity or 1, **asked.quantities}
+            added = asked.quantities or ({asked.products[0]: asked.quantity}   # (砖也来两块: the count read for the kind)
+                                         if asked.quantity and len(asked.products) == 1 and own is None else {})
+            quantities = {shown[0]: own or last_quantity or 1, **added}
             return dataclasses.replace(asked, products=(shown[0], *asked.products), quantities=quantities,
                                        asks=asked.asks | {intent.Ask.BASKET})
         pointer = asked.reference
@@ -779,6 +792,16 @@ class Agent:
             at = answer.find(names.get(pid) or "\0")
             return at if at >= 0 else len(answer)
         return sorted(dict.fromkeys(ids), key=shown_at), quantity
+
+
+def _counted(asked: intent.Intent, kind: str) -> intent.Intent:
+    """The count written for goods a kind of them means (砖也来两块: two blocks, not two yuan), when none was read."""
+    at = asked.text.find(kind)
+    if asked.quantity is not None or at < 0 or len(asked.products) != 1:
+        return asked
+    per, overall, *_ = quantities(asked.text, [(at, at + len(kind), asked.products[0])])
+    count = per.get(asked.products[0]) or overall
+    return dataclasses.replace(asked, quantity=count, quantities={asked.products[0]: count}) if count else asked
 
 
 def _priced_in(answer: str, products: Iterable[str], vocabulary: Vocabulary) -> bool:

@@ -112,7 +112,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("spend_reduce", re.compile(f"满\\s*(?P<a>{NUM})\\s*{_YUAN}?\\s*(?:立)?减\\s*(?P<b>{NUM})\\s*{_YUAN}?")),
     ("buy_get", re.compile(f"买\\s*(?P<a>{NUM})\\s*{MEASURE}?\\s*(?:送|赠)\\s*(?P<b>{NUM})\\s*{MEASURE}?")),
     ("spend", re.compile(f"满\\s*(?P<a>{NUM})(?![\\d.,])(?!\\s*{MEASURE})\\s*{_YUAN}?")),
-    ("yuan_jiao", re.compile(f"(?P<a>{NUM})\\s*块\\s*(?P<j>[一二两三四五六七八九半\\d])\\s*毛?(?![\\d{_CN_DIGIT}]|\\s*{MEASURE})")),
+    # (两块一共多少: 一共 is "in all", no dime)
+    ("yuan_jiao", re.compile(f"(?P<a>{NUM})\\s*块\\s*(?P<j>[一二两三四五六七八九半\\d])\\s*毛?"
+                             f"(?![\\d{_CN_DIGIT}]|\\s*{MEASURE}|(?<=一)[共起下样些])")),
     ("yuan_jiao", re.compile(f"(?P<a>{NUM})\\s*元\\s*(?P<j>[一二两三四五六七八九\\d])\\s*角")),
     ("money", re.compile(f"(?:¥|RMB|CNY|人民币)\\s*(?P<a>{NUM})\\s*(?:元|块钱|块)?")),
     ("money", re.compile(f"(?P<a>{NUM})\\s*{_YUAN}")),

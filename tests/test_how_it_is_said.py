@@ -564,3 +564,25 @@ async def test_a_policy_follow_up_after_an_order_is_the_policy(agent):
 async def test_a_topic_left_and_come_back_to(agent, messages, fact):
     answers = await converse(agent, messages)
     assert fact in answers[-1] and "没有销售" not in answers[-1], answers
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["跑步鞋多少钱", "有没有三十九码的"], "36-46"),                     # a size told: the sizes the record states
+    (["足球鞋多少钱", "护膝的有吗"], "79元"),                             # goods first asked of having: priced
+    (["瑜伽垫多少钱", "那砖也来两块 一共多少"], "228元"),                 # 两块 of a kind added, not money: 150 + 2 × 39
+    (["足球鞋多少钱", "那球呢"], "青少年训练足球"),                       # the balls of the shoes' line, each
+    (["防雾泳镜多少钱", "送不送盒子"], "泳镜盒"),                         # a part asked yes or no: the record's
+])
+async def test_what_a_turn_adds_to_the_goods_shown(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1] and "没有销售" not in answers[-1], answers
+
+
+async def test_asked_how_they_differ_each_ones_specification_is_stated(agent):
+    answer = await reply(agent, "足球跟室内五人制足球有啥区别")
+    assert "5号" in answer and "4号" in answer, answer
+
+
+def test_a_bare_clause_inside_a_story_is_not_what_is_asked(vocabulary):
+    asked = read("我们每周踢球，场地是室内的，硬地，五个人一边，该买个啥球", vocabulary)
+    assert not asked.asked_outright, asked

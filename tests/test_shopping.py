@@ -190,8 +190,8 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test21.jsonl", 0.85, 0.6),
     ("dialogues-understanding-test22.jsonl", 0.93, 0.8),
     ("dialogues-understanding-test23.jsonl", 0.95, 0.8),
-    ("dialogues-understanding-test24.jsonl", 0.68, 0.45),
-    ("dialogues-understanding-test25.jsonl", 0.88, 0.45),
+    ("dialogues-understanding-test24.jsonl", 0.78, 0.5),
+    ("dialogues-understanding-test25.jsonl", 0.91, 0.5),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -238,8 +238,8 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     writing: 0.700 at c0ed0a1 and 0.783 at its first run (79c4a65), 0.983 at the end — its miss reads 买三送一 for 4
     boxes as three paid; test24, 60 conversations of two to four turns written after test23 was mended: 0.400 at
     c0ed0a1 and 0.500 at its first run (9551496), 0.617 when its families were partly mended — the hardest split yet —,
-    0.717 at the fourteenth sitting; test25, 60 conversations of two to four turns written at that sitting's start: 0.600
-    at its first run (a490090), 0.917 when its families were mended — a need told over turns is its weakest family),
+    0.800 at the fourteenth sitting; test25, 60 conversations of two to four turns written at that sitting's start: 0.600
+    at its first run (a490090), 0.933 when its families were mended — a need told over turns is its weakest family),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
