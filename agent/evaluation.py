@@ -65,7 +65,9 @@ from agent.memory import InProcessMemory, Turn
 # messy) by a third helper after test23 was mended (first run at 9551496: 50.0%; 40.0% at c0ed0a1); test25 (60
 # conversations of two to four turns: an order then more, browse then pick, compare then buy, a need told over turns,
 # not sold then related, policy chains, quantities under a promotion, corrections, a topic left and come back to,
-# messy) by a helper who read only the demo catalog and the customer's orders, at the start of the fourteenth sitting.
+# messy) by a helper who read only the demo catalog and the customer's orders, at the start of the fourteenth sitting
+# (first run at a490090: 60.0%); test26 (60 conversations over the same ten families, across many more products) by
+# another helper the same way after test25 was mended.
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -78,7 +80,8 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test18.jsonl", "dialogues-understanding-test19.jsonl",
            "dialogues-understanding-test20.jsonl", "dialogues-understanding-test21.jsonl",
            "dialogues-understanding-test22.jsonl", "dialogues-understanding-test23.jsonl",
-           "dialogues-understanding-test24.jsonl", "dialogues-understanding-test25.jsonl")
+           "dialogues-understanding-test24.jsonl", "dialogues-understanding-test25.jsonl",
+           "dialogues-understanding-test26.jsonl")
 
 
 @dataclass(frozen=True)
