@@ -92,7 +92,9 @@ def _pieces(text: str, mention, spans: list[tuple[int, int, str]]) -> bool:
         return False   # 五十块: a price offered, not fifty pieces
     if _ORDERED.search(text, 0, mention.start) or any(s == mention.end for s, _, _ in spans):   # 两块瑜伽砖
         return True
-    return bool(_PRICE_ASKED.match(text, mention.end)) and any(e == mention.start for _, e, _ in spans)
+    # (瑜伽砖 两块 多少钱: a space between the name and its count)
+    return bool(_PRICE_ASKED.match(text, mention.end)) and any(not text[e:mention.start].strip() for _, e, _ in spans
+                                                               if e <= mention.start)
 
 
 def _counts_ordered(text: str, mentions: list) -> list:

@@ -66,7 +66,9 @@ def policy_carried(text: str, labels: frozenset[str], previous: frozenset[str], 
     """An elliptical follow-up to a policy question, with no product discussed (那要是支付宝付的呢 after 银行卡付的退款
     多久到): the policy topics asked before, and this one's own; empty when it is no such follow-up."""
     before = {label for label in previous if label.startswith("policy:")}
-    if has_focus or not before or not elliptical(text) or labels & CARRIED:
-        return frozenset()   # (a product question of its own, 那个多少钱, is no policy follow-up)
+    own = {label for label in labels if label.startswith("policy:")}
+    said = bool(own) or bool(ASK_PATTERNS[Ask.POLICY].search(reading(text)))   # (运费: a policy's own word)
+    if has_focus or not before or not elliptical(text) or labels & CARRIED and not said:
+        return frozenset()   # (a product question of its own, 那个多少钱, is no policy follow-up; 那寄回去的运费谁出 is one)
     # (its few words read as thanks or chit-chat say nothing: 那银行卡呢 is no thanks)
-    return frozenset(before | {label for label in labels if label.startswith("policy:")})
+    return frozenset(before | own)

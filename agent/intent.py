@@ -84,7 +84,7 @@ PRODUCT_ASKS = frozenset({Ask.PRICE, Ask.PROMOTION, Ask.STOCK, Ask.SPEC, Ask.BRA
 _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
     (Ask.MODIFY, re.compile(r"(改|修改|调整|设置|设为|调成|改成|降到|降为|删除|删掉|清空|清零|上架|下架).{0,12}(价|价格|库存|优惠|活动|折扣|商品|金额|订单|数据)"
                             r"|(价格|库存|优惠|活动|金额|数据库).{0,8}(改|修改|调整|设为|改成|调成|删除|清空|清零)")),
-    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发(?:货|出去)?了?(?:没|吗|么)|(?:咋|怎么)还没(?:到|发|收到)|发货了吗|物流|单号|上[次回]买|那次买|买过(?:什么|啥)|买过哪些|最近买了|上一单|(?:几|多少)个?单(?!价)")),
+    (Ask.ORDER, re.compile(r"订单|我的单|我买的|下的(?:[那这]一?[个笔]?)?单|[那这]一?[个笔]?单(?![价独])|到哪了|发(?:货|出去)?了?(?:没|吗|么)|(?:咋|怎么)还没(?:到|发|收到)|发货了吗|物流|单号|(?:上[次回]|那次)买|(?:之前|以前)买的?(?=[那这])|买过(?:些|了)?(?:什么|啥)|买过哪些|最近买了|上一单|(?:几|多少)个?单(?!价)")),
     (Ask.POLICY, re.compile(r"退货|退款|换货|退换|发货|快递|配送|几天到|多久到|发票|质保|保修|售后|支付|付款|"
                             r"微信支付|支付宝|货到付款|客服|人工|营业时间|下班|上班|尺码怎么选|尺码建议|选码|大半码|"
                             r"改地址|修改地址|收货地址|鞋码对照|脚长|量脚|运费|邮费|补开|换开|抬头|自动取消|多久要付款")),
@@ -468,7 +468,7 @@ def _word_edges(text: str) -> frozenset[int]:
     return frozenset(itertools.accumulate((len(w) for w in jieba.lcut(text)), initial=0))
 
 
-_GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧", "能"})
+_GLUED = frozenset({"有", "吗", "呢", "是", "要", "吧", "能", "买", "来", "拿"})
 
 
 def kind_written(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None = None) -> tuple[str, ...]:
@@ -488,7 +488,8 @@ def _kind_word(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None 
         start, at = at, at + len(word)
         kind = word if word in kinds else \
             word[0] if word[0] in kinds and word[1:] in _GLUED else \
-            word[1] if len(word) == 2 and word[0] in "那这" + word[1] and word[1] in kinds else ""
+            word[1] if len(word) == 2 and word[0] in "那这" + word[1] and word[1] in kinds \
+            and not (word[0] in "那这" and word[1] in MEASURE_WORDS) else ""   # (这套: a pointer, not 手套)
         # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢; 包包: a kind said twice, as people do)
         if kind and not re.search(f"(?:{NUM}|多少|几)\\s*$", text[:start]):   # 还剩多少套: a measure word asked
             return (kind,)
@@ -552,7 +553,8 @@ def _category(text: str, vocabulary: Vocabulary, spans, listing: bool) -> str | 
             return vocabulary.category_of[word]
         use = _USE_OF.match(text, m.end())
         clause_end = next((c.end() for c in _CLAUSE.finditer(text) if c.start() <= m.start() < c.end()), len(text))
-        if use and any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:clause_end], [])):
+        if use and (any(not unspecific(g) for g in goods_phrases(text[use.end() - 1:clause_end], []))
+                    or vocabulary.category_pattern.match(text, use.end() - 1)):   # 打篮球用的护具: the 护具
             uses.add(word)
             continue   # 跑步穿的紧身裤: tights worn for running, of whatever category the shop files them under
         if word in uses:
@@ -769,7 +771,9 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         parts = _joined(folded, goods)
         goods = (*parts, *(g for g in goods if g not in parts))   # the goods listed are what is asked about,
         category = None if parts else category                      # not a category the story names (去露营)
-    near = extended_names(folded, spans, set(vocabulary.names), own) if products else ""
+    # (a span the reader made of a pointer and its description, 那个室外耐磨的, is written as no name: not extended)
+    as_named = [sp for sp in spans if vocabulary.pattern is not None and vocabulary.pattern.fullmatch(folded[sp[0]:sp[1]])]
+    near = extended_names(folded, as_named, set(vocabulary.names), own) if products else ""
     # 单位搞了个羽毛球队, 学校开了足球课: a team, a class, no goods asked for
     near = "" if near and (_story_word(near) or _ACTIVITY.search(near)) else near
     if near and (longer := vocabulary.containing(near)):   # 羽毛球网: a short form of 羽毛球网架, not a miss
@@ -959,7 +963,19 @@ def _brand_pointed(text: str, spans: list[tuple[int, int, str]], vocabulary: Voc
             described = [pid for pid in described if any(vocabulary.of_kind(pid, k) for k in beside)]
         if len(described) == 1:
             added.append((at, end + len(piece), described[0]))
+    beside = {vocabulary.kind_of(pid)[0] for *_, pid in spans}
+    for m in _POINTER_DESCRIBED.finditer(text) if spans and not _CORRECTION.search(text, 1) else ():
+        # 斯伯丁篮球跟那个室外耐磨的: beside goods named, the one of their kind whose name holds what describes it
+        if any(s < m.end() and m.start() < e for s, e, _ in [*spans, *((a, b, "") for a, b, _ in added)]):
+            continue
+        found = [pid for pid, names in vocabulary.chinese_names.items() if not any(pid == p for *_, p in spans)
+                 and any(vocabulary.of_kind(pid, k) for k in beside) and any(set(m.group("desc")) <= set(n) for n in names)]
+        if len(found) == 1:
+            added.append((m.start(), m.end(), found[0]))
     return sorted([*spans, *added])
+
+
+_POINTER_DESCRIBED = re.compile(f"[那这][{MEASURE_WORDS}](?P<desc>[\u4e00-\u9fff]{{2,6}}?)的")
 
 
 def _of_the_brand(asked: Intent, spans: list[tuple[int, int, str]], vocabulary: Vocabulary) -> Intent:
@@ -1253,6 +1269,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
     if Ask.ORDER in by_rules and _PAID.search(text):
         asks = (asks - {Ask.PRICE, Ask.PROMOTION, Ask.BASKET}) | {Ask.ORDER}   # 瑜伽垫那个订单我付了多少钱: the order's
+    if Ask.ORDER in by_rules and _OWN_BOUGHT.search(text):
+        asks = (asks - {Ask.LIST}) | {Ask.ORDER}   # 看看我都买过些啥: their own purchases, not the shop's goods
     if Ask.BASKET in asks and Ask.SPEC in by_rules and not re.search(f"{PRICE_WORDS}|{NUM}\\s*{MEASURE}", text):
         asks = (asks - {Ask.BASKET}) | {Ask.SPEC}   # 加厚健身垫和瑜伽垫各多厚: each one's thickness, nothing bought
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
@@ -1268,6 +1286,7 @@ _ADDED = re.compile(f"(?:再|多)(?:加|来|要|买|拿)\\s*{NUM}\\s*{MEASURE}")
 # The shop as a place (你们这有吗, 这边有卖吗): who is asked, nothing asked about
 _THE_SHOP = re.compile(r"你们?(?:这|那)(?:里|儿|边)?|(?:这|那)(?:里|儿|边)")
 # What was paid, not what a product costs (付了多少, 花了多少来着, 实付多少): asked of an order
+_OWN_BOUGHT = re.compile(r"我.{0,6}买过(?:些|了)?(?:什么|啥|哪些)")
 _PAID = re.compile(r"(?:付|花|扣|交|收)了(?:我)?多少|实付(?:了|是)?多少|付款金额")
 
 

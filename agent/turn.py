@@ -115,13 +115,14 @@ class Agent:
         return self._passages
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
-        report = await self.analyst.for_customer(text, str(user_id))   # their own spending, computed by SQL
+        vocabulary = await self.vocabulary()
+        names_goods = vocabulary.pattern is not None and bool(vocabulary.pattern.search(intent.reading(text)))
+        report = await self.analyst.for_customer(text, str(user_id), names_goods)   # their own spending, by SQL
         if report is not None:
             return report.as_turn()
         started = time.perf_counter()
         memory = memory or ChatMemory()
         trace = TurnTrace(model=self.model.name)
-        vocabulary = await self.vocabulary()
         ledger = EvidenceLedger(vocabulary.brands)
         correcting = bool(memory.turns) and intent.corrects(text)   # 搞错了 我问的是护踝
         labels = await self._labels(text, memory, vocabulary, correcting)
@@ -334,13 +335,14 @@ class Agent:
 
     def _asked_before(self, memory: ChatMemory) -> frozenset[str]:
         """What the previous message asked (n-grams: no second embedding) — with the policy it carried when it only
-        told a fact for it (我是用微信付的 after 退款多久到账: the refund's timing)."""
+        told a fact for it (我是用微信付的 after 退款多久到账: the refund's timing) or was elliptical itself."""
         if not memory.turns:
             return frozenset()
         last = memory.turns[-1].user
         labels = self.router.labels(last).labels
-        if len(memory.turns) >= 2 and labels and all(label.startswith("policy:") for label in labels) \
-                and not intent.asks_anything(last):
+        if len(memory.turns) >= 2 and (labels and all(label.startswith("policy:") for label in labels)
+                                       and not intent.asks_anything(last) or intent.elliptical(last)):
+            # (…or was itself elliptical: 那要是质量有问题呢 after 多久内能退 asked the return policy again)
             labels |= {label for label in self.router.labels(memory.turns[-2].user).labels
                        if label.startswith("policy:")}
         return labels
@@ -469,8 +471,9 @@ class Agent:
             return asked
         product = (await fetch_products(self.conn, focus[:1])).get(focus[0])
         record = answers.record_text(product) if product is not None else ""
-        if product is None or not all(len(g) >= 2 and (g in record or intent.noun_stem(g) in record)   # 盒子: 泳镜盒
-                                      for g in asked.goods):
+        attribute = answers.attribute_asked(asked.text)   # 能装多少东西: 能装 is how the capacity is asked
+        if product is None or not all(len(g) >= 2 and (g in record or intent.noun_stem(g) in record or g in attribute)
+                                      for g in asked.goods):   # (盒子: 泳镜盒)
             return asked
         return dataclasses.replace(asked, products=(focus[0],), goods=(), subject="", near_miss="", related=("", ""),
                                    follow_up=True, asks=asked.asks | {intent.Ask.SPEC})
@@ -540,8 +543,10 @@ class Agent:
         if not kind:
             return asked
         of_kind = [pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind[0])]
-        if of_kind:   # the product in focus is of that kind: it is the one meant
-            return dataclasses.replace(asked, products=(of_kind[0],), goods=(), subject="") if bare else asked
+        if of_kind:   # the product in focus is of that kind: it is the one meant (球买三盒呢 after 拍子和球: the balls)
+            one = bare or len(memory.focus_product_ids) > 1 and not asked.ruled_out   # (球不用了: ruled out, not meant)
+            return _counted(dataclasses.replace(asked, products=(of_kind[0],), goods=(), subject=""), kind[0]) \
+                if one else asked
         discussed = pointers.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
                                              [t.assistant for t in memory.turns])
         if discussed is not None:

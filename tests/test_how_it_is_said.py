@@ -586,3 +586,28 @@ async def test_asked_how_they_differ_each_ones_specification_is_stated(agent):
 def test_a_bare_clause_inside_a_story_is_not_what_is_asked(vocabulary):
     asked = read("我们每周踢球，场地是室内的，硬地，五个人一边，该买个啥球", vocabulary)
     assert not asked.asked_outright, asked
+
+
+# test26's families (conversations over many more products, written after test25 was mended); phrasings our own.
+
+async def test_what_one_order_of_goods_cost_is_that_order(agent):
+    (answer,) = await converse(agent, ["我之前买那张瑜伽垫花了多少"])
+    assert "A1002" in answer and "150元" in answer and "A1001" not in answer, answer
+
+
+async def test_what_the_customer_bought_is_their_orders(agent):
+    (answer,) = await converse(agent, ["我在你们这都买过啥"])
+    assert "A1001" in answer and "A1002" in answer, answer
+
+
+@pytest.mark.parametrize(("messages", "facts"), [
+    (["乒乓球拍和乒乓球各多少", "球拿三盒呢"], ("105元",)),             # of two shown, the kind named: 3 boxes, one free
+    (["瑜伽砖 两块 多少钱"], ("78元",)),                                 # a count a space after the name: no money
+    (["练羽毛球用的护具有哪些"], ("护膝",)),                             # the goods a sport uses: that category
+    (["干湿分离健身包多少钱", "能装多少东西"], ("30升",)),               # a capacity asked: no goods called 能装
+    (["瑜伽垫跟那个加厚的哪个贵"], ("199元", "150元")),                 # a pointer and a description beside a name
+    (["支持退货吗", "那要是有质量问题呢", "那来回运费谁出"], ("本店承担",)),   # a policy chain over three turns
+])
+async def test_a_conversation_over_more_goods(agent, messages, facts):
+    answers = await converse(agent, messages)
+    assert all(f in answers[-1] for f in facts) and "没有销售" not in answers[-1], answers
