@@ -1243,7 +1243,7 @@ _SIZE_WORDS = re.compile(r"码|尺寸|尺码|大小|多大|号|偏大|偏小|脚
                          re.I)
 _PRICE_ASKED_PLAINLY = re.compile(r"多少钱|多钱|价格是|价钱|售价|怎么卖|几块钱|卖多少|(?:什么|啥)价")
 # A delivery, returns, invoice or warranty question in so many words (not 客服 or 支付 alone, which greet or pay).
-_POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|(?:啥|什么)时候(?:能)?到|退货|退换|换货|退款|"
+_POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|(?:啥|什么)时候(?:能)?到|退货|退换|换货|退款|(?:能|可以)[退换](?:吗|不|么)|"
                                    r"发票|保修|质保|多久(?:内)?(?:要|得)?付款|怎么付款|货到付款|支付方式")
 
 
@@ -1259,8 +1259,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.POLICY)
     if asks & PRODUCT_ASKS:
         asks |= by_rules & PRODUCT_ASKS
-        if named and Ask.POLICY not in asks and _POLICY_ASKED_PLAINLY.search(text):
-            asks.add(Ask.POLICY)   # 泡沫轴多少钱 今天拍了啥时候发货: the policy asked beside the product's price
+        if (named or focus) and Ask.POLICY not in asks and _POLICY_ASKED_PLAINLY.search(text):
+            asks.add(Ask.POLICY)   # 泡沫轴多少钱 今天拍了啥时候发货 (嗯 还有 啥时候能到 after 瑜伽砖): the policy beside it
     elif named and _PRICE_ASKED_PLAINLY.search(text):
         asks.add(Ask.PRICE)   # 网球拍多少钱？保修多久: a long message the router read for its policy question only
     elif (named or focus) and Ask.SPEC in by_rules and Ask.POLICY in asks:
@@ -1269,6 +1269,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks.add(Ask.STOCK)   # 给闺女买轮滑鞋 她穿28码 有吗: whether the shop has it (in that size), besides the guide
     if Ask.ORDER in by_rules and _PAID.search(text):
         asks = (asks - {Ask.PRICE, Ask.PROMOTION, Ask.BASKET}) | {Ask.ORDER}   # 瑜伽垫那个订单我付了多少钱: the order's
+    if Ask.ORDER in asks and Ask.POLICY not in asks and _POLICY_ASKED_PLAINLY.search(text):
+        asks.add(Ask.POLICY)   # 我那单买了两个足球的，要是漏气了能换不: the order, and the policy asked of it
     if Ask.ORDER in by_rules and _OWN_BOUGHT.search(text):
         asks = (asks - {Ask.LIST}) | {Ask.ORDER}   # 看看我都买过些啥: their own purchases, not the shop's goods
     if Ask.BASKET in asks and Ask.SPEC in by_rules and not re.search(f"{PRICE_WORDS}|{NUM}\\s*{MEASURE}", text):

@@ -611,3 +611,12 @@ async def test_what_the_customer_bought_is_their_orders(agent):
 async def test_a_conversation_over_more_goods(agent, messages, facts):
     answers = await converse(agent, messages)
     assert all(f in answers[-1] for f in facts) and "没有销售" not in answers[-1], answers
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["泡沫轴多少钱", "还有 什么时候能到 我在杭州"], "2到3天"),            # delivery asked beside a product in focus
+    (["我那单瑜伽垫要是不喜欢能退不"], "7天"),                             # an order and the policy asked of it
+])
+async def test_a_policy_asked_beside_goods_or_an_order(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1], answers

@@ -192,7 +192,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test23.jsonl", 0.95, 0.8),
     ("dialogues-understanding-test24.jsonl", 0.78, 0.5),
     ("dialogues-understanding-test25.jsonl", 0.91, 0.5),
-    ("dialogues-understanding-test26.jsonl", 0.86, 0.6),
+    ("dialogues-understanding-test26.jsonl", 0.9, 0.75),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -242,7 +242,8 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     0.800 at the fourteenth sitting; test25, 60 conversations of two to four turns written at that sitting's start: 0.600
     at its first run (a490090), 0.933 when its families were mended — a need told over turns is its weakest family;
     test26, 60 more over the same families across about fifty products, written after test25 was mended: 0.667 at
-    a490090 and 0.767 at its first run (cf05907), 0.883 at the end — orders with a policy or invoice asked are its misses),
+    a490090 and 0.767 at its first run (cf05907), 0.917 at the end — an invoice or a refund asked after an order are among
+    its misses),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
