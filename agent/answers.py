@@ -473,6 +473,7 @@ def basket_answer(basket: Basket, stock: Mapping[str, Product] | None = None) ->
             [*(line.evidence_id for line in basket.lines), *cites, basket.evidence_id])
 
 
+_SIZE_TOLD = re.compile(r"[0-9一二三四五六七八九十]码")   # 有没有四十三码的, 我穿42码: a size asked of the record
 # What a customer's attribute question looks for in a product record, by attribute.
 ATTRIBUTE_WORDS = (
     (re.compile("材质|面料|材料|什么做的|啥做的|什么料|material|made of"), ("材质", "面料", "外皮", "皮", "材料", "碳", "橡胶", "硅胶", "铸铁", "枫木", "不锈钢", "乳胶", "TPE", "EVA", "PU")),
@@ -482,7 +483,7 @@ ATTRIBUTE_WORDS = (
     (re.compile("适合|适用|能用|可以用|给谁|谁用|什么人|孩子|小孩|儿童|新手|初学|体重|年纪|岁|suitable|kids"), ("适合", "适用", "孩子", "初学", "入门", "体重")),
     (re.compile("重量|分量|多重|多沉|沉不沉|哪个沉|更沉|几斤|几公斤|多少斤|多少公斤|几克|多少克|轻不轻|重不重|总重|哪个重|哪个轻|更重|更轻|heavy|weight"), ("重量", "公斤", "克", "轻量")),
     (re.compile("容量|几升|多少升|毫升|装多少|装[得的]多|装的水多|装水多|能装.{0,2}多|capacity"), ("容量", "升", "毫升")),
-    (re.compile("尺码|码数|几码|多大码|[0-9一二三四五六七八九十]码|几号|多大号|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "号", "厘米", "毫米", "寸", "长")),
+    (re.compile(f"尺码|码数|几码|多大码|{_SIZE_TOLD.pattern}|几号|多大号|尺寸|多大|多长|多宽|多厚|长度|厚不厚|厚度|薄不薄|长不长|宽不宽|size|how big|how long"), ("尺码", "码", "号", "厘米", "毫米", "寸", "长")),
     (re.compile("续航|电池|多久充"), ("续航",)),
     (re.compile("防滑|抓地"), ("防滑", "抓地")),
     (re.compile("透气|闷"), ("透气", "网面", "网布")),
@@ -516,9 +517,6 @@ def _sharing(question: str, product: Product) -> list[str]:
 
 
 _HOW_MANY_OF = re.compile(r"(?:几|多少)\s*([\u4e00-\u9fff])")   # 几只, 多少磅: a unit the record may state
-
-
-_SIZE_TOLD = re.compile(r"[0-9一二三四五六七八九十]码")   # 有没有四十三码的, 我穿42码: a size asked of the record
 
 
 def counts_a_unit_of(product: Product, question: str) -> bool:

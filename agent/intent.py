@@ -945,6 +945,7 @@ def _brand_pointed(text: str, spans: list[tuple[int, int, str]], vocabulary: Voc
     brand's product whose name holds what describes it (缓震跑步鞋) and, of several, of the kind named beside it (球 of
     斯伯丁篮球 for 威尔胜那个) — when exactly one is."""
     added = []
+    beside = {vocabulary.kind_of(pid)[0] for *_, pid in spans}   # the kinds named (球 of 斯伯丁篮球)
     for at, brand in written:
         end = at + len(brand)
         rest = _BRAND_REST.match(text, end)
@@ -953,17 +954,15 @@ def _brand_pointed(text: str, spans: list[tuple[int, int, str]], vocabulary: Voc
                 or _CORRECTION.search(text, 1, at):
             continue   # (耐克的足球多少钱？哦不对，我是说彪马那个: a correction, read as one)
         of_brand = [pid for pid in vocabulary.products_of_brand.get(brand, ()) if not any(pid == p for *_, p in spans)]
-        written = {ch for ch in piece if ch in vocabulary.name_endings}   # 那双跑鞋: shoes
-        of_kind = [pid for pid in of_brand if any(vocabulary.of_kind(pid, k) for k in written)] if written else of_brand
+        kinds = {ch for ch in piece if ch in vocabulary.name_endings}   # 那双跑鞋: shoes
+        of_kind = [pid for pid in of_brand if any(vocabulary.of_kind(pid, k) for k in kinds)] if kinds else of_brand
         said = [w for w in re.split(f"[那这][{MEASURE_WORDS}]|的", piece) if len(w) >= 2]
         described = [pid for pid in of_kind if all(any(set(w) <= set(name) for name in vocabulary.chinese_names.get(pid, ()))
                                                    for w in said)]   # (跑鞋: 跑步鞋)
-        beside = {vocabulary.kind_of(pid)[0] for *_, pid in spans}   # of several, the kind named beside (那个 vs 篮球)
-        if len(described) > 1 and beside:
+        if len(described) > 1 and beside:   # of several, the kind named beside (威尔胜那个 beside 篮球)
             described = [pid for pid in described if any(vocabulary.of_kind(pid, k) for k in beside)]
         if len(described) == 1:
             added.append((at, end + len(piece), described[0]))
-    beside = {vocabulary.kind_of(pid)[0] for *_, pid in spans}
     for m in _POINTER_DESCRIBED.finditer(text) if spans and not _CORRECTION.search(text, 1) else ():
         # 斯伯丁篮球跟那个室外耐磨的: beside goods named, the one of their kind whose name holds what describes it
         if any(s < m.end() and m.start() < e for s, e, _ in [*spans, *((a, b, "") for a, b, _ in added)]):
@@ -1179,7 +1178,8 @@ def replace_product(asked: Intent, old: str, new: str) -> Intent:
 
 
 # Verbs that make a ball's name the game (打篮球, 踢足球): in a sentence about a need, the sport is meant.
-_PLAY = re.compile(r"(?:打|踢|玩|练|学)[^，,。？?！!的]{0,2}$")   # 打篮球, 踢校园足球
+PLAY_VERBS = "打踢玩练学"   # the verbs that make a sport's name the sport played (打篮球, 踢校园足球)
+_PLAY = re.compile(f"[{PLAY_VERBS}][^，,。？?！!的]{{0,2}}$")
 
 
 def _played(text: str, at: int) -> int | None:
@@ -1389,8 +1389,7 @@ def elliptical(text: str) -> bool:
     rest = folded[first.end():] if first is not None else ""
     return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded)) \
         or bool(_THAT_ONE_DESCRIBED.match(folded)) and not any(p.search(folded) for _, p in _ASKS) \
-        or first is not None and rest.strip("？?！!。 ") != "" and first.group().endswith(("呢", "嘞")) \
-        and bool(_ELLIPTICAL.match(first.group())) and not any(p.search(rest) for _, p in _ASKS)   # (…呢 多少钱: asks)
+        or leans_first(text) and not any(p.search(rest) for _, p in _ASKS)   # (…呢 多少钱: asks)
 
 
 # Saying the last answer was about the wrong thing (搞错了, 不对, 我问的是…, 不是瑜伽垫 是健身垫); not about an order

@@ -395,8 +395,8 @@ class Agent:
         the embedder finds closest to the message with that name, when clearly closer than the one shown; with
         `exclude_own` (a correction: the one shown is not meant) the closest of the others, whatever the margin —
         of the `kind` written, when one is (垫子: every mat, whatever its category)."""
-        name = max(vocabulary.chinese_names.get(shown, ("",)), key=len)
-        others = sorted(vocabulary.ending_with(name)) if name else []
+        name = vocabulary.full_name(shown)
+        others = vocabulary.line_of(shown)
         if kind:
             others = sorted(vocabulary.products_of_kind(kind) - {shown})
         elif exclude_own and name:   # a correction: any of its kind filed with it (越野的那款 after 跑步鞋: 越野跑鞋 too)
@@ -418,7 +418,7 @@ class Agent:
         if asked.products or asked.goods or len(focus) < 2:
             return asked
         chosen = [pid for pid in focus if (category := vocabulary.category_by_product.get(pid))
-                  and re.search(f"(?:打|踢|玩|练|学){re.escape(category)}", asked.text)]
+                  and re.search(f"[{intent.PLAY_VERBS}]{re.escape(category)}", asked.text)]
         if len(chosen) != 1:
             return asked
         return dataclasses.replace(asked, products=(chosen[0],), follow_up=False, reference=None,
@@ -550,8 +550,8 @@ class Agent:
         discussed = pointers.discussed_of_kind(kind[0], vocabulary, memory.focus_product_ids,
                                              [t.assistant for t in memory.turns])
         if discussed is not None:
-            name = max(vocabulary.chinese_names.get(discussed, ("",)), key=len)
-            line = sorted(vocabulary.ending_with(name)) if name and not asked.quantity else []
+            name = vocabulary.full_name(discussed)
+            line = vocabulary.line_of(discussed) if not asked.quantity else []
             if line and discussed not in memory.focus_product_ids and intent.elliptical(text) \
                     and not any(f"{name}（" in t.assistant for t in memory.turns):
                 # 那球呢 after 篮球鞋: the balls of its line, each (篮球, 室外耐磨篮球), none of them discussed yet
@@ -704,8 +704,7 @@ class Agent:
             if len(shown) == 1:   # 便宜的那个 after 壶铃, then 哑铃呢: the cheaper of the two discussed one by one
                 shown = list(pointers.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
             if len(shown) == 1:   # 最便宜的那个 after 有足球卖吗: of the shown one's line (青少年训练足球 too)
-                name = max(vocabulary.chinese_names.get(shown[0], ("",)), key=len)
-                shown = [shown[0], *sorted(vocabulary.ending_with(name))] if name else shown
+                shown = [shown[0], *vocabulary.line_of(shown[0])]
             # by what one costs now, as a comparison says which is cheaper (a promotion may turn the order)
             found = await fetch_products(self.conn, shown)   # the rows read once, every quote built from them
             promotions = await fetch_promotions(self.conn, list(found))

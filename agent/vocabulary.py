@@ -180,6 +180,15 @@ class Vocabulary:
                 found.add(pids[at])
         return found
 
+    def full_name(self, pid: str) -> str:
+        """A product's longest Chinese name (its name as the catalog writes it, not a short form); '' when none."""
+        return max(self.chinese_names.get(pid, ("",)), key=len)
+
+    def line_of(self, pid: str) -> list[str]:
+        """The products of a product's line: those whose longer names end with its name (足球 → 青少年训练足球, 室内五人
+        制足球), sorted."""
+        return sorted(self.ending_with(self.full_name(pid)))
+
     def containing(self, phrase: str) -> str | None:
         """The one product whose full name holds `phrase` ('羽毛球网' → 羽毛球网架), if exactly one does."""
         owners = {pid for name, pid in self.names.items() if phrase in name and phrase != name}

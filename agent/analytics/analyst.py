@@ -65,7 +65,6 @@ _COUNT_ONLY = re.compile("几单|多少单|几个订单|多少个订单|多少�
 _MONEY = re.compile("花|消费|钱|付|金额|元|块")
 # One order pointed at (瑜伽垫那个订单我付了多少钱, 11月2号下的那单花了多少): that order's amount, not a sum of spending
 _ONE_ORDER = re.compile(r"[那这哪]一?[个笔]?(?:订单|单子|单)(?!价)|(?:上[回次]|那次)买")   # …上回买足球花了多少
-_BOUGHT = re.compile("买")   # goods named as bought (…买那俩足球花了多少)
 _SHOP_FIGURES = re.compile("(?:店里|你们|店铺|商店|本店|全店|别人|其他(?:顾客|用户|人)).{0,8}"
                            "(?:卖了多少|卖出多少|销售额|营业额|成交额|多少单|几单|流水|收入|赚了|买了多少|买了什么)|"
                            "销售额|营业额|成交额|销量排行|卖了多少单")
@@ -357,7 +356,7 @@ class Analyst:
         `names_goods`: the message names goods of the catalog (我之前买那俩足球花了多少钱): what one order of them cost,
         not a sum of spending — None."""
         own = _OWN.search(text) and _OWN_FIGURES.search(text) and not _ONE_ORDER.search(text) \
-            and not (names_goods and _BOUGHT.search(text))
+            and not (names_goods and "买" in text)   # (goods named as bought: …买那俩足球花了多少)
         if own and _COUNT_ONLY.search(text) and not _MONEY.search(text):
             return None   # (the turn lists their orders)
         if not own:
