@@ -67,7 +67,11 @@ from agent.memory import InProcessMemory, Turn
 # not sold then related, policy chains, quantities under a promotion, corrections, a topic left and come back to,
 # messy) by a helper who read only the demo catalog and the customer's orders, at the start of the fourteenth sitting
 # (first run at a490090: 60.0%); test26 (60 conversations over the same ten families, across many more products) by
-# another helper the same way after test25 was mended (first run at cf05907: 76.7%; 66.7% at a490090).
+# another helper the same way after test25 was mended (first run at cf05907: 76.7%; 66.7% at a490090); test27 (60
+# conversations of two to four turns: two questions in one message, the person behind it, a product described not
+# named, own orders, compare then choose, not sold then related, a policy and facts told, a mind changed, budgets and
+# groups, messy writing — across all 55 products) by a helper who read only the demo catalog and the customer's
+# orders, at the start of the fifteenth sitting.
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -81,7 +85,7 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test20.jsonl", "dialogues-understanding-test21.jsonl",
            "dialogues-understanding-test22.jsonl", "dialogues-understanding-test23.jsonl",
            "dialogues-understanding-test24.jsonl", "dialogues-understanding-test25.jsonl",
-           "dialogues-understanding-test26.jsonl")
+           "dialogues-understanding-test26.jsonl", "dialogues-understanding-test27.jsonl")
 
 
 @dataclass(frozen=True)
