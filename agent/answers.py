@@ -55,6 +55,8 @@ NO_POLICY = "抱歉，我没有查到这方面的店铺政策说明。建议您�
 CLARIFY = "请问您想了解哪款商品呢？告诉我商品名称，我来帮您查价格、库存和优惠。"
 # asked after the shop's categories, to a customer who named nothing (有什么推荐的): what narrows it down
 BROWSE_QUESTION = "请问您想看哪一类？也可以告诉我是做什么运动、给谁用的，我来帮您挑。"
+# goods for someone, with nothing told of them yet (想给我爸挑个礼物): what they like, asked
+WHOM_QUESTION = "请问对方平时喜欢什么运动、多大年纪？告诉我这些，我来帮您挑合适的。"
 REFUSE_INJECTION = ("抱歉，我不能按这样的要求回答。我只能根据店铺系统里的真实信息，为您查询商品、优惠、订单和售后政策。")
 # the shop's premises (实体店, 门店地址): the catalog and the policies say nothing of any, so nothing is claimed
 PREMISES = ("抱歉，店铺系统里没有线下门店的信息，我没法告诉您门店或地址。商品、价格、优惠、订单和售后的问题都可以直接问我；"
@@ -738,8 +740,10 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
     return "\n".join(texts), cites
 
 
-def orders_answer(findings: Findings, products: Sequence[str] = ()) -> tuple[str, list[str]]:
-    """The customer's orders; with `products` named (买足球那一单), the orders holding them when there are any."""
+def orders_answer(findings: Findings, products: Sequence[str] = (), refund: bool = False) -> tuple[str, list[str]]:
+    """The customer's orders; with `products` named (买足球那一单), the orders holding them when there are any. With
+    `refund` (退我多少钱), what one unit of each line of several cost after its promotions: what a return of part of
+    it refunds, 按实际支付金额 (the order's own record, divided by Decimal in db.facts)."""
     orders = list(findings.orders or [])
     holding = [o for o in orders if any(i.product_id in products for i in o.items)]
     lines, cites = [], []
@@ -748,17 +752,21 @@ def orders_answer(findings: Findings, products: Sequence[str] = ()) -> tuple[str
         lines.append(f"订单{order.order_id}（{order.created_at[:10]}下单）：{items}，金额{yuan(order.total)}，"
                      f"状态：{order.status}。")
         cites.append(order.evidence_id)
+    each = [f"{i.product_name}折合每{measure_word(i.product_name)}{yuan(i.paid_each)}"
+            for order in (holding or orders) for i in order.items if i.quantity > 1 and i.paid_each is not None]
+    if refund and each:
+        lines.append(f"退货按实际支付金额退款：{'，'.join(each)}。")
     return "为您查到以下订单：\n" + "\n".join(lines), cites
 
 
 CATEGORIES_OFFERED = 16   # a longer category list is cut here, "等" after it
 
 
-def browse_answer(categories: CategoryList | None) -> str:
+def browse_answer(categories: CategoryList | None, for_whom: bool = False) -> str:
     """What a shop assistant says to a customer who has not said what they want: what the shop sells, by
     category (the fullest first), and a question that narrows it — never a product picked at random."""
     names = [c.name for c in categories.categories] if categories else []
     if not names:
         return CLARIFY
     shown = "、".join(names[:CATEGORIES_OFFERED]) + ("等" if len(names) > CATEGORIES_OFFERED else "")
-    return f"我们店里的运动用品有这些类别：{shown}。{BROWSE_QUESTION}"
+    return f"我们店里的运动用品有这些类别：{shown}。{WHOM_QUESTION if for_whom else BROWSE_QUESTION}"

@@ -151,11 +151,28 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     return per, overall, frozenset(paired), overall_paired
 
 
-# A count of people, then what each of them gets (5个人 每人一副, 40个小朋友每人买一根, 三位队员一人一双), or two
+# A count of people (5个人, 40个小朋友, 三位队员, 班上20个), then what each of them gets (每人一副, 一人一双), or two
 # people joined (我和我弟各要一双, 我跟老公一人一双)
-_PEOPLE_EACH = re.compile(f"(?:(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|孩子|学生|同学|队员|球员|朋友)|"
-                          f"(?P<two>[我咱你他她](?:和|跟|与)[^，,。？?！!各每一]{{1,4}}?))[^。？?！!]{{0,8}}?"
-                          f"(?:每人|每个人|每位|一人|人手|各)(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}")
+_HEADS = f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|小孩|孩子|学生|同学|队员|球员|朋友|会员)"
+_EACH_GETS = f"(?:每人|每个人|每位|一人|人手|各)(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}"
+_PEOPLE_EACH = re.compile(f"(?:{_HEADS}|"
+                          f"(?P<two>[我咱你他她](?:和|跟|与)[^，,。？?！!各每一]{{1,4}}?))[^。？?！!]{{0,8}}?{_EACH_GETS}")
+_HEADS_TOLD = re.compile(_HEADS)
+_EACH_ALONE = re.compile(_EACH_GETS.replace("|各", ""))   # (各 alone shares among goods: 各一个)
+
+
+def heads(text: str) -> int | None:
+    """How many people a message says the goods are for (班上20个小孩, 我们足球队11个人), or None."""
+    told = _HEADS_TOLD.search(text)
+    return _whole(parse_number(told.group("n"))) if told else None
+
+
+def each_gets(text: str) -> int | None:
+    """What each person gets when the message gives it and not how many people there are (再每人配个水壶, 再每人一条
+    运动短裤: the people told before), or None."""
+    if heads(text) is not None or (each := _EACH_ALONE.search(text)) is None:
+        return None
+    return _whole(parse_number(each.group("k"))) if each.group("k") else 1
 
 
 def for_each_person(text: str) -> bool:

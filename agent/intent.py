@@ -35,6 +35,7 @@ from agent.mentions import (
     joined_goods,
     never_goods,
     reference,
+    tells_only_whom,
     tells_something,
     without_asking_lead,
 )
@@ -216,7 +217,7 @@ class Intent:
         return not self.products and (_length(self.text) >= 10 or bool(self.goods) and not asks_for_goods(self.text)) \
             and not _only_asking(re.sub(r"[\s，,。.!！]+", "", self.text)) and not self.asked_outright \
             and not ((on := _ON_GOODS.search(self.text)) and self.subject and self.text.find(self.subject) > on.start()) \
-            and tells_something(self.text)   # 想看看你们家的商品: shop talk, however long, tells no need
+            and tells_something(self.text) and not tells_only_whom(self.text)   # 想看看你们家的商品: shop talk, no need
 
     @property
     def asked_outright(self) -> bool:
@@ -269,8 +270,9 @@ class Intent:
     def browsing(self) -> bool:
         """Help with goods asked for while naming nothing — no goods, need, filter or pointer back (有什么推荐的,
         你们都卖啥, 随便看看): what the shop sells is to be offered, not a product guessed from the words."""
-        return Ask.LIST in self.asks and self.names_nothing and self.reference is None \
-            and not tells_something(self.text)   # 周末想去爬山 (after 有什么推荐的): a need, searched for
+        whom = tells_only_whom(self.text)   # 想给我爸挑个礼物: what he likes is still to be asked
+        return (Ask.LIST in self.asks or whom) and self.names_nothing and self.reference is None \
+            and (whom or not tells_something(self.text))   # 周末想去爬山 (after 有什么推荐的): a need, searched for
 
     @property
     def filtered(self) -> bool:
@@ -702,6 +704,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     played = [(s, e) for s, e, _ in spans if _played(folded, s) is not None]   # 打网球两年了, 想学滑板: the game
     put_on = [(s, e) for s, e, _ in spans if folded[e:e + 1] == "上" and _USE_OF.match(folded, e)]   # 网球拍上装的
     spans, products = _playing(folded, spans, products, vocabulary)
+    spans, products = _beside_activity(folded, spans, products)
     # a price stated to be confirmed (壶铃99对吧) is no count and no budget: blanked, the positions kept
     figures = _STATED_PRICE.sub(lambda m: " " * len(m.group()), folded) if spans else folded
     per, overall, paired, overall_paired = quantities(figures, spans)
@@ -840,6 +843,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     if Ask.SPENDING in asks and FIRST_PURCHASE.search(folded) \
             and ("policy:first-purchase" in labels or Ask.PROMOTION in asks):
         asks.discard(Ask.SPENDING)   # 我是第一次在你们家买，首单多少 / …有优惠不: a first purchase has no spending to sum
+    if refund_asked(folded) and ("policy:returns" in labels or Ask.POLICY in asks or Ask.ORDER in asks):
+        asks |= {Ask.ORDER, Ask.POLICY}   # 退的话退我多少钱: what their order cost each unit, and the policy
     if Ask.SPENDING in asks:
         # what the operators' figures did not take (上次买足球那一单花了多少: one order, not a sum over a period)
         # is read from the customer's own orders
@@ -852,7 +857,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
                  and low is None and not (asks - ({Ask.POLICY} if about_focus else set())) & _NOT_ABOUT_FOCUS)
     if follow_up and first_offer and not asks & PRODUCT_ASKS:
         asks.add(Ask.PROMOTION)
-    if len(products) == 1 and per:
+    if len(products) == 1 and products[0] in per:   # (a count beside goods ruled out, 不是网球 一筒多少, counts overall)
         overall = per[products[0]]
     # 练了两个月…想问问你们店里有蛋白粉卖吗: the goods the question asks for, not the first noun of the story
     wanted = _wanted(folded) if not products else ""
@@ -1188,8 +1193,21 @@ def _played(text: str, at: int) -> int | None:
     return max(0, at - 4) + verb.start() if verb else None
 
 
-# what a sport is done in or as, written after its name: no goods (足球课, 游泳班, 羽毛球队, 篮球赛)
-_ACTIVITY = re.compile(r"(?:课|班|队|社团|俱乐部|比赛|赛|训练营|培训)$")
+# what a sport is done in, as or where, written after its name: no goods (足球课, 游泳班, 羽毛球队, 篮球赛, 羽毛球角)
+_ACTIVITY = re.compile(r"(?:课|班|队|社团?|俱乐部|比赛|赛|训练营|培训|场地?|馆|角)$")
+
+
+_ACTIVITY_AFTER = re.compile(r"(?:课|班|队|社|俱乐部|比赛|赛|训练营|培训|场|馆|角)(?![服衣鞋包袜])")
+
+
+def _beside_activity(text: str, spans: list[tuple[int, int, str]],
+                     products: tuple[str, ...]) -> tuple[list[tuple[int, int, str]], tuple[str, ...]]:
+    """A sport's team, class or place (我们足球队11个人 每人一副护腿板, 篮球社经费就300 买两个斯伯丁篮球) beside other goods
+    named: the sport is where the goods are for, not goods asked for. Alone (学校开了足球课) it stays."""
+    kept = [sp for sp in spans if not _ACTIVITY_AFTER.match(text, sp[1])]
+    if not kept or len(kept) == len(spans):
+        return spans, products
+    return kept, tuple(p for p in products if any(pid == p for _, _, pid in kept))
 
 
 def _sport_asked(text: str, start: int, end: int) -> bool:
@@ -1247,6 +1265,10 @@ _POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|
                                    r"发票|保修|质保|多久(?:内)?(?:要|得)?付款|怎么付款|货到付款|支付方式")
 
 
+# One of the customer's own orders pointed at (足球那单, 我那个订单, 这笔单): what a policy question is asked of
+_AN_ORDER_POINTED = re.compile(r"[那这]一?[个笔]?(?:订单|单)(?![价独])|我的订单|订单号")
+
+
 def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text: str = "",
           focus: bool = False) -> set[Ask]:
     """The router's labels decide what is asked; the word rules add the details it does not label
@@ -1271,6 +1293,8 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
         asks = (asks - {Ask.PRICE, Ask.PROMOTION, Ask.BASKET}) | {Ask.ORDER}   # 瑜伽垫那个订单我付了多少钱: the order's
     if Ask.ORDER in asks and Ask.POLICY not in asks and _POLICY_ASKED_PLAINLY.search(text):
         asks.add(Ask.POLICY)   # 我那单买了两个足球的，要是漏气了能换不: the order, and the policy asked of it
+    elif Ask.ORDER in by_rules and Ask.POLICY in asks and _AN_ORDER_POINTED.search(text):
+        asks.add(Ask.ORDER)    # 足球那单当时没填发票 现在还能开吗: the policy, and the order it is asked of
     if Ask.ORDER in by_rules and _OWN_BOUGHT.search(text):
         asks = (asks - {Ask.LIST}) | {Ask.ORDER}   # 看看我都买过些啥: their own purchases, not the shop's goods
     if Ask.BASKET in asks and Ask.SPEC in by_rules and not re.search(f"{PRICE_WORDS}|{NUM}\\s*{MEASURE}", text):
@@ -1368,9 +1392,32 @@ def leans_first(text: str) -> bool:
         and first.group().endswith(("呢", "嘞")) and bool(_ELLIPTICAL.match(first.group()))
 
 
+# Whether a product has something, asked yes or no (有反光没, 有没有防滑, 有拍套吗): the thing asked of
+_HAS_IT = re.compile(r"有没有\s*(?P<b>[\u4e00-\u9fff]{2,4}?)\s*(?=[？?，,。!！\s]|$)"
+                     r"|有(?!没)\s*(?P<a>[\u4e00-\u9fff]{2,4}?)\s*(?:没有?|吗|么|嘛|不)(?=[？?，,。!！\s]|$)")
+
+
+def had_asked(text: str) -> tuple[str, ...]:
+    """What a message asks whether a product has (有反光没 → 反光, 有没有防滑 → 防滑), in order."""
+    return tuple(m.group("a") or m.group("b") for m in _HAS_IT.finditer(typed_spellings(reading(text))))
+
+
+# How much a return refunds, asked (退我多少钱, 能退多少, 退回来多少): the customer's orders and the returns policy
+_REFUND_AMOUNT = re.compile(r"退(?:我|给我|回来?|款|还)?(?:能|可以)?(?:退)?(?:多少钱?|几块|几个钱)|能退多少|退款金额|退多少")
+
+
+def refund_asked(text: str) -> bool:
+    """Whether the message asks how much a return refunds."""
+    return bool(_REFUND_AMOUNT.search(reading(text)))
+
+
+# The means of payment, which a message names to tell how it paid (我是用支付宝付的), not to ask about paying
+_MEANS_OF_PAYMENT = re.compile(r"微信支付|支付宝|银行卡|信用卡|花呗")
+
+
 def asks_anything(text: str) -> bool:
     """Whether a message asks at all (a mark or word of a question, or an ask the rules read), or only tells."""
-    folded = reading(text)
+    folded = _MEANS_OF_PAYMENT.sub(" ", reading(text))
     return bool(_ASKS_ANYTHING.search(folded)) or any(p.search(folded) for _, p in _ASKS)
 
 

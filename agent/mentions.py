@@ -554,6 +554,19 @@ def tells_something(text: str) -> bool:
                and not _reduplicated(t.word) for t in _tokens(_ADDRESS.sub(" ", text)))
 
 
+_GIFT_WORDS = frozenset("礼物 礼品 生日 过生日 节日 惊喜 心意".split())
+_AGE = re.compile(r"\d+\s*岁|[一二两三四五六七八九十]+岁")
+
+
+@lru_cache(maxsize=1024)
+def tells_only_whom(text: str) -> bool:
+    """Whether all `text` (folded) tells beyond shop talk is whom the goods are for, as a gift or not (想给我爸挑个礼物,
+    送女朋友个礼物): no sport, use, need or age — what the person likes is still to be asked."""
+    told = [t.word for t in _tokens(_ADDRESS.sub(" ", text)) if t.flag in _TELLING_TAGS and t.word not in _SHOP_TALK
+            and t.word not in _HELPING and t.word.removeprefix("最") not in _SHOP_TALK and not _reduplicated(t.word)]
+    return bool(told) and all(w in _PEOPLE or w in _GIFT_WORDS for w in told) and not _AGE.search(text)
+
+
 # Tags of the words that can say what goods are for or whom: nouns (people too), places, adjectives, verbs.
 _QUALIFIER_TAGS = frozenset({*_NOUN_TAGS, "s", "a", "an", "v", "f"})
 _HELPING = frozenset("帮 帮忙 下 就 再 还 先 上 里 中 挑 选 挑选 今年 现在 开始 刚 加 再加 配 搭配 加上 外加 一起".split())

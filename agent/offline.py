@@ -24,10 +24,11 @@ from agent.intent import (
     goods_head,
     need_in_comparison,
     noun_stem,
+    refund_asked,
     unspecific,
     wanted_phrase,
 )
-from agent.mentions import contradicted_phrase
+from agent.mentions import contradicted_phrase, tells_only_whom
 from agent.models import Message, ModelReply, ToolCall
 from agent.sizes import size_stated, size_unstated
 from agent.tools import SUBMIT
@@ -118,14 +119,14 @@ class OfflineModel:
             return self._first_step(asked, focus, context.question)
         findings = answers.Findings.gather(result for _, result in context.results)
         if not self._has_product_part(asked, focus):
-            return self._final(asked, findings, None)
+            return self._final(asked, findings, None, focus)
         step = self._product_step(asked, focus, findings, called, _searched(messages))
         if isinstance(step, ModelReply):
             return step
-        return self._final(asked, findings, step)
+        return self._final(asked, findings, step, focus)
 
     def _final(self, asked: Intent, findings: answers.Findings,
-               product: tuple[str, list[str], str] | None) -> ModelReply:
+               product: tuple[str, list[str], str] | None, focus: Sequence[str] = ()) -> ModelReply:
         """One answer with a part for each thing asked: the product part, then the policy, the orders and
         the way to a person; an apology first for a complaint, a polite no first for bargaining."""
         texts, cites, grounded, missing = [], [], False, False
@@ -151,7 +152,8 @@ class OfflineModel:
             missing = True
         if findings.orders is not None and Ask.ORDER in asked.asks:
             if findings.orders:
-                text, order_cites = answers.orders_answer(findings, asked.products)
+                refund = refund_asked(asked.text)   # (退我多少钱 after the order shown: that order's goods, in focus)
+                text, order_cites = answers.orders_answer(findings, asked.products or (tuple(focus) if refund else ()), refund)
                 texts.append(text)
                 cites += order_cites
                 grounded = True
@@ -187,7 +189,7 @@ class OfflineModel:
         """The next call for the product part, or its finished answer (text, citations, status); `searched`:
         the queries of this turn's searches, in order."""
         if findings.categories is not None:
-            return answers.browse_answer(findings.categories), [], AnswerStatus.GROUNDED
+            return answers.browse_answer(findings.categories, tells_only_whom(asked.text)), [], AnswerStatus.GROUNDED
         several = self._several(asked, findings)
         comparing = bool(several) and Ask.COMPARE in asked.asks and not _DIFFERENCE.search(asked.text)
         budget = self._named_within_budget(asked) and "get_product_details" in called
@@ -213,7 +215,8 @@ class OfflineModel:
             answer, cites = answers.listing_answer(within, asked)
             return answer, cites, AnswerStatus.GROUNDED
         if several:
-            if _DIFFERENCE.search(asked.text) and len(several) == 2:
+            if _DIFFERENCE.search(asked.text) and len(several) == 2 and not answers.attribute_asked(asked.text):
+                # (容量差多少: how the capacities differ, each one's figure — not the prices)
                 first, second = (findings.products[p] for p in several)
                 if "compare_amounts" not in called:
                     return self._call("compare_amounts", {"first_id": first.evidence_id,

@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import aiosqlite
 
-from agent import answers, follow_ups, intent, pointers, sizes
+from agent import answers, counts, follow_ups, intent, pointers, sizes
 from agent.analytics.analyst import Analyst
 from agent.analytics.signals import own_flags, previous_flags
 from agent.clock import today_shanghai
@@ -55,10 +55,15 @@ log = logging.getLogger(__name__)
 # exact name written: 给孩子买个足球 → 青少年训练足球 by 0.99, 室内踢的足球 → 室内五人制足球 by 1.48;
 # 给我老公买个篮球 (0.0) and 室外打的篮球 (0.36, 篮球 is 室内外通用) keep the name written.
 QUALIFIED_MARGIN = 0.4
+# How much higher (fused retrieval score) the search must rank another product than the one in focus for a
+# described pointer to mean it: 那绑在头上吸汗的那个呢 after 护腕 finds 运动头带 5.7, 护腕 3.8.
+DESCRIBED_OTHER_MARGIN = 1.0
 # A price asked in so many words (not 还有多少, a stock question).
 _PRICE_ASKED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
 # Adding to what is being discussed (再加两套弹力带, 另外再来一个).
-_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买|也(?:来|要|拿|买|加)")
+_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买|也(?:来|要|拿|买|加)|再(?:每人|每个人)?(?:买|配|拿)|再(?:每人|每个人|一人)")
+# A total asked of what was priced before (两样加起来呢, 加起来一共多少)
+_TOTAL_ASKED = re.compile(r"加起来|一共|总共|合计|总计|共计|加一块|算一起|一起算")
 
 
 _DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
@@ -139,6 +144,10 @@ class Agent:
             asked = intent.read(said, vocabulary, labels=labels)
             if asked.asks <= {intent.Ask.OFF_TOPIC}:   # (a need told, however chatty: what suits it, recommended)
                 asked = dataclasses.replace(asked, asks=frozenset({intent.Ask.LIST}))
+        if asked.goods and not (asked.products or asked.brand or asked.category) and labels \
+                and all(label.startswith("policy:") for label in labels) and _echoed(asked.goods, memory):
+            # (电子 of the 电子发票 quoted: no goods, nothing asked of the product in focus)
+            asked = dataclasses.replace(asked, goods=(), subject="", near_miss="", asks=asked.asks - intent.PRODUCT_ASKS)
         kinds = {intent.noun_stem(g) for g in asked.goods} if asked.goods and not asked.products else \
             set(intent.kind_written(asked.text, vocabulary, vocabulary.name_endings)) if not asked.products else set()
         kind_only = bool(kinds) and all(len(k) == 1 and k in vocabulary.name_endings for k in kinds)
@@ -163,6 +172,7 @@ class Agent:
                 # 哦不是，我说的是威尔胜那个室外耐磨的 after 斯伯丁篮球: the brand's one of the kind shown, not its list
                 asked = await self._another_brand(dataclasses.replace(asked, asks=asked.asks - {intent.Ask.LIST}),
                                                   dataclasses.replace(memory, focus_product_ids=shown), vocabulary)
+        asked = self._kind_beside(asked, vocabulary)
         asked = self._another_kind(said, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)
@@ -182,7 +192,10 @@ class Agent:
             asked = dataclasses.replace(asked, products=(meant,), follow_up=False, goods=(), subject="")
         asked = self._sport_chosen(asked, memory, vocabulary)
         asked = self._each(said, asked, memory, vocabulary)
+        asked = self._per_head(said, asked, memory)
+        asked = self._together(said, asked, memory, vocabulary)
         asked = await self._another_brand(asked, memory, vocabulary)
+        asked = await self._chosen_for_need(asked, memory)
         asked = await self._resolve(asked, memory, vocabulary)
         asked = await self._count_pairs(asked, memory.focus_product_ids)
         if memory.turns and intent.Ask.SPEC in asked.asks and not answers.attribute_asked(said) \
@@ -327,11 +340,26 @@ class Agent:
             if policies := follow_ups.policy_carried(text, labels, asked_before, about_goods):
                 return policies   # 那要是支付宝付的呢 after a refund question: that policy, of what it names now
             labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
+        elif (policies := self._echoing_policy(text, memory, vocabulary)):
+            return policies   # 开出来是纸质的还是电子的 after the invoice policy: its 电子发票, no 电子 goods
         elif memory.turns and labels and all(label.startswith("policy:") for label in labels) \
                 and not intent.asks_anything(text):
             # 我是用微信付的 after 退款多久到账: a fact told for the policy asked before, not a question of its own
-            labels = labels | {label for label in self._asked_before(memory) if label.startswith("policy:")}
+            labels = frozenset({label for label in self._asked_before(memory) if label.startswith("policy:")}) or labels
         return labels
+
+    def _echoing_policy(self, text: str, memory: ChatMemory, vocabulary: Vocabulary) -> frozenset[str]:
+        """The policies asked before, when the message names no product, brand or category and the words it would
+        search goods by are all in the policy just quoted (电子 of 电子发票): a question of that policy; else empty."""
+        if not memory.turns:
+            return frozenset()
+        before = frozenset(label for label in self._asked_before(memory) if label.startswith("policy:"))
+        if not before:
+            return frozenset()
+        probe = intent.read(text, vocabulary)
+        if probe.products or probe.brand or probe.category or not probe.goods:
+            return frozenset()
+        return before if _echoed(probe.goods, memory) else frozenset()
 
     def _asked_before(self, memory: ChatMemory) -> frozenset[str]:
         """What the previous message asked (n-grams: no second embedding) — with the policy it carried when it only
@@ -340,11 +368,14 @@ class Agent:
             return frozenset()
         last = memory.turns[-1].user
         labels = self.router.labels(last).labels
-        if len(memory.turns) >= 2 and (labels and all(label.startswith("policy:") for label in labels)
-                                       and not intent.asks_anything(last) or intent.elliptical(last)):
+        if len(memory.turns) < 2:
+            return labels
+        before = {label for label in self.router.labels(memory.turns[-2].user).labels if label.startswith("policy:")}
+        if labels and all(label.startswith("policy:") for label in labels) and not intent.asks_anything(last):
+            return frozenset(before) or labels   # (a fact told asks nothing of its own: 我是用支付宝付的 is no payment question)
+        if intent.elliptical(last):
             # (…or was itself elliptical: 那要是质量有问题呢 after 多久内能退 asked the return policy again)
-            labels |= {label for label in self.router.labels(memory.turns[-2].user).labels
-                       if label.startswith("policy:")}
+            labels |= before
         return labels
 
     async def _router_vector(self, text: str):
@@ -440,6 +471,72 @@ class Agent:
                                    quantities={p: asked.quantity or 1 for p in each},
                                    asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
 
+    @staticmethod
+    def _kind_beside(asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
+        """那球拍和乒乓球各多少钱: a kind several products are (球拍), asked apart beside a product named, is the one of
+        them in the named product's category (乒乓球拍)."""
+        if not asked.products or len(asked.parts) < 2:
+            return asked
+        categories = {vocabulary.category_by_product.get(pid) for pid in asked.products}
+        added: list[str] = []
+        for part in asked.parts:
+            probe = intent.read(part, vocabulary)
+            if probe.products or len(probe.goods) != 1:
+                continue
+            kind = {pid for pid in vocabulary.ending_with(intent.noun_stem(probe.goods[0]))
+                    if vocabulary.category_by_product.get(pid) in categories}
+            if len(kind) == 1 and not kind <= set(asked.products):
+                added.append(kind.pop())
+        if not added:
+            return asked
+        return dataclasses.replace(asked, products=(*added, *asked.products))
+
+    @staticmethod
+    def _per_head(text: str, asked: intent.Intent, memory: ChatMemory) -> intent.Intent:
+        """再每人配个水壶 after 班上20个小孩 每人一根跳绳: what each person gets, for the people told before."""
+        each = counts.each_gets(text)
+        if each is None or not asked.products:
+            return asked
+        people = next((n for turn in reversed(memory.turns) if (n := counts.heads(turn.user))), None)
+        if people is None:
+            return asked
+        return dataclasses.replace(asked, quantity=people * each, quantities={p: people * each for p in asked.products})
+
+    @staticmethod
+    def _together(text: str, asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
+        """两样加起来呢 / 加起来一共多少 after things priced one by one (or as a basket): all of them, each at the count
+        it was priced for, as one basket — the latest answer's, then the one before when it priced one thing."""
+        if asked.products or asked.goods or asked.category or asked.reference is not None or not memory.turns \
+                or not _TOTAL_ASKED.search(text):
+            return asked
+        priced: dict[str, int] = {}
+        for turn in reversed(memory.turns[-2:]):
+            found = pointers.counts_priced(turn.assistant, vocabulary)
+            if not found:
+                break
+            priced = {**found, **priced}
+            if len(priced) >= 2:
+                break
+        if len(priced) < 2:
+            return asked
+        products = tuple(reversed(priced))
+        return dataclasses.replace(asked, products=products, quantities={p: priced[p] for p in products},
+                                   follow_up=False, asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
+
+    async def _chosen_for_need(self, asked: intent.Intent, memory: ChatMemory) -> intent.Intent:
+        """我主要做平板支撑 膝盖不太好 选哪个 after two compared: of those, the one the search ranks first for the need
+        told, recommended (and in focus after)."""
+        shown = memory.focus_product_ids
+        if asked.products or not asked.follow_up or len(shown) < 2 or not asked.describes_need \
+                or intent.Ask.COMPARE not in asked.asks or asked.reference is not None:   # (便宜点的那个: a pointer)
+            return asked
+        found = [c.product_id for c in (await self.search.find(asked.text, top_k=10)).candidates]
+        best = next((pid for pid in found if pid in shown), None)
+        if best is None:
+            return asked
+        return dataclasses.replace(asked, products=(best,), follow_up=False,
+                                   asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.PRICE})
+
     async def _own_part(self, text: str, asked: intent.Intent, vocabulary: Vocabulary, memory: ChatMemory,
                         labels: frozenset[str]) -> intent.Intent:
         """篮球打气筒 is another thing; 弹力带阻力, 篮球半价 are the product's own: a word written after a product's
@@ -466,14 +563,15 @@ class Agent:
         """拍面多大 after 网球拍: goods the record of the product in focus holds (its 拍面) are an aspect of it, asked
         about, not other goods (never "not sold")."""
         focus = memory.focus_product_ids
-        if asked.products or len(focus) != 1 or not asked.goods or asked.category or asked.brand \
+        words = asked.goods or intent.had_asked(asked.text)   # (有反光没: what it may have, no goods named)
+        if asked.products or len(focus) != 1 or not words or asked.category or asked.brand \
                 or asked.reference is not None:   # (水泥地上打的那个呢: a description of which one, not a part)
             return asked
         product = (await fetch_products(self.conn, focus[:1])).get(focus[0])
         record = answers.record_text(product) if product is not None else ""
         attribute = answers.attribute_asked(asked.text)   # 能装多少东西: 能装 is how the capacity is asked
         if product is None or not all(len(g) >= 2 and (g in record or intent.noun_stem(g) in record or g in attribute)
-                                      for g in asked.goods):   # (盒子: 泳镜盒)
+                                      for g in words):   # (盒子: 泳镜盒)
             return asked
         return dataclasses.replace(asked, products=(focus[0],), goods=(), subject="", near_miss="", related=("", ""),
                                    follow_up=True, asks=asked.asks | {intent.Ask.SPEC})
@@ -636,7 +734,15 @@ class Agent:
         if len(written) == 1:
             return intent.replace_product(again, focus, written.pop())
         again = await self._qualify(text, again, vocabulary)
-        return again if again.products != (focus,) else asked
+        if again.products != (focus,):
+            return again
+        # 那手腕上擦汗的那个呢 after 头带: a description of other goods — the product the search ranks first for it, when
+        # it does not find the one in focus or ranks it clearly lower
+        found = {c.product_id: c.retrieval_score for c in (await self.search.find(description, top_k=3)).candidates}
+        best = max(found, key=found.__getitem__, default=focus)
+        if best != focus and found[best] - found.get(focus, float("-inf")) >= DESCRIBED_OTHER_MARGIN:
+            return dataclasses.replace(intent.replace_product(again, focus, best), follow_up=False)
+        return asked
 
     async def _sized(self, asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states
@@ -667,15 +773,18 @@ class Agent:
         dearer after two products asked one by one (壶铃, then 哑铃呢) is of those two."""
         shown, last_quantity = memory.focus_product_ids, memory.last_quantity
         adding = _ADDING.search(asked.text)
-        if adding and len(shown) == 1 and asked.products and shown[0] not in asked.products:
-            # 再加两套弹力带: the product being discussed stays in the order, the new one joins it
+        # (several shown are a basket when the last answer priced each at a count, not a list shown)
+        basket = pointers.counts_priced(memory.turns[-1].assistant, vocabulary) if len(shown) > 1 else {}
+        kept = [pid for pid in shown if pid in basket] if basket else shown[:1]
+        if adding and kept and len(kept) == len(shown) and asked.products and not set(kept) & set(asked.products):
+            # 再加两套弹力带: the products being discussed stay in the order, the new one joins them
             before = [m for m in find_mentions(asked.text[:adding.start()])
                       if m.kind == QUANTITY and m.value is not None and m.value == int(m.value) and m.value >= 1]
             own = int(before[-1].value) if before else None   # 那就5个再加一根跳绳: 5 of the one discussed
             added = asked.quantities or ({asked.products[0]: asked.quantity}   # (砖也来两块: the count read for the kind)
                                          if asked.quantity and len(asked.products) == 1 and own is None else {})
-            quantities = {shown[0]: own or last_quantity or 1, **added}
-            return dataclasses.replace(asked, products=(shown[0], *asked.products), quantities=quantities,
+            quantities = {**(basket or {shown[0]: own or last_quantity or 1}), **added}
+            return dataclasses.replace(asked, products=(*kept, *asked.products), quantities=quantities,
                                        asks=asked.asks | {intent.Ask.BASKET})
         pointer = asked.reference
         if pointer is None or asked.products or not shown:
@@ -806,6 +915,11 @@ def _counted(asked: intent.Intent, kind: str) -> intent.Intent:
     per, overall, *_ = quantities(asked.text, [(at, at + len(kind), asked.products[0])])
     count = per.get(asked.products[0]) or overall
     return dataclasses.replace(asked, quantity=count, quantities={asked.products[0]: count}) if count else asked
+
+
+def _echoed(words: Iterable[str], memory: ChatMemory) -> bool:
+    """Whether every word is in the last answer (电子 of its 电子发票): words taken up from it, no goods asked for."""
+    return bool(memory.turns) and all(word in memory.turns[-1].assistant for word in words)
 
 
 def _priced_in(answer: str, products: Iterable[str], vocabulary: Vocabulary) -> bool:

@@ -294,6 +294,15 @@ class OrderItem:
     product_id: str
     product_name: str
     quantity: int
+    paid: Decimal | None = None   # what the line cost the customer, promotions applied (the order's own record)
+
+    @property
+    def paid_each(self) -> Decimal | None:
+        """The line's paid amount over its units, to the fen: what one unit cost after the order's promotions (a
+        refund 按实际支付金额 of part of the line)."""
+        if self.paid is None or self.quantity < 1:
+            return None
+        return (self.paid / self.quantity).quantize(Decimal("0.01"))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ async def list_orders(conn: aiosqlite.Connection, user_id: str, order_id: str | 
     for row in rows:
         lines.setdefault(row["order_id"], []).append(row)
     orders = tuple(Order(order_id, group[0]["status"], group[0]["created_at"],
-                         tuple(OrderItem(r["product_id"], r["product_name"], r["quantity"]) for r in group),
+                         tuple(OrderItem(r["product_id"], r["product_name"], r["quantity"], Decimal(r["total"]))
+                               for r in group),
                          sum((Decimal(r["total"]) for r in group), Decimal(0)))
                    for order_id, group in list(lines.items())[:MAX_ORDERS])
     return OrderList(orders)

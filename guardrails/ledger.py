@@ -182,6 +182,8 @@ class OrderLine(Protocol):
     def product_name(self) -> str: ...
     @property
     def quantity(self) -> int: ...
+    @property
+    def paid_each(self) -> Decimal | None: ...
 
 
 class OrderFacts(_Cited, Protocol):
@@ -482,6 +484,7 @@ class EvidenceLedger:
         figures = _figure(Role.ORDER_TOTAL, order.total, eid, None, source=f"order {eid}")
         for item in order.items:
             figures += _figure(Role.ORDER_QUANTITY, item.quantity, eid, item.product_id, source=f"order {eid}")
+            figures += _figure(Role.PER_UNIT, item.paid_each, eid, item.product_id, source=f"order {eid}")
             self.names.setdefault(item.product_name, item.product_id)
         return self._add(Evidence(eid, EvidenceKind.ORDER, order, frozenset(i.product_id for i in order.items),
                                   figures))

@@ -138,6 +138,22 @@ async def test_orders_are_scoped_to_the_user(conn):
     assert (await list_orders(conn, "10001", "A1003")).orders[0].items[0].product_name == "羽毛球拍"
 
 
+async def test_an_order_line_says_what_one_unit_cost_after_its_promotions(conn):
+    from agent.tools import file_evidence
+    from db.facts import OrderItem
+    from guardrails.ledger import EvidenceLedger
+    from guardrails.validator import validate
+
+    (football,) = [o for o in (await list_orders(conn, "console")).orders if o.order_id == "A1001"]
+    assert football.items[0].paid == Decimal("216.00") and football.items[0].paid_each == Decimal("108.00")
+    assert OrderItem("x", "x", 3, Decimal("100")).paid_each == Decimal("33.33")   # Decimal, to the fen
+    ledger = EvidenceLedger()
+    file_evidence(ledger, await list_orders(conn, "console", "A1001"))
+    said = "订单A1001：足球2个，金额216元，状态：已签收。退货按实际支付金额退款：足球折合每个{}。"
+    assert validate("能退多少", said.format("108元"), ["order:A1001"], ledger).ok
+    assert not validate("能退多少", said.format("120元"), ["order:A1001"], ledger).ok   # (the list price is no refund)
+
+
 def test_markdown_policies_are_chunked_by_heading_paragraph_and_table(tmp_path):
     from db.policies import chunk_markdown, read_policies
     from db.records import CatalogError

@@ -192,7 +192,8 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test23.jsonl", 0.95, 0.8),
     ("dialogues-understanding-test24.jsonl", 0.78, 0.5),
     ("dialogues-understanding-test25.jsonl", 0.91, 0.5),
-    ("dialogues-understanding-test26.jsonl", 0.9, 0.75),
+    ("dialogues-understanding-test26.jsonl", 0.93, 0.75),
+    ("dialogues-understanding-test27.jsonl", 0.93, 0.8),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -243,7 +244,12 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     at its first run (a490090), 0.933 when its families were mended — a need told over turns is its weakest family;
     test26, 60 more over the same families across about fifty products, written after test25 was mended: 0.667 at
     a490090 and 0.767 at its first run (cf05907), 0.917 at the end — an invoice or a refund asked after an order are among
-    its misses),
+    its misses —, 0.950 at the fifteenth sitting; test27, 60 conversations of two to four turns over ten families (two
+    questions, the person behind, described goods, own orders, compare then choose, not sold then related, policy facts,
+    a mind changed, budgets and groups, messy) across all 55 products, written at the fifteenth sitting's start: its
+    first run at 10cc039 stopped on an error (a count beside goods ruled out); 0.717 with that one line mended, 0.967
+    when its families were mended — its misses are pinyin inside a word (hou度) and a thing described by its shape
+    (铁疙瘩 with a handle: 壶铃)),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
