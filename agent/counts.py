@@ -69,6 +69,15 @@ def english_numbers(text: str) -> str:
 _PROMOTION_RULE = re.compile(f"买\\s*{NUM}\\s*{MEASURE}?\\s*送\\s*{NUM}\\s*{MEASURE}?|满\\s*{NUM}\\s*{MEASURE}?\\s*(?:元|块)?\\s*"
                              f"(?:减|送|包邮|打|享)|{NUM}\\s*{MEASURE}?\\s*(?:及|或)以上")
 
+_BUY_COUNT = re.compile(f"买\\s*{NUM}\\s*{MEASURE}")
+
+
+def buys_a_count(text: str) -> bool:
+    """Whether the message says how many it buys (乒乓球买6盒多少钱: six paid for), not how many it wants to end up
+    with (我想要4盒, 要8盒 送的算进去): a promotion's rule quoted (买三送一) is no count bought."""
+    return bool(_BUY_COUNT.search(_PROMOTION_RULE.sub(" ", text)))
+
+
 # a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
 _ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
 _PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
@@ -145,6 +154,8 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
         if heads and each_one and len({pid for _, _, pid in spans}) <= 1:
             overall = heads * each_one
             per = {pid: overall for pid in per} if per else per
+        elif heads and each_one:   # 30个人，每人一件T恤一条短裤: each product's count, for each of them
+            per = {pid: heads * per.get(pid, 1) for _, _, pid in spans}
     if overall is None:
         m = re.search(f"买\\s*(?P<n>{NUM})", text)
         overall = _whole(parse_number(m.group("n"))) if m else None

@@ -32,6 +32,7 @@ from agent.mentions import (
     extended_names,
     framed_objects,
     goods_phrases,
+    is_asking_verb,
     joined_goods,
     never_goods,
     reference,
@@ -493,8 +494,9 @@ def _kind_word(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None 
             word[1] if len(word) == 2 and word[0] in "那这" + word[1] and word[1] in kinds \
             and not (word[0] in "那这" and word[1] in MEASURE_WORDS) else ""   # (这套: a pointer, not 手套)
         # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢; 包包: a kind said twice, as people do)
-        if kind and not re.search(f"(?:{NUM}|多少|几)\\s*$", text[:start]):   # 还剩多少套: a measure word asked
-            return (kind,)
+        if kind and not re.search(f"(?:{NUM}|多少|几)\\s*$", text[:start]) \
+                and not (is_asking_verb(word) and re.match(f"\\s*{NUM}\\s*{MEASURE}", text[at:])):
+            return (kind,)   # (还剩多少套: a measure word asked; 也带一双: 带 buys, before a count)
     for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
         kind = _english_kind(word, vocabulary) if word not in vocabulary.names else None
         if kind:
@@ -729,6 +731,8 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         asks = (asks - {Ask.BARGAIN}) | {Ask.PRICE}   # 预算1200够不够: the total, to set against the budget
     if (high is not None or low is not None) and _BUDGET_TOLD.search(folded):
         asks.discard(Ask.BARGAIN)   # 预算就180，有合适的吗: what the budget allows, no offer made
+    if Ask.BARGAIN in asks and _WHICH_CHEAPER.search(folded):
+        asks = (asks - {Ask.BARGAIN}) | {Ask.COMPARE}   # 哪个便宜点: which of them costs less, no offer made
     if products and _STATED_PRICE.search(folded):   # 壶铃99对吧 我记得是: no complaint, the price confirmed
         confirming = {Ask.BARGAIN} if _CONFIRMING.search(folded) else set()   # 篮球是200块吧: no offer made
         asks = (asks - {Ask.COMPLAINT, Ask.OFF_TOPIC, Ask.THANKS} - confirming) | {Ask.PRICE}
@@ -1263,6 +1267,10 @@ _PRICE_ASKED_PLAINLY = re.compile(r"多少钱|多钱|价格是|价钱|售价|怎
 # A delivery, returns, invoice or warranty question in so many words (not 客服 or 支付 alone, which greet or pay).
 _POLICY_ASKED_PLAINLY = re.compile(r"发货|几天(?:能)?到|多久(?:能)?到|(?:啥|什么)时候(?:能)?到|退货|退换|换货|退款|(?:能|可以)[退换](?:吗|不|么)|"
                                    r"发票|保修|质保|多久(?:内)?(?:要|得)?付款|怎么付款|货到付款|支付方式")
+
+
+# Which of several costs less (哪个便宜点, 哪款更便宜): a comparison, never a request for a lower price
+_WHICH_CHEAPER = re.compile(f"哪一?[{MEASURE_WORDS}]?(?:更|比较|稍微)?(?:便宜|实惠|划算)")
 
 
 # One of the customer's own orders pointed at (足球那单, 我那个订单, 这笔单): what a policy question is asked of

@@ -15,6 +15,7 @@ from typing import Any
 
 from agent import answers, promotion_answers
 from agent.context import TurnContext
+from agent.counts import buys_a_count
 from agent.intent import (
     LIST_REQUEST,
     PRODUCT_ASKS,
@@ -464,7 +465,7 @@ class OfflineModel:
         # 买三送一 and 4 wanted: paying for fewer may receive enough (below X+Y, paying for all is cheapest)
         free = any(p.discount_type == DiscountType.BUY_X_GET_Y and p.minimum_quantity and p.discount_value
                    and asked.quantity and asked.quantity >= p.minimum_quantity + int(p.discount_value)
-                   for p in promos)
+                   for p in promos) and not buys_a_count(asked.text)   # (买6盒: six paid for, the free ones on top)
         if free:
             if "calculate_units_to_receive" not in called:
                 return self._call("calculate_units_to_receive", {

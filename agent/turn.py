@@ -507,7 +507,7 @@ class Agent:
         """两样加起来呢 / 加起来一共多少 after things priced one by one (or as a basket): all of them, each at the count
         it was priced for, as one basket — the latest answer's, then the one before when it priced one thing."""
         if asked.products or asked.goods or asked.category or asked.reference is not None or not memory.turns \
-                or not _TOTAL_ASKED.search(text):
+                or asked.quantity is not None or not _TOTAL_ASKED.search(text):   # (买三个一共多少: three of the one)
             return asked
         priced: dict[str, int] = {}
         for turn in reversed(memory.turns[-2:]):
@@ -525,11 +525,14 @@ class Agent:
 
     async def _chosen_for_need(self, asked: intent.Intent, memory: ChatMemory) -> intent.Intent:
         """我主要做平板支撑 膝盖不太好 选哪个 after two compared: of those, the one the search ranks first for the need
-        told, recommended (and in focus after)."""
+        told, recommended (and in focus after); 哪个便宜点 with no need told: those shown, compared again."""
         shown = memory.focus_product_ids
-        if asked.products or not asked.follow_up or len(shown) < 2 or not asked.describes_need \
-                or intent.Ask.COMPARE not in asked.asks or asked.reference is not None:   # (便宜点的那个: a pointer)
+        if asked.products or not asked.follow_up or len(shown) < 2 or intent.Ask.COMPARE not in asked.asks \
+                or asked.reference is not None:   # (便宜点的那个: a pointer)
             return asked
+        if not asked.describes_need:   # 哪个便宜点 after two compared: those two, compared again (not 那买两个呢)
+            return dataclasses.replace(asked, products=tuple(shown), follow_up=False) \
+                if len(shown) <= 3 and "哪" in asked.text else asked
         found = [c.product_id for c in (await self.search.find(asked.text, top_k=10)).candidates]
         best = next((pid for pid in found if pid in shown), None)
         if best is None:

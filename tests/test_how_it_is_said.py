@@ -641,6 +641,8 @@ def test_a_sports_team_club_or_ground_is_no_goods_beside_goods(vocabulary, text,
 @pytest.mark.parametrize(("messages", "facts"), [
     (["我们班30个同学 每人一个水壶多少钱", "再每人配一根跳绳", "两样一共多少"], ("2640元",)),   # the people told before
     (["护膝和护腕一共多少", "再加一个跑步腰包"], ("187元",)),                             # a basket, added to
+    (["篮球多少钱", "足球呢", "一共多少"], ("308元",)),                                   # two asked one by one
+    (["篮球多少钱", "足球呢", "买三个一共多少"], ("324元",)),                             # a count: of the one shown
 ])
 async def test_goods_for_a_group_and_their_total(agent, messages, facts):
     answers = await converse(agent, messages)
@@ -685,3 +687,30 @@ async def test_goods_for_someone_with_nothing_told_of_them_asks_what_they_like(a
     assert WHOM_QUESTION in asked and "元" not in asked, asked        # no product guessed from 老公
     assert WHOM_QUESTION not in told and "篮球" in told and "元" in told, told
     assert not read("想给儿子买点东西 他八岁").browsing                 # an age tells something to search by
+
+
+# test28's families (the same ten, as many kinds of people); phrasings our own.
+
+async def test_a_count_bought_under_buy_x_get_y_is_paid_for_and_one_wanted_is_received(agent):
+    (bought,) = await converse(agent, ["乒乓球买8盒多少钱"])
+    assert "280元" in bought and "另送2盒" in bought, bought          # eight paid for, two free on top
+    (wanted,) = await converse(agent, ["乒乓球我一共想要8盒"])
+    assert "210元" in wanted, wanted                                  # eight received: six paid for
+
+
+def test_each_of_several_goods_for_each_of_some_people(vocabulary):
+    asked = read("10个人 每人一件T恤一条短裤", vocabulary)
+    assert asked.quantities == {"044": 10, "045": 10}, asked
+
+
+def test_a_buying_verb_before_a_count_is_no_kind_of_goods(vocabulary):
+    assert read("给我妈也带一个", vocabulary).goods == ()              # 带 of 头带, but here it buys
+
+
+@pytest.mark.parametrize(("messages", "facts"), [
+    (["瑜伽垫和加厚健身垫各多少钱", "哪个便宜一点"], ("瑜伽垫更便宜",)),        # which is cheaper: no bargaining
+    (["篮球和室外耐磨篮球有啥不同", "哪个便宜些"], ("室外耐磨篮球更便宜",)),       # the two shown, compared again
+])
+async def test_which_of_two_costs_less_and_that_one(agent, messages, facts):
+    answers = await converse(agent, messages)
+    assert all(f in answers[-1] for f in facts) and "议价" not in answers[-1], answers
