@@ -495,7 +495,7 @@ def _kind_word(text: str, vocabulary: Vocabulary, enders: frozenset[str] | None 
             and not (word[0] in "那这" and word[1] in MEASURE_WORDS) else ""   # (这套: a pointer, not 手套)
         # (包有吗 cut as 包有 / 吗, 那球呢 as 那球 / 呢; 包包: a kind said twice, as people do)
         if kind and not re.search(f"(?:{NUM}|多少|几)\\s*$", text[:start]) \
-                and not (is_asking_verb(word) and re.match(f"\\s*{NUM}\\s*{MEASURE}", text[at:])):
+                and not (is_asking_verb(word) and re.match(f"\\s*(?:{NUM}|几)\\s*{MEASURE}", text[at:])):
             return (kind,)   # (还剩多少套: a measure word asked; 也带一双: 带 buys, before a count)
     for word in latin_words(text):   # bags, shoes, rackets: the kind its dictionary senses end with (鞋子 → 鞋)
         kind = _english_kind(word, vocabulary) if word not in vocabulary.names else None

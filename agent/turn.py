@@ -805,6 +805,8 @@ class Agent:
             shown = list(pointers.discussed_apart(vocabulary, [t.assistant for t in memory.turns], shown)) or shown
         if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(shown):
             pick = shown[pointer.position - 1]
+        elif pointer.kind == "this" and len(shown) >= 2 and (concluded := _concluded(memory, shown, vocabulary)):
+            pick = concluded   # 就它了 after 室外耐磨篮球更便宜: the one the comparison picked
         elif pointer.kind in ("first", "this"):
             pick = shown[0]
         elif pointer.kind == "last":
@@ -918,6 +920,18 @@ def _counted(asked: intent.Intent, kind: str) -> intent.Intent:
     per, overall, *_ = quantities(asked.text, [(at, at + len(kind), asked.products[0])])
     count = per.get(asked.products[0]) or overall
     return dataclasses.replace(asked, quantity=count, quantities={asked.products[0]: count}) if count else asked
+
+
+# The words a comparison concludes with, after the name of the one it picks (室外耐磨篮球更便宜, 壶铃更轻)
+_CONCLUDED = "(?:（[^）]*）)?(?:更|比较)(?:便宜|贵|重|轻|大|小|长|短|厚|薄|多|少)"
+
+
+def _concluded(memory: ChatMemory, shown: list[str], vocabulary: Vocabulary) -> str | None:
+    """The one of `shown` the last answer's closing comparison names (室外耐磨篮球更便宜。), or None."""
+    last = memory.turns[-1].assistant.rstrip("。\n").rsplit("。", 1)[-1] if memory.turns else ""
+    at = {pid: m.start() for pid in shown
+          if (m := re.search(re.escape(vocabulary.full_name(pid) or "\0") + _CONCLUDED, last))}
+    return min(at, key=at.__getitem__) if at else None   # (the earliest: 篮球 is inside 室外耐磨篮球更便宜)
 
 
 def _echoed(words: Iterable[str], memory: ChatMemory) -> bool:

@@ -705,11 +705,13 @@ def test_each_of_several_goods_for_each_of_some_people(vocabulary):
 
 def test_a_buying_verb_before_a_count_is_no_kind_of_goods(vocabulary):
     assert read("给我妈也带一个", vocabulary).goods == ()              # 带 of 头带, but here it buys
+    assert read("还有货吗 给同事带几个", vocabulary).goods == ()
 
 
 @pytest.mark.parametrize(("messages", "facts"), [
     (["瑜伽垫和加厚健身垫各多少钱", "哪个便宜一点"], ("瑜伽垫更便宜",)),        # which is cheaper: no bargaining
     (["篮球和室外耐磨篮球有啥不同", "哪个便宜些"], ("室外耐磨篮球更便宜",)),       # the two shown, compared again
+    (["篮球和室外耐磨篮球有啥不同", "哪个便宜些", "就它吧 拿三个"], ("507元",)),   # 它: the one the comparison picked
 ])
 async def test_which_of_two_costs_less_and_that_one(agent, messages, facts):
     answers = await converse(agent, messages)
