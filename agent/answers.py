@@ -740,6 +740,9 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
     return "\n".join(texts), cites
 
 
+ORDERS_FOUND = "为您查到以下订单："
+
+
 def orders_answer(findings: Findings, products: Sequence[str] = (), refund: bool = False) -> tuple[str, list[str]]:
     """The customer's orders; with `products` named (买足球那一单), the orders holding them when there are any. With
     `refund` (退我多少钱), what one unit of each line of several cost after its promotions: what a return of part of
@@ -756,7 +759,7 @@ def orders_answer(findings: Findings, products: Sequence[str] = (), refund: bool
             for order in (holding or orders) for i in order.items if i.quantity > 1 and i.paid_each is not None]
     if refund and each:
         lines.append(f"退货按实际支付金额退款：{'，'.join(each)}。")
-    return "为您查到以下订单：\n" + "\n".join(lines), cites
+    return f"{ORDERS_FOUND}\n" + "\n".join(lines), cites
 
 
 CATEGORIES_OFFERED = 16   # a longer category list is cut here, "等" after it

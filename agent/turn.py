@@ -60,8 +60,9 @@ QUALIFIED_MARGIN = 0.4
 DESCRIBED_OTHER_MARGIN = 1.0
 # A price asked in so many words (not 还有多少, a stock question).
 _PRICE_ASKED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
-# Adding to what is being discussed (再加两套弹力带, 另外再来一个).
-_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买|也(?:来|要|拿|买|加)|再(?:每人|每个人)?(?:买|配|拿)|再(?:每人|每个人|一人)")
+# Adding to what is being discussed (再加两套弹力带, 另外再来一个)
+_ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买|也(?:来|要|拿|买|加)"
+                     r"|再(?:(?:每人|每个人|一人)(?:买|配|拿)?|买|配|拿)")   # (再每人配个水壶, 再买5筒)
 # A total asked of what was priced before (两样加起来呢, 加起来一共多少)
 _TOTAL_ASKED = re.compile(r"加起来|一共|总共|合计|总计|共计|加一块|算一起|一起算")
 
@@ -519,7 +520,7 @@ class Agent:
                 break
         if len(priced) < 2:
             return asked
-        products = tuple(reversed(priced))
+        products = tuple(priced)   # (in the order they were priced)
         return dataclasses.replace(asked, products=products, quantities={p: priced[p] for p in products},
                                    follow_up=False, asks=(asked.asks - {intent.Ask.COMPARE}) | {intent.Ask.BASKET})
 
@@ -777,9 +778,12 @@ class Agent:
         shown, last_quantity = memory.focus_product_ids, memory.last_quantity
         adding = _ADDING.search(asked.text)
         # (several shown are a basket when the last answer priced each at a count, not a list shown)
-        basket = pointers.counts_priced(memory.turns[-1].assistant, vocabulary) if len(shown) > 1 else {}
+        basket = pointers.counts_priced(memory.turns[-1].assistant, vocabulary) \
+            if len(shown) > 1 and memory.turns else {}
         kept = [pid for pid in shown if pid in basket] if basket else shown[:1]
-        if adding and kept and len(kept) == len(shown) and asked.products and not set(kept) & set(asked.products):
+        bought = bool(memory.turns) and answers.ORDERS_FOUND in memory.turns[-1].assistant   # (goods of an order shown)
+        if adding and kept and len(kept) == len(shown) and asked.products and not set(kept) & set(asked.products) \
+                and not bought:   # 想再配个砖 after the mat's order: the block alone, the mat is bought already
             # 再加两套弹力带: the products being discussed stay in the order, the new one joins them
             before = [m for m in find_mentions(asked.text[:adding.start()])
                       if m.kind == QUANTITY and m.value is not None and m.value == int(m.value) and m.value >= 1]

@@ -716,3 +716,8 @@ def test_a_buying_verb_before_a_count_is_no_kind_of_goods(vocabulary):
 async def test_which_of_two_costs_less_and_that_one(agent, messages, facts):
     answers = await converse(agent, messages)
     assert all(f in answers[-1] for f in facts) and "议价" not in answers[-1], answers
+
+
+async def test_goods_added_after_an_order_shown_are_no_basket_with_what_was_bought(agent):
+    answers = await converse(agent, ["我买的瑜伽垫那单多少钱", "想再配个瑜伽砖", "来三块"])
+    assert "117元" in answers[-1] and "合计" not in answers[1], answers
