@@ -79,7 +79,8 @@ def buys_a_count(text: str) -> bool:
 
 
 # a unit asked about (乒乓球一盒几个, 平均一支多少钱) is not the count ordered, which a buying verb gives (买两个几天到)
-_ASKED_ABOUT = re.compile(r"\s*(?:几|多少(?!钱)|多重|多大|多长|有几|有多)")   # 两条多少钱 is the count priced
+# (两条多少钱, 两双多少: the count priced; 一盒多少个: the unit's content asked)
+_ASKED_ABOUT = re.compile(f"\\s*(?:几|多少(?=\\s*(?:{MEASURE}|斤|克|公斤|升|毫升|米|厘米|号|码|人))|多重|多大|多长|有几|有多)")
 _PER_UNIT = re.compile(r"(?:平均|每|单)\s*$")
 _PER_PERSON = re.compile(r"(?:一人|每人|一个人|每个人|人手|一家)\s*$")   # 一人一支: what each person gets
 # the count totalled: 两副一共, 两双跑步鞋一共 — nothing between but the goods (再加一根跳绳一共 totals two things)
@@ -144,7 +145,10 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
                 paired.add(pid)
     overall = _whole(mentions[0].value) if mentions else None
     overall_paired = bool(mentions) and _counted_in_pairs(mentions[0].text)
-    totalled = [m for m in mentions if _TOTALLED.match(text, m.end)]
+    # 也带一双，两双多少: a larger count priced after the first is the whole (一个多少钱 after 两个 asks a unit's price)
+    priced = [m for m in mentions[1:] if re.match(r"\s*多少", text[m.end:])
+              and overall is not None and (_whole(m.value) or 0) > overall]
+    totalled = [m for m in mentions if _TOTALLED.match(text, m.end)] or priced
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
         overall = _whole(totalled[0].value)
         per = {pid: overall for pid in per} if overall else per

@@ -721,3 +721,9 @@ async def test_which_of_two_costs_less_and_that_one(agent, messages, facts):
 async def test_goods_added_after_an_order_shown_are_no_basket_with_what_was_bought(agent):
     answers = await converse(agent, ["我买的瑜伽垫那单多少钱", "想再配个瑜伽砖", "来三块"])
     assert "117元" in answers[-1] and "合计" not in answers[1], answers
+
+
+async def test_a_larger_count_priced_after_one_added_is_the_whole(agent):
+    answers = await converse(agent, ["网球拍多少钱", "给我朋友也带一支，两支多少"])
+    assert "1798元" in answers[-1], answers                           # 两支多少: two priced, not one
+    assert read("乒乓球一盒多少个").quantity == 1                         # a unit's content asked: no count of two

@@ -194,7 +194,7 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test25.jsonl", 0.91, 0.5),
     ("dialogues-understanding-test26.jsonl", 0.93, 0.75),
     ("dialogues-understanding-test27.jsonl", 0.93, 0.8),
-    ("dialogues-understanding-test28.jsonl", 0.71, 0.3),
+    ("dialogues-understanding-test28.jsonl", 0.76, 0.3),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -251,7 +251,7 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     first run at 10cc039 stopped on an error (a count beside goods ruled out); 0.717 with that one line mended, 0.967
     when its families were mended — its misses are pinyin inside a word (hou度) and a thing described by its shape
     (铁疙瘩 with a handle: 壶铃); test28, 60 more over those families written as many kinds of people after test27 was
-    mended: 0.617 at 10cc039 and 0.700 at its first run (7320130), 0.733 at the end — two compared then one chosen and
+    mended: 0.617 at 10cc039 and 0.700 at its first run (7320130), 0.783 at the end — two compared then one chosen and
     messy writing (whole sentences in pinyin) are its weakest families),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
