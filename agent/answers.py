@@ -17,7 +17,7 @@ from pypinyin import Style, lazy_pinyin
 from agent.intent import Ask, Intent, noun_stem
 from agent.sizes import sizes
 from agent.tools import DetailsResult, SearchResult
-from agent.vocabulary import base_name
+from agent.vocabulary import Vocabulary, base_name
 from db.facts import (
     PRICE_TYPES,
     AmountDifference,
@@ -741,6 +741,25 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
 
 
 ORDERS_FOUND = "为您查到以下订单："
+
+_COUNT_PRICED = re.compile(r"(?<![再购])买(?P<n>\d{1,4})")   # (再买1个即可…, 需购买3个: a promotion's condition)
+
+
+def counts_priced(answer: str, vocabulary: Vocabulary) -> dict[str, int]:
+    """The count each product was priced for in one of our own answers, read back from the wording this module writes
+    (买20根计数跳绳共780元 in a price answer, 羽毛球（12只装）买5筒实付490元 in a basket line): in each sentence or line, the
+    first product named and the first count bought."""
+    out: dict[str, int] = {}
+    if vocabulary.pattern is None:
+        return out
+    for clause in re.split(r"[。；;\n]", fold(answer)):
+        named = vocabulary.pattern.search(clause)
+        count = _COUNT_PRICED.search(clause)
+        if named is not None and count is not None and int(count.group("n")) >= 1:
+            out.setdefault(vocabulary.product_of(named.group(0)), int(count.group("n")))
+    return out
+
+
 
 
 def orders_answer(findings: Findings, products: Sequence[str] = (), refund: bool = False) -> tuple[str, list[str]]:

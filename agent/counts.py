@@ -169,11 +169,13 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
 # A count of people (5个人, 40个小朋友, 三位队员, 班上20个), then what each of them gets (每人一副, 一人一双), or two
 # people joined (我和我弟各要一双, 我跟老公一人一双)
 _HEADS = f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|小孩|孩子|学生|同学|队员|球员|朋友|会员)"
-_EACH_GETS = f"(?:每人|每个人|每位|一人|人手|各)(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}"
+_GETS = f"(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}"
+_EACH_PERSON = "每人|每个人|每位|一人|人手"
 _PEOPLE_EACH = re.compile(f"(?:{_HEADS}|"
-                          f"(?P<two>[我咱你他她](?:和|跟|与)[^，,。？?！!各每一]{{1,4}}?))[^。？?！!]{{0,8}}?{_EACH_GETS}")
+                          f"(?P<two>[我咱你他她](?:和|跟|与)[^，,。？?！!各每一]{{1,4}}?))[^。？?！!]{{0,8}}?"
+                          f"(?:{_EACH_PERSON}|各){_GETS}")
 _HEADS_TOLD = re.compile(_HEADS)
-_EACH_ALONE = re.compile(_EACH_GETS.replace("|各", ""))   # (各 alone shares among goods: 各一个)
+_EACH_ALONE = re.compile(f"(?:{_EACH_PERSON}){_GETS}")   # (各 alone shares among goods: 各一个)
 
 
 def heads(text: str) -> int | None:

@@ -545,25 +545,29 @@ _ADDRESS = re.compile("小姐姐|小哥哥|老板娘|美女|帅哥|亲爱的|宝
 _TELLING_TAGS = frozenset({*_NOUN_TAGS, "ns", "nt", "j", "s", "t", "a", "ad", "an", "v", "vd", "i"})
 
 
-@lru_cache(maxsize=1024)   # read by Intent.describes_need and .browsing, properties read at every step of a turn
+@lru_cache(maxsize=1024)   # read by tells_something and tells_only_whom, at every step of a turn
+def _told(text: str) -> tuple[str, ...]:
+    """The words of `text` (folded) that tell something beyond shop talk, addressing and helping words."""
+    return tuple(t.word for t in _tokens(_ADDRESS.sub(" ", text))
+                 if t.flag in _TELLING_TAGS and t.word not in _SHOP_TALK and t.word not in _HELPING
+                 and t.word.removeprefix("最") not in _SHOP_TALK   # 最火, 最受欢迎: the best of shop talk
+                 and not _reduplicated(t.word))
+
+
 def tells_something(text: str) -> bool:
     """Whether `text` (folded) tells anything of what the customer wants beyond shop talk: 有啥好东西推荐一下,
     想看看你们家的商品, 我第一次来不知道买啥 tell nothing (show me around); 周末想去爬山, 给我老婆买 do."""
-    return any(t.flag in _TELLING_TAGS and t.word not in _SHOP_TALK and t.word not in _HELPING
-               and t.word.removeprefix("最") not in _SHOP_TALK   # 最火, 最受欢迎: the best of shop talk
-               and not _reduplicated(t.word) for t in _tokens(_ADDRESS.sub(" ", text)))
+    return bool(_told(text))
 
 
 _GIFT_WORDS = frozenset("礼物 礼品 生日 过生日 节日 惊喜 心意".split())
 _AGE = re.compile(r"\d+\s*岁|[一二两三四五六七八九十]+岁")
 
 
-@lru_cache(maxsize=1024)
 def tells_only_whom(text: str) -> bool:
     """Whether all `text` (folded) tells beyond shop talk is whom the goods are for, as a gift or not (想给我爸挑个礼物,
     送女朋友个礼物): no sport, use, need or age — what the person likes is still to be asked."""
-    told = [t.word for t in _tokens(_ADDRESS.sub(" ", text)) if t.flag in _TELLING_TAGS and t.word not in _SHOP_TALK
-            and t.word not in _HELPING and t.word.removeprefix("最") not in _SHOP_TALK and not _reduplicated(t.word)]
+    told = _told(text)
     return bool(told) and all(w in _PEOPLE or w in _GIFT_WORDS for w in told) and not _AGE.search(text)
 
 

@@ -69,23 +69,6 @@ def discussed_apart(vocabulary: Vocabulary, earlier: list[str], focus: list[str]
     return tuple(reversed(shown)) if len(shown) >= 2 else ()
 
 
-_COUNT_PRICED = re.compile(r"(?<![再购])买(?P<n>\d{1,4})")   # (再买1个即可…, 需购买3个: a promotion's condition)
-
-
-def counts_priced(answer: str, vocabulary: Vocabulary) -> dict[str, int]:
-    """The count each product was priced for in an answer (买20根计数跳绳共780元; 羽毛球（12只装）买5筒实付490元):
-    in each sentence or basket line, the first product named and the first count bought."""
-    out: dict[str, int] = {}
-    if vocabulary.pattern is None:
-        return out
-    for clause in re.split(r"[。；;\n]", fold(answer)):
-        named = vocabulary.pattern.search(clause)
-        count = _COUNT_PRICED.search(clause)
-        if named is not None and count is not None and int(count.group("n")) >= 1:
-            out.setdefault(vocabulary.product_of(named.group(0)), int(count.group("n")))
-    return out
-
-
 def pointed_kind(text: str, vocabulary: Vocabulary, focus: list[str], earlier: list[str]) -> tuple[str, ...]:
     """The products a pointer with a kind of goods may mean (刚才那双鞋防水吗 after a watch was shown): none when the
     product in focus is of that kind, else those of that kind the latest of the conversation's earlier answers

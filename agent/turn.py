@@ -145,8 +145,7 @@ class Agent:
             asked = intent.read(said, vocabulary, labels=labels)
             if asked.asks <= {intent.Ask.OFF_TOPIC}:   # (a need told, however chatty: what suits it, recommended)
                 asked = dataclasses.replace(asked, asks=frozenset({intent.Ask.LIST}))
-        if asked.goods and not (asked.products or asked.brand or asked.category) and labels \
-                and all(label.startswith("policy:") for label in labels) and _echoed(asked.goods, memory):
+        if labels and all(label.startswith("policy:") for label in labels) and _taken_up(asked, memory):
             # (电子 of the 电子发票 quoted: no goods, nothing asked of the product in focus)
             asked = dataclasses.replace(asked, goods=(), subject="", near_miss="", asks=asked.asks - intent.PRODUCT_ASKS)
         kinds = {intent.noun_stem(g) for g in asked.goods} if asked.goods and not asked.products else \
@@ -341,26 +340,13 @@ class Agent:
             if policies := follow_ups.policy_carried(text, labels, asked_before, about_goods):
                 return policies   # 那要是支付宝付的呢 after a refund question: that policy, of what it names now
             labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
-        elif (policies := self._echoing_policy(text, memory, vocabulary)):
-            return policies   # 开出来是纸质的还是电子的 after the invoice policy: its 电子发票, no 电子 goods
-        elif memory.turns and labels and all(label.startswith("policy:") for label in labels) \
-                and not intent.asks_anything(text):
-            # 我是用微信付的 after 退款多久到账: a fact told for the policy asked before, not a question of its own
-            labels = frozenset({label for label in self._asked_before(memory) if label.startswith("policy:")}) or labels
+        elif memory.turns and (before := frozenset(label for label in self._asked_before(memory)
+                                                   if label.startswith("policy:"))):
+            if _taken_up(intent.read(text, vocabulary), memory):
+                return before   # 开出来是纸质的还是电子的 after the invoice policy: its 电子发票, no 电子 goods
+            if labels and all(label.startswith("policy:") for label in labels) and not intent.asks_anything(text):
+                labels = before   # 我是用微信付的 after 退款多久到账: a fact told for that policy, no question of its own
         return labels
-
-    def _echoing_policy(self, text: str, memory: ChatMemory, vocabulary: Vocabulary) -> frozenset[str]:
-        """The policies asked before, when the message names no product, brand or category and the words it would
-        search goods by are all in the policy just quoted (电子 of 电子发票): a question of that policy; else empty."""
-        if not memory.turns:
-            return frozenset()
-        before = frozenset(label for label in self._asked_before(memory) if label.startswith("policy:"))
-        if not before:
-            return frozenset()
-        probe = intent.read(text, vocabulary)
-        if probe.products or probe.brand or probe.category or not probe.goods:
-            return frozenset()
-        return before if _echoed(probe.goods, memory) else frozenset()
 
     def _asked_before(self, memory: ChatMemory) -> frozenset[str]:
         """What the previous message asked (n-grams: no second embedding) — with the policy it carried when it only
@@ -512,7 +498,7 @@ class Agent:
             return asked
         priced: dict[str, int] = {}
         for turn in reversed(memory.turns[-2:]):
-            found = pointers.counts_priced(turn.assistant, vocabulary)
+            found = answers.counts_priced(turn.assistant, vocabulary)
             if not found:
                 break
             priced = {**found, **priced}
@@ -778,8 +764,8 @@ class Agent:
         shown, last_quantity = memory.focus_product_ids, memory.last_quantity
         adding = _ADDING.search(asked.text)
         # (several shown are a basket when the last answer priced each at a count, not a list shown)
-        basket = pointers.counts_priced(memory.turns[-1].assistant, vocabulary) \
-            if len(shown) > 1 and memory.turns else {}
+        basket = answers.counts_priced(memory.turns[-1].assistant, vocabulary) \
+            if adding and len(shown) > 1 and memory.turns else {}
         kept = [pid for pid in shown if pid in basket] if basket else shown[:1]
         bought = bool(memory.turns) and answers.ORDERS_FOUND in memory.turns[-1].assistant   # (goods of an order shown)
         if adding and kept and len(kept) == len(shown) and asked.products and not set(kept) & set(asked.products) \
@@ -938,9 +924,11 @@ def _concluded(memory: ChatMemory, shown: list[str], vocabulary: Vocabulary) -> 
     return min(at, key=at.__getitem__) if at else None   # (the earliest: 篮球 is inside 室外耐磨篮球更便宜)
 
 
-def _echoed(words: Iterable[str], memory: ChatMemory) -> bool:
-    """Whether every word is in the last answer (电子 of its 电子发票): words taken up from it, no goods asked for."""
-    return bool(memory.turns) and all(word in memory.turns[-1].assistant for word in words)
+def _taken_up(asked: intent.Intent, memory: ChatMemory) -> bool:
+    """Whether a message naming no product, brand or category searches goods only by words of the last answer (电子 of
+    its 电子发票): words taken up from it, no goods asked for."""
+    return bool(asked.goods) and not (asked.products or asked.brand or asked.category) and bool(memory.turns) \
+        and all(word in memory.turns[-1].assistant for word in asked.goods)
 
 
 def _priced_in(answer: str, products: Iterable[str], vocabulary: Vocabulary) -> bool:
