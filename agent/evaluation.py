@@ -73,7 +73,9 @@ from agent.memory import InProcessMemory, Turn
 # groups, messy writing — across all 55 products) by a helper who read only the demo catalog and the customer's
 # orders, at the start of the fifteenth sitting (its first run at 10cc039 stopped on an error; 71.7% with that line
 # mended); test28 (60 more over the same ten families, as many kinds of people, phrased less obviously) by another
-# helper the same way after test27 was mended.
+# helper the same way after test27 was mended (first run at 7320130: 70.0%); test29 (60 more over the same ten
+# families, as many kinds of people, phrased as real customers type on a phone) by a helper who read only the demo
+# catalog and the customer's orders, at the start of the sixteenth sitting.
 SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-understanding-test.jsonl",
            "dialogues-understanding-test2.jsonl", "dialogues-understanding-test3.jsonl",
            "dialogues-understanding-test4.jsonl", "dialogues-understanding-test5.jsonl",
@@ -88,7 +90,7 @@ SHIPPED = ("dialogues.jsonl", "dialogues-understanding-train.jsonl", "dialogues-
            "dialogues-understanding-test22.jsonl", "dialogues-understanding-test23.jsonl",
            "dialogues-understanding-test24.jsonl", "dialogues-understanding-test25.jsonl",
            "dialogues-understanding-test26.jsonl", "dialogues-understanding-test27.jsonl",
-           "dialogues-understanding-test28.jsonl")
+           "dialogues-understanding-test28.jsonl", "dialogues-understanding-test29.jsonl")
 
 
 @dataclass(frozen=True)
