@@ -451,9 +451,11 @@ def unpriced_basket_answer(products: list[Product], refusal: QuoteRefusal) -> tu
             [p.evidence_id for p in products])
 
 
-def basket_answer(basket: Basket, stock: Mapping[str, Product] | None = None) -> tuple[str, list[str]]:
+def basket_answer(basket: Basket, stock: Mapping[str, Product] | None = None,
+                  budget: Decimal | None = None) -> tuple[str, list[str]]:
     """Each line with its own promotion, then the sum; the sum is the basket calculation's own. `stock`: the
-    products' records when their stock is asked too (网球拍多少钱，网球还有多少库存？想一起买): each line says it."""
+    products' records when their stock is asked too (网球拍多少钱，网球还有多少库存？想一起买): each line says it.
+    `budget`: the customer's budget for it all (预算两千，一顶帐篷加两根登山杖，够不): whether the sum is within it."""
     lines, cites = [], []
     for line in basket.lines:
         buy = "首次购买" if line.is_first_purchase and line.applied_promotion and line.applied_promotion.first_purchase \
@@ -471,7 +473,8 @@ def basket_answer(basket: Basket, stock: Mapping[str, Product] | None = None) ->
             text += _stock_text(product)
             cites.append(product.evidence_id)
         lines.append(text)
-    return ("；".join(lines) + f"；合计{yuan(basket.final_total)}。",
+    within = "" if budget is None else "在您的预算之内。" if basket.final_total <= budget else "超出了您的预算。"
+    return ("；".join(lines) + f"；合计{yuan(basket.final_total)}。{within}",
             [*(line.evidence_id for line in basket.lines), *cites, basket.evidence_id])
 
 
@@ -741,6 +744,12 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
 
 
 ORDERS_FOUND = "为您查到以下订单："
+_POLICY_HEADING = re.compile(r"^关于[^：\n]{1,40}：$", re.M)   # policy_answer's heading of each chunk it quotes
+
+
+def quotes_policy(answer: str) -> bool:
+    """Whether one of our answers quoted a store policy (its chunks, each under 关于…：)."""
+    return bool(_POLICY_HEADING.search(answer))
 
 _COUNT_PRICED = re.compile(r"(?<![再购])买(?P<n>\d{1,4})")   # (再买1个即可…, 需购买3个: a promotion's condition)
 

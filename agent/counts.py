@@ -116,6 +116,11 @@ def _counts_ordered(text: str, mentions: list) -> list:
             and not (_ASKED_ABOUT.match(text, m.end) and not _ORDERED.search(text, 0, m.start))] or mentions
 
 
+# What may stand between a count and the name it counts (一顶双人帐篷: 双人; 两双新的跑鞋): a few characters of no count
+# and no joining word
+_MODIFIER_BETWEEN = re.compile(r"(?:(?![加和跟与及还再、，,。？?！!\s\d一二两三四五六七八九十几])[\u4e00-\u9fff]){1,3}")
+
+
 def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, int], int | None, frozenset[str], bool]:
     """Units asked per product (两个足球, 水壶2个, 各一个) and overall, then which of those counts were in pairs
     (一对): the products', and whether the overall one was. The text has English counts as numerals already.
@@ -129,7 +134,8 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     each = re.search(f"各(?:买|要|来)?\\s*(?P<n>{NUM})\\s*{MEASURE}", text)
     per: dict[str, int] = {}
     paired: set[str] = set()
-    befores = [[m for m in mentions if 0 <= start - m.end <= 1] for start, _, _ in spans]   # 两个足球
+    befores = [[m for m in mentions if 0 <= start - m.end <= 1 or 0 <= start - m.end <= 3
+                and _MODIFIER_BETWEEN.fullmatch(text[m.end:start])] for start, _, _ in spans]   # 两个足球, 一顶双人帐篷
     afters = [[m for m in mentions if 0 <= m.start - end <= 1] for _, end, _ in spans]     # 水壶2个
     counts_follow = bool(spans) and bool(afters[0]) and not befores[0]
     for k, (_, _, pid) in enumerate(spans):
@@ -152,7 +158,14 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
         overall = _whole(totalled[0].value)
         per = {pid: overall for pid in per} if overall else per
-    if people := _PEOPLE_EACH.search(text):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
+    groups = list(_PEOPLE_EACH.finditer(text))
+    if len(groups) >= 2 and spans:   # 我和儿子各一条泳裤，三个人各一顶泳帽: each group's count, of the goods after it
+        for start, _, pid in spans:
+            group = next((g for g in reversed(groups) if g.start() <= start), None)
+            if group is not None and (count := _group_count(group)):
+                per[pid] = count
+        overall = next(iter(per.values()), overall)
+    elif people := _PEOPLE_EACH.search(text):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
         each_one = _whole(parse_number(people.group("k"))) if people.group("k") else 1
         heads = 2 if people.group("two") else _whole(parse_number(people.group("n")))
         if heads and each_one and len({pid for _, _, pid in spans}) <= 1:
@@ -168,7 +181,7 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
 
 # A count of people (5个人, 40个小朋友, 三位队员, 班上20个), then what each of them gets (每人一副, 一人一双), or two
 # people joined (我和我弟各要一双, 我跟老公一人一双)
-_HEADS = f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|小孩|孩子|学生|同学|队员|球员|朋友|会员)"
+_HEADS = f"(?P<n>{NUM})\\s*[个位名]?(?:人|小朋友|小孩|孩子|学生|同学|队员|球员|朋友|会员|老师|教练|守门员|门将|队友|同事|员工|家长|老人|成员|选手)"
 _GETS = f"(?:买|要|来|发|配|拿)?\\s*(?P<k>{NUM})?\\s*{MEASURE}"
 _EACH_PERSON = "每人|每个人|每位|一人|人手"
 _PEOPLE_EACH = re.compile(f"(?:{_HEADS}|"
@@ -176,6 +189,13 @@ _PEOPLE_EACH = re.compile(f"(?:{_HEADS}|"
                           f"(?:{_EACH_PERSON}|各){_GETS}")
 _HEADS_TOLD = re.compile(_HEADS)
 _EACH_ALONE = re.compile(f"(?:{_EACH_PERSON}){_GETS}")   # (各 alone shares among goods: 各一个)
+
+
+def _group_count(group: re.Match[str]) -> int | None:
+    """People × what each of them gets, of one _PEOPLE_EACH match."""
+    each_one = _whole(parse_number(group.group("k"))) if group.group("k") else 1
+    people = 2 if group.group("two") else _whole(parse_number(group.group("n")))
+    return people * each_one if people and each_one else None
 
 
 def heads(text: str) -> int | None:

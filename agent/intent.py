@@ -44,7 +44,7 @@ from agent.ruled_out import THE_REST, RuledOut, is_marker, ruled_out
 from agent.vocabulary import CATEGORY_WORDS, Vocabulary, base_name, singular_words
 from db.catalog import PRICE_SORTS
 from guardrails.figures import MEASURE, NUM
-from guardrails.roles import FIRST_PURCHASE_WORDS
+from guardrails.roles import FIRST_PURCHASE_WORDS, first_purchase_told
 from retrieval.bridge import senses
 from retrieval.glosses import gloss, latin_words, names_a_thing
 from retrieval.text import NOUN_SUFFIXES, fold, is_han, pinyin_of
@@ -320,17 +320,22 @@ _TOO_DEAR = re.compile(r"(?<![不多])贵(?![不吗么])(?:了|一?点|一?些)*
 _SUPERLATIVE = re.compile(r"最(?:便宜|贵|高档)|(?<!买)最实惠|最低价|(?:价格|价钱)最[低高]")   # (怎么买最实惠: a deal)   # the one cheapest or dearest, not a list by price
 
 
-_WOOD_HAS = re.compile("木有")
+# Words as people type them online, and the words they are (有木有 = 有没有, 冬天跑步打底用滴, 神马, 肿么卖)
+_ONLINE = {"木有": "没有", "神马": "什么", "肿么": "怎么", "滴": "的"}
+_ONLINE_SPELLED = re.compile("|".join(_ONLINE))
 
 
 def typed_spellings(text: str) -> str:
-    """没有 as people type it online: 木有 (有木有 = 有没有), unless 木 ends a word of the dictionary (积木有吗: building
-    blocks, asked for)."""
+    """Words as people type them online written as they are (木有 → 没有, 用滴 → 用的), unless the character before
+    makes a word of the dictionary with the first one (积木有吗: building blocks, asked for; 一滴, 水滴), or a lone
+    character one with the character after it (滴滴)."""
     jieba.dt.check_initialized()   # its dictionary is read on first use
     def spelled(match: re.Match[str]) -> str:
         at = match.start()
-        return match.group() if at and jieba.dt.FREQ.get(text[at - 1:at + 1]) else "没有"
-    return _WOOD_HAS.sub(spelled, text)
+        word = at and jieba.dt.FREQ.get(text[at - 1:at + 1]) or len(match.group()) == 1 \
+            and at + 1 < len(text) and jieba.dt.FREQ.get(text[at:at + 2])   # (滴滴打车: a word of its own)
+        return match.group() if word else _ONLINE[match.group()]
+    return _ONLINE_SPELLED.sub(spelled, text)
 
 
 # Whether the shop has the thing named, and nothing else: 有吗, 有没有, 还有货吗, 你家有卖不
@@ -713,8 +718,10 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
     high, low = budget(figures)
     total_budget = None
     counted = overall if overall is not None else max(per.values(), default=None)
-    if high is not None and counted is not None and counted > 1 and len(products) == 1 and _WHOLE_BUDGET.search(folded):
-        total_budget, high, low = high, None, None   # 10个足球 预算1200够不够: what the ten cost, against it
+    if high is not None and (counted is not None and counted > 1 and len(products) == 1 and _WHOLE_BUDGET.search(folded)
+                             or len(products) > 1 and _ALL_OF_IT.search(folded)):
+        # 10个足球 预算1200够不够 / 预算两千，一顶帐篷加两根登山杖，够不 (水壶水杯预算50以内: each, a filter):
+        total_budget, high, low = high, None, None   # what they cost, against it
     brands = [b for b in vocabulary.brands_in(folded) if b not in ruled.brands | ruled.naming]
     corrected = _CORRECTION.search(folded, 1)
     if corrected and (later := [b for b in vocabulary.brands_in(folded[corrected.end():]) if b in brands]):
@@ -911,7 +918,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
         else:
             wanted = ""       # 有什么徒步用的东西: the category's goods
     return _of_the_brand(Intent(folded, products, parts, per, overall, high, low, brand, category,
-                  bool(FIRST_PURCHASE.search(folded)), frozenset(asks), follow_up,
+                  first_purchase_told(folded), frozenset(asks), follow_up,
                   bool(_IN_STOCK.search(folded)), sort, subject, goods, near, pointer, labels,
                   tuple(dict.fromkeys(folded[s:e] for s, e, pid in spans
                                       if not excluded(pid, ruled, vocabulary) and pid != as_kind
@@ -1258,6 +1265,7 @@ _STATED_PRICE = re.compile(rf"(?<![\d.{_CN_DIGITS}百千万])(?:\d+(?:\.\d+)?多
                            r"\s*(?:来着|对吧|对吗|对不对|是吧|是不是|没错|吧|吗|嘛|[?？])")
 # a budget said of the whole purchase, not of each unit (预算1200够不够, 一共预算500)
 _WHOLE_BUDGET = re.compile(r"预算|一共|总共|总价|合计|够不够|够吗|够买|够用")
+_ALL_OF_IT = re.compile(r"够|一共|总共|总价|合计|加起来")   # …of several goods: a budget for them all
 _BUDGET_TOLD = re.compile(r"预算|以内|以下|之内|不超过|左右|上下|出头|之间")
 _CONFIRMING = re.compile(r"对吧|对吗|对不对|是吧|来着|没错|是不是|我记得|好像是|应该是|是\d")
 # Words of a size question (码, 身高, 偏大): a size guide asked, not which goods to wear
@@ -1304,7 +1312,7 @@ def _asks(by_rules: set[Ask], labels: frozenset[str], named: bool = False, text:
     elif Ask.ORDER in by_rules and Ask.POLICY in asks and _AN_ORDER_POINTED.search(text):
         asks.add(Ask.ORDER)    # 足球那单当时没填发票 现在还能开吗: the policy, and the order it is asked of
     if Ask.ORDER in by_rules and _OWN_BOUGHT.search(text):
-        asks = (asks - {Ask.LIST}) | {Ask.ORDER}   # 看看我都买过些啥: their own purchases, not the shop's goods
+        asks = (asks - {Ask.LIST}) | {Ask.ORDER}   # 看看我都买过些啥, 我都有哪些订单: their own purchases, not goods
     if Ask.BASKET in asks and Ask.SPEC in by_rules and not re.search(f"{PRICE_WORDS}|{NUM}\\s*{MEASURE}", text):
         asks = (asks - {Ask.BASKET}) | {Ask.SPEC}   # 加厚健身垫和瑜伽垫各多厚: each one's thickness, nothing bought
     if Ask.MODIFY in by_rules and asks & {Ask.BARGAIN, Ask.INJECTION, Ask.PRICE, Ask.STOCK}:
@@ -1320,7 +1328,7 @@ _ADDED = re.compile(f"(?:再|多)(?:加|来|要|买|拿)\\s*{NUM}\\s*{MEASURE}")
 # The shop as a place (你们这有吗, 这边有卖吗): who is asked, nothing asked about
 _THE_SHOP = re.compile(r"你们?(?:这|那)(?:里|儿|边)?|(?:这|那)(?:里|儿|边)")
 # What was paid, not what a product costs (付了多少, 花了多少来着, 实付多少): asked of an order
-_OWN_BOUGHT = re.compile(r"我.{0,6}买过(?:些|了)?(?:什么|啥|哪些)")
+_OWN_BOUGHT = re.compile(r"我.{0,6}买过(?:些|了)?(?:什么|啥|哪些)|我.{0,4}(?:哪些|什么|啥|几个|几笔|多少个?)(?:订单|单子)")
 _PAID = re.compile(r"(?:付|花|扣|交|收)了(?:我)?多少|实付(?:了|是)?多少|付款金额")
 
 
@@ -1435,6 +1443,11 @@ _THAT_ONE_DESCRIBED = re.compile(r"^(?:那么?|那要是|要是|如果|万一)[^
 _QUANTITY_ONLY = re.compile(f"^[^，,。？?！!]{{0,6}}(?:买|来|要|拿|订|下单)\\s*{NUM}\\s*{MEASURE}")
 
 
+# A count for each of some people, and nothing else (我跟球友一人一支的话呢, 我们仨每人一个呢): of what is discussed
+_EACH_COUNT_ONLY = re.compile(f"^[^，,。？?！!]{{0,8}}?(?:每人|一人|每个人|人手|各)(?:买|要|来|拿|配)?\\s*{NUM}\\s*{MEASURE}"
+                              r"(?:的话)?(?:呢|嘞|吧)?[？?]*$")
+
+
 def elliptical(text: str) -> bool:
     """A short follow-up that leaves out what it asks (那篮球呢, 买三盒呢, 要是新客呢, 那两个): it asks
     what the previous message asked, about what it names or about the product in focus — so does one whose first
@@ -1443,6 +1456,7 @@ def elliptical(text: str) -> bool:
     first = _CLAUSE.match(folded)
     rest = folded[first.end():] if first is not None else ""
     return bool(_ELLIPTICAL.match(re.sub(r"\s+", "", folded))) or bool(_ELLIPTICAL.match(folded)) \
+        or bool(_EACH_COUNT_ONLY.match(folded)) \
         or bool(_THAT_ONE_DESCRIBED.match(folded)) and not any(p.search(folded) for _, p in _ASKS) \
         or leans_first(text) and not any(p.search(rest) for _, p in _ASKS)   # (…呢 多少钱: asks)
 

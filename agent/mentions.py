@@ -76,8 +76,11 @@ _NOT_GOODS = frozenset(_PEOPLE | _SHOP | _ASPECT | _SOCIAL | _ENGLISH | _BROWSIN
 _ASKING_VERBS = frozenset("有 有没有 没有 卖 卖不卖 买 想 想要 想买 要买 打算 打算买 准备买 想找 想问 要 需要 来 给 拿 找 "
                           "看 看看 问 请问 推荐 是 算 能 可以 "
                           "会 用 穿 送 带 换 退 发 寄 到 适合 合适 比较 对比 介绍 考虑 打算 准备 喜欢 觉得 知道 就要 不卖 没卖 应该 顺便 顺带 问下 问一下 问问 打听 打听一下".split())
+# The Chinese words of those families and of asking: what a message typed in pinyin may spell besides goods
+SHOP_TALK = frozenset(w for w in _NOT_GOODS | _ASKING_VERBS if not w.isascii())
+ENGLISH_WORDS = frozenset(_ENGLISH)
 # The shop's measure words: 第二个, 那双, 这款 point at goods; 第一次 does not.
-MEASURE_WORDS = "个款双支件只张根盒把套条副瓶罐种样台顶块"
+MEASURE_WORDS = "个款双支件只张根盒把套条副瓶罐筒种样台顶块"
 _ORDINALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
              "1": 1, "2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9}
 _ORDINAL = re.compile(f"第\\s*([一二两三四五六七八九十1-9])\\s*[{MEASURE_WORDS}]")

@@ -197,7 +197,7 @@ class OfflineModel:
         listing = not several and asked.listing and "search_products" in called and bool(findings.products or asked.filtered)
         if findings.basket is not None and not (comparing or budget or listing):   # else it is the price of each
             stock = findings.products if Ask.STOCK in asked.asks else None   # …还有多少库存: each line's stock too
-            return (*answers.basket_answer(findings.basket, stock), AnswerStatus.GROUNDED)
+            return (*answers.basket_answer(findings.basket, stock, asked.total_budget), AnswerStatus.GROUNDED)
         if budget:
             # 想买个足球，预算100出头 / 水壶水杯预算50以内: of the products named, those whose price paid now is
             # within the budget (Decimal against the customer's figures; an unpriced product is not within it)

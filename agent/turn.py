@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import aiosqlite
 
-from agent import answers, counts, follow_ups, intent, pointers, sizes
+from agent import answers, counts, follow_ups, intent, mentions, pointers, sizes, typed_pinyin
 from agent.analytics.analyst import Analyst
 from agent.analytics.signals import own_flags, previous_flags
 from agent.clock import today_shanghai
@@ -40,7 +40,7 @@ from db.catalog import catalog_aliases, catalog_words, fetch_products, fetch_pro
 from db.facts import Quote
 from db.pricing import SINGLE_UNITS, measure_word, quote_from
 from guardrails.fallback import SAFE_FALLBACK
-from guardrails.figures import QUANTITY, find_mentions
+from guardrails.figures import MEASURE, NUM, QUANTITY, find_mentions
 from guardrails.ledger import EvidenceKind, EvidenceLedger
 from guardrails.validator import AnswerStatus, Verdict, validate
 from retrieval.embedders import EmbeddingError, LocalE5Embedder
@@ -62,7 +62,10 @@ DESCRIBED_OTHER_MARGIN = 1.0
 _PRICE_ASKED = re.compile(f"{PRICE_WORDS}|一共|合计|总共|一起")
 # Adding to what is being discussed (再加两套弹力带, 另外再来一个)
 _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺便再|一起买|也(?:来|要|拿|买|加)"
-                     r"|再(?:(?:每人|每个人|一人)(?:买|配|拿)?|买|配|拿)")   # (再每人配个水壶, 再买5筒)
+                     r"|再(?:(?:每人|每个人|一人)(?:买|配|拿)?|买|配|拿)"   # (再每人配个水壶, 再买5筒)
+                     r"|再给[^，,。？?！!]{1,8}?(?:买|配|拿|来|带|加|要)")   # (再给两个守门员各配一副手套)
+# What a message asks of one product (库存够吗 of the one in focus): no need told, the story ends before it
+_OF_A_PRODUCT = frozenset({intent.Ask.PRICE, intent.Ask.STOCK, intent.Ask.SPEC, intent.Ask.PROMOTION, intent.Ask.BASKET})
 # A total asked of what was priced before (两样加起来呢, 加起来一共多少)
 _TOTAL_ASKED = re.compile(r"加起来|一共|总共|合计|总计|共计|加一块|算一起|一起算")
 
@@ -100,6 +103,7 @@ class Agent:
         self.prepare = prepare   # let search/details carry the verified evidence a price question needs
         self.router = router or Router.load()
         self._vocabulary: Vocabulary | None = None
+        self._pinyin: typed_pinyin.Lexicon | None = None
         self._building = asyncio.Lock()   # the first turns arrive together: build each piece once, not per turn
 
     async def vocabulary(self) -> Vocabulary:
@@ -110,6 +114,18 @@ class Agent:
                     self._vocabulary = await asyncio.to_thread(Vocabulary.of, await catalog_words(self.conn),
                                                                await catalog_aliases(self.conn))
         return self._vocabulary
+
+    async def spelled_out(self, text: str, vocabulary: Vocabulary) -> str:
+        """The message with what it types in pinyin written in Chinese (yu mao qiu pai duo shao qian, hou度); the
+        words it may spell are read once per process, at the first message that may need them."""
+        if not typed_pinyin.may_be_pinyin(text):
+            return text
+        if self._pinyin is None:
+            async with self._building:
+                if self._pinyin is None:
+                    shop = {*vocabulary.names, *vocabulary.brands, *vocabulary.categories, *vocabulary.known_words}
+                    self._pinyin = await asyncio.to_thread(typed_pinyin.Lexicon.of, frozenset(shop))
+        return typed_pinyin.spelled_out(text, self._pinyin)
 
     async def passages(self) -> PassageSearch:
         """The store-policy search: as given, else over the catalog's chunks with the product search's
@@ -122,12 +138,14 @@ class Agent:
 
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
         vocabulary = await self.vocabulary()
+        text = await self.spelled_out(text, vocabulary)
         names_goods = vocabulary.pattern is not None and bool(vocabulary.pattern.search(intent.reading(text)))
         report = await self.analyst.for_customer(text, str(user_id), names_goods)   # their own spending, by SQL
         if report is not None:
             return report.as_turn()
         started = time.perf_counter()
         memory = memory or ChatMemory()
+        discussed = memory
         trace = TurnTrace(model=self.model.name)
         ledger = EvidenceLedger(vocabulary.brands)
         correcting = bool(memory.turns) and intent.corrects(text)   # 搞错了 我问的是护踝
@@ -173,6 +191,7 @@ class Agent:
                 asked = await self._another_brand(dataclasses.replace(asked, asks=asked.asks - {intent.Ask.LIST}),
                                                   dataclasses.replace(memory, focus_product_ids=shown), vocabulary)
         asked = self._kind_beside(asked, vocabulary)
+        asked = self._kinds_of_the_sport(said, asked, vocabulary, memory)
         asked = self._another_kind(said, asked, vocabulary, memory, labels)
         asked = self._rest_of_focus(asked, vocabulary, memory)
         asked = self._narrowed(asked, vocabulary, memory)
@@ -194,6 +213,7 @@ class Agent:
         asked = self._each(said, asked, memory, vocabulary)
         asked = self._per_head(said, asked, memory)
         asked = self._together(said, asked, memory, vocabulary)
+        asked = self._swapped(said, asked, memory, vocabulary)
         asked = await self._another_brand(asked, memory, vocabulary)
         asked = await self._chosen_for_need(asked, memory)
         asked = await self._resolve(asked, memory, vocabulary)
@@ -209,8 +229,9 @@ class Agent:
             # one only named as related before: 那普通的滑板呢，我初学 after 滑雪板 not sold)
             asked = dataclasses.replace(asked, asks=asked.asks | {intent.Ask.PRICE})
         if asked.added and asked.quantity and memory.last_quantity and memory.focus_product_ids \
-                and set(asked.products) <= set(memory.focus_product_ids[:1]):
-            # 再加一个 after two: three of what was being bought
+                and set(asked.products) <= set(memory.focus_product_ids[:1]) \
+                and (asked.products or not (asked.goods or asked.subject)):
+            # 再加一个 after two: three of what was being bought (再来2件速干tee: two of other goods, on their own)
             more = memory.last_quantity + asked.quantity
             asked = dataclasses.replace(asked, quantity=more, quantities={p: more for p in asked.quantities})
         quantity = asked.quantity
@@ -256,6 +277,8 @@ class Agent:
         trace.file_ledger(ledger)
         trace.latency_ms = round((time.perf_counter() - started) * 1000, 2)
         focus, last_quantity = self._focus(released, ledger)
+        if last_quantity is None and focus and focus == discussed.focus_product_ids:
+            last_quantity = discussed.last_quantity   # 库存够吗 after 12 of them priced: still the 12 discussed
         return TurnResult(released.answer, released.status, released.citations, focus, last_quantity, trace)
 
     async def signs(self, text: str, result: TurnResult, earlier: list[str]) -> Signs:
@@ -301,7 +324,7 @@ class Agent:
             asked_of_goods = bool(earlier.category or earlier.names_goods) \
                 and bool(earlier.asks & intent.PRODUCT_ASKS or intent.asks_for_goods(turn.user))
             if earlier.products or earlier.brand or asked_of_goods or intent.refers_back(turn.user) \
-                    or earlier.asks & _NO_STORY \
+                    or earlier.asks & _NO_STORY or earlier.asks & _OF_A_PRODUCT \
                     or any(intent.LABEL_ASKS.get(label) in _NO_STORY or label.startswith("policy:") for label
                            in self.router.labels(turn.user, await self._router_vector(turn.user)).labels):
                 break
@@ -346,6 +369,11 @@ class Agent:
                 return before   # 开出来是纸质的还是电子的 after the invoice policy: its 电子发票, no 电子 goods
             if labels and all(label.startswith("policy:") for label in labels) and not intent.asks_anything(text):
                 labels = before   # 我是用微信付的 after 退款多久到账: a fact told for that policy, no question of its own
+            elif answers.quotes_policy(memory.turns[-1].assistant) and not intent.asks_anything(text) \
+                    and _tells_a_fact(text, vocabulary):
+                # 我在乌鲁木齐 after 几天能到, 签收都20天了 after 能开发票吗: the customer's own fact for the policy just
+                # quoted, whatever the router makes of a message that asks nothing (a complaint still heard as one)
+                labels = before | (labels & {"complaint"})
         return labels
 
     def _asked_before(self, memory: ChatMemory) -> frozenset[str]:
@@ -477,6 +505,60 @@ class Agent:
         if not added:
             return asked
         return dataclasses.replace(asked, products=(*added, *asked.products))
+
+    @staticmethod
+    def _kinds_of_the_sport(text: str, asked: intent.Intent, vocabulary: Vocabulary,
+                            memory: ChatMemory) -> intent.Intent:
+        """公司团建打羽毛球，要4支拍子、一个网架、3筒球: goods listed by their kind (拍子, 球) in a message that names one
+        sport — or after goods of one sport were shown (那就一支拍子加两罐球 after 网球拍 and 网球) — are that sport's
+        (羽毛球拍, 羽毛球), each at the count written beside it, when the products the reader found are among them."""
+        if asked.asks - intent.PRODUCT_ASKS or intent.Ask.LIST in asked.asks or asked.ruled_out \
+                or asked.max_price is not None or vocabulary.category_pattern is None:
+            return asked   # (尤尼克斯的羽毛球用品，鞋子不要，350以内的: a list narrowed, nothing bought)
+        folded = intent.reading(text)
+        sports = {vocabulary.category_of.get(m.group(), m.group()) for m in vocabulary.category_pattern.finditer(folded)} \
+            or {vocabulary.category_by_product.get(pid) for pid in memory.focus_product_ids}
+        if len(sports) != 1 or None in sports:
+            return asked
+        sport = sports.pop()
+        listed: dict[str, int] = {}
+        by_kind = 0
+        for piece in filter(str.strip, _LISTED.split(folded)):
+            probe = intent.read(piece, vocabulary)
+            if len(probe.products) == 1 and probe.products[0] in asked.products \
+                    and (probe.quantity or not _SPORT_PLAYED.search(piece)):
+                pid = probe.products[0]   # (named: as the whole message reads it — 羽毛球俱乐部, 周末打网球 name no goods)
+            elif not probe.products and len(probe.goods) == 1:
+                kind = {p for p in vocabulary.ending_with(intent.noun_stem(probe.goods[0]))
+                        if vocabulary.category_by_product.get(p) == sport}
+                if len(kind) != 1:
+                    continue
+                pid, by_kind = kind.pop(), by_kind + 1
+            else:
+                continue
+            listed[pid] = listed.get(pid, 0) + (probe.quantity or 1)
+        if len(listed) < 2 or not by_kind or not set(asked.products) <= set(listed):
+            return asked
+        first = next(iter(listed.values()))
+        return dataclasses.replace(asked, products=tuple(listed), quantities=listed, quantity=first, goods=(),
+                                   subject="", category=None, near_miss="")
+
+    @staticmethod
+    def _swapped(text: str, asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
+        """那杯子换成普通运动水壶 after a basket priced: the basket again, the goods of that kind (杯子: 保温运动水杯)
+        replaced by the one named, at the same count."""
+        swap = _SWAP.search(intent.reading(text))
+        if swap is None or len(asked.products) != 1 or not memory.turns:
+            return asked
+        basket = answers.counts_priced(memory.turns[-1].assistant, vocabulary)
+        new = asked.products[0]
+        kind = intent.noun_stem(re.sub(r"^(?:那|把|这|那个|这个)", "", swap.group("old")))
+        old = [pid for pid in basket if kind and vocabulary.of_kind(pid, kind[-1:])]
+        if len(basket) < 2 or new in basket or len(old) != 1:
+            return asked
+        quantities = {(new if pid == old[0] else pid): n for pid, n in basket.items()}
+        return dataclasses.replace(asked, products=tuple(quantities), quantities=quantities, quantity=None,
+                                   asks=asked.asks | {intent.Ask.BASKET})
 
     @staticmethod
     def _per_head(text: str, asked: intent.Intent, memory: ChatMemory) -> intent.Intent:
@@ -621,7 +703,8 @@ class Agent:
                                            parts=())
         # (a character ending one product's name will do in a conversation: 砖呢 after 瑜伽垫, 帽子 after 泳帽)
         # (…or names nothing else in a conversation with nothing in focus: 想再配个砖 after an order)
-        kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) if asked.follow_up or (
+        among = len(memory.focus_product_ids) > 1 and not (asked.products or asked.goods or asked.category)
+        kind = intent.kind_written(asked.text, vocabulary, vocabulary.name_endings) if asked.follow_up or among or (
             memory.turns and not memory.focus_product_ids and not (asked.products or asked.goods or asked.category)) \
             else ()
         # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too
@@ -631,6 +714,8 @@ class Agent:
         if not kind:
             return asked
         of_kind = [pid for pid in memory.focus_product_ids if vocabulary.of_kind(pid, kind[0])]
+        if among and not asked.follow_up and len(of_kind) != 1:
+            return asked   # (球是多少速的 after a racket and balls priced: the balls; 鞋 of three shoes: none of them)
         if of_kind:   # the product in focus is of that kind: it is the one meant (球买三盒呢 after 拍子和球: the balls)
             one = bare or len(memory.focus_product_ids) > 1 and not asked.ruled_out   # (球不用了: ruled out, not meant)
             return _counted(dataclasses.replace(asked, products=(of_kind[0],), goods=(), subject=""), kind[0]) \
@@ -758,6 +843,18 @@ class Agent:
             return intent.replace_product(asked, own, other)
         return dataclasses.replace(asked, near_miss=phrase)
 
+    async def _kind_added(self, asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
+        """Goods of a kind added to an order (再给两个守门员各配一副手套): the search's first for the message, when it is
+        of that kind, at the count written."""
+        kind = intent.noun_stem(asked.goods[0])
+        found = (await self.search.find(asked.text[:200], top_k=1)).candidates
+        if not found or not vocabulary.of_kind(found[0].product_id, kind[-1:]) \
+                or kind not in vocabulary.full_name(found[0].product_id):
+            return asked
+        pid = found[0].product_id
+        return dataclasses.replace(asked, products=(pid,), goods=(), subject="",
+                                   quantities={pid: asked.quantity} if asked.quantity else {})
+
     async def _resolve(self, asked: intent.Intent, memory: ChatMemory, vocabulary: Vocabulary) -> intent.Intent:
         """第二个 / 便宜的那个 / 这个 → the product of the last answer it points at (prices read by SQL); the cheaper or
         dearer after two products asked one by one (壶铃, then 哑铃呢) is of those two."""
@@ -768,6 +865,8 @@ class Agent:
             if adding and len(shown) > 1 and memory.turns else {}
         kept = [pid for pid in shown if pid in basket] if basket else shown[:1]
         bought = bool(memory.turns) and answers.ORDERS_FOUND in memory.turns[-1].assistant   # (goods of an order shown)
+        if adding and kept and not bought and not asked.products and len(asked.goods) == 1:
+            asked = await self._kind_added(asked, vocabulary)   # 再给两个守门员各配一副手套: which gloves, by the search
         if adding and kept and len(kept) == len(shown) and asked.products and not set(kept) & set(asked.products) \
                 and not bought:   # 想再配个砖 after the mat's order: the block alone, the mat is bought already
             # 再加两套弹力带: the products being discussed stay in the order, the new one joins them
@@ -922,6 +1021,21 @@ def _concluded(memory: ChatMemory, shown: list[str], vocabulary: Vocabulary) -> 
     at = {pid: m.start() for pid in shown
           if (m := re.search(re.escape(vocabulary.full_name(pid) or "\0") + _CONCLUDED, last))}
     return min(at, key=at.__getitem__) if at else None   # (the earliest: 篮球 is inside 室外耐磨篮球更便宜)
+
+
+# Goods of a basket replaced by others (那杯子换成普通运动水壶, 把球拍改成尤尼克斯的)
+_SWAP = re.compile(r"(?P<old>[\u4e00-\u9fff]{1,6}?)(?:换成|改成|换为|改为)")
+_SPORT_PLAYED = re.compile(f"[{intent.PLAY_VERBS}]")
+# Where a list of goods breaks: punctuation, and 加/和/再 before a count (一支拍子加一筒球; not the 加 of 加厚)
+_LISTED = re.compile(r"[，,、;；。]|(?:加上?|和|跟|再来|再要|外加|还有)(?=\s*(?:[一二两三四五六七八九十几]|\d|个))"
+                     f"|(?={NUM}\\s*{MEASURE})")   # (一支拍子两罐球: a piece for each count)
+
+
+def _tells_a_fact(text: str, vocabulary: Vocabulary) -> bool:
+    """Whether a message tells something of the customer's own and names no goods (我脚背挺高的, 我在乌鲁木齐)."""
+    asked = intent.read(text, vocabulary)
+    return mentions.tells_something(asked.text) and not (asked.products or asked.goods or asked.category
+                                                          or asked.brand)
 
 
 def _taken_up(asked: intent.Intent, memory: ChatMemory) -> bool:

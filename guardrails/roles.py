@@ -66,7 +66,7 @@ KIND_OF = {
 }
 
 # The measure words of the shop's goods, the one table (个 not before 月; 包 not in 包邮).
-MEASURE = "(?:个(?!月)|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包(?!邮)|组|箱|桶|本)"
+MEASURE = "(?:个(?!月)|件|支|双|只|张|瓶|盒|套|条|副|根|把|台|罐|筒|对|片|包(?!邮)|组|箱|桶|本|顶(?![级尖部端]))"
 
 # Words right before a money figure, the closest one decides ("买一个共108元": 共, not 一个); on a tie the
 # earlier row wins (原价共 is a subtotal, not 共's total; 相差 a difference, not 差's shortfall). The
@@ -104,3 +104,14 @@ QUANTITY_AFTER: tuple[tuple[Role, re.Pattern[str]], ...] = (
 FIRST_PURCHASE_WORDS = re.compile(r"首次|第一次|首单|新客|新用户|头一次|第一单|首购|新号|新账号|"
                                   r"(?:从来|从|一单都|一次都)?没(?:有)?(?:在(?:你们家|你家|这家|贵店|店里|这里|这儿))?"
                                   r"(?:买过|下过单?|下单过)(?=东西|$|[，,。！!？?\s吗呢])")   # 从没在你们家买过东西
+
+
+# Bought here before, told (我以前在你们家买过东西, 之前在你们这买过球, 我是老客户): no first purchase, whatever else the
+# message says of one (…还有首单8折吗) — a time before, then 买过/下过单 in the same clause with no 没 between
+BOUGHT_BEFORE = re.compile(r"(?:以前|之前|上次|上回|前阵子|前段时间|前几天|去年|早就|早先)[^，,。！!？?\s没未]{0,10}?(?:买过|下过单|下单过)"
+                           r"|老客户|老顾客|老用户|回头客|不是(?:第一次|头一次|首次|新客|新用户)(?:买|下单|来|了|啦|哈|$|[，,。\s])")
+
+
+def first_purchase_told(text: str) -> bool:
+    """Whether a message speaks of a first purchase as the customer's own: its words, and no purchase here before told."""
+    return bool(FIRST_PURCHASE_WORDS.search(text)) and not BOUGHT_BEFORE.search(text)

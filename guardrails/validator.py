@@ -18,7 +18,7 @@ from guardrails import statements
 from guardrails.claims import PRODUCT_ID, Claim, Sentence, read_answer
 from guardrails.figures import Mention, find_mentions, normalize
 from guardrails.ledger import Conditions, Evidence, EvidenceKind, EvidenceLedger, Figure
-from guardrails.roles import FIRST_PURCHASE_WORDS, Kind, Role
+from guardrails.roles import Kind, Role, first_purchase_told
 
 
 class AnswerStatus(StrEnum):
@@ -108,7 +108,7 @@ class Asked:
     def read(cls, question: str) -> Asked:
         quantities = frozenset(m.value for m in find_mentions(question or "")
                                if m.kind == Kind.QUANTITY and m.value is not None and m.role in (None, Role.PAID_UNITS))
-        return cls(quantities, bool(FIRST_PURCHASE_WORDS.search(question or "")))
+        return cls(quantities, first_purchase_told(question or ""))
 
 
 class _Check:

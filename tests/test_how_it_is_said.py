@@ -727,3 +727,78 @@ async def test_a_larger_count_priced_after_one_added_is_the_whole(agent):
     answers = await converse(agent, ["网球拍多少钱", "给我朋友也带一支，两支多少"])
     assert "1798元" in answers[-1], answers                           # 两支多少: two priced, not one
     assert read("乒乓球一盒多少个").quantity == 1                         # a unit's content asked: no count of two
+
+
+# test29's families (the same ten, as customers type on a phone); phrasings our own.
+
+@pytest.mark.parametrize(("text", "fact"), [("wang qiu pai duo shao qian", "899元"), ("hu腕多少钱", "49元")])
+async def test_pinyin_typed_for_chinese_is_read(agent, text, fact):
+    (answer,) = await converse(agent, [text])
+    assert fact in answer, answer
+
+
+async def test_a_purchase_here_before_told_takes_no_first_purchase_offer(agent):
+    (before,) = await converse(agent, ["我之前在你们这买过好几次了，跑步鞋首单价还能享受吗"])
+    assert "500元" in before and "400元" not in before, before
+    (first,) = await converse(agent, ["我之前没在你们家买过，跑步鞋首单多少"])
+    assert "400元" in first, first
+
+
+async def test_the_customers_orders_asked_as_a_list(agent):
+    (answer,) = await converse(agent, ["帮我看看我都有哪几个订单"])
+    assert "A1001" in answer and "A1002" in answer, answer
+
+
+async def test_a_fact_told_after_a_policy_is_for_that_policy(agent):
+    answers = await converse(agent, ["多久发货", "我人在西藏"])
+    assert "以快递公司为准" in answers[-1], answers
+    thanks = await converse(agent, ["多久发货", "谢谢"])
+    assert "快递" not in thanks[-1], thanks                           # thanks is no fact for the policy
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("周末打网球，一支拍子两罐球，一共多少", "989元"),                   # 拍子, 球: the tennis ones, each at its count
+    ("我跟我妈各一张瑜伽垫，五个人各一个泡沫轴，多少钱", "745元"),          # each group's count, of the goods after it
+])
+async def test_goods_listed_by_kind_and_group(agent, text, fact):
+    (answer,) = await converse(agent, [text])
+    assert fact in answer, answer
+
+
+async def test_goods_added_after_a_stock_question_join_the_count_discussed(agent):
+    answers = await converse(agent, ["给班上30个学生每人一根计数跳绳多少钱", "库存够吗", "再给两个老师各配一个运动水壶，一共多少"])
+    assert "1268元" in answers[-1], answers                           # 30 ropes (1170) and 2 bottles (98)
+
+
+async def test_a_kind_asked_of_two_in_focus_is_the_one_of_that_kind(agent):
+    answers = await converse(agent, ["羽毛球拍和羽毛球各一个多少", "球是多少速的"])
+    assert "77速" in answers[-1], answers
+
+
+async def test_a_count_for_each_person_as_a_follow_up(agent):
+    answers = await converse(agent, ["羽毛球拍多少钱", "我和我哥一人一支的话呢"])
+    assert "480元" in answers[-1], answers                            # two, at 两支及以上8折
+
+
+async def test_kinds_listed_after_goods_of_one_sport_are_that_sports(agent):
+    answers = await converse(agent, ["乒乓球拍和乒乓球分别多少钱", "那就两支拍子加一盒球，一共多少"])
+    assert "293元" in answers[-1], answers
+
+
+async def test_a_budget_for_several_goods_is_set_against_their_total(agent):
+    (answer,) = await converse(agent, ["预算一千，两双羽毛球鞋加一支羽毛球拍，够不够"])
+    assert "1218元" in answer and "超出了您的预算" in answer, answer
+    (each,) = await converse(agent, ["运动水壶和保温杯预算50以内"])
+    assert "199元" not in each, each                                  # a budget for each: a filter
+
+
+async def test_goods_of_a_basket_swapped_for_others(agent):
+    answers = await converse(agent, ["网球拍和网球各一个多少", "那拍子换成羽毛球拍"])
+    assert "345元" in answers[-1], answers
+
+
+async def test_words_typed_online_and_other_goods_added(agent):
+    (sized,) = await converse(agent, ["速干T恤有XL码吗 跑步穿滴"])
+    assert "S-XXXL" in sized, sized
+    answers = await converse(agent, ["压缩紧身裤多少钱", "再来2件速干tee"])
+    assert "198元" in answers[-1], answers                            # two tees, not three of anything
