@@ -158,16 +158,16 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
     if totalled and len({pid for _, _, pid in spans}) <= 1:   # 各买一双，两双一共多少: the count totalled is the count
         overall = _whole(totalled[0].value)
         per = {pid: overall for pid in per} if overall else per
-    groups = list(_PEOPLE_EACH.finditer(text))
+    groups = _people_each(text)
     if len(groups) >= 2 and spans:   # 我和儿子各一条泳裤，三个人各一顶泳帽: each group's count, of the goods after it
         for start, _, pid in spans:
             group = next((g for g in reversed(groups) if g.start() <= start), None)
             if group is not None and (count := _group_count(group)):
                 per[pid] = count
         overall = next(iter(per.values()), overall)
-    elif people := _PEOPLE_EACH.search(text):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
+    elif people := next(iter(groups), None):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
         each_one = _whole(parse_number(people.group("k"))) if people.group("k") else 1
-        heads = 2 if people.group("two") else _whole(parse_number(people.group("n")))
+        heads = 2 if people.groupdict().get("two") else _whole(parse_number(people.group("n")))
         if heads and each_one and len({pid for _, _, pid in spans}) <= 1:
             overall = heads * each_one
             per = {pid: overall for pid in per} if per else per
@@ -187,14 +187,21 @@ _EACH_PERSON = "每人|每个人|每位|一人|人手"
 _PEOPLE_EACH = re.compile(f"(?:{_HEADS}|"
                           f"(?P<two>[我咱你他她](?:和|跟|与)[^，,。？?！!各每一]{{1,4}}?))[^。？?！!]{{0,8}}?"
                           f"(?:{_EACH_PERSON}|各){_GETS}")
+# …or what each gets, then how many people (那每人一对 12个人一共多少钱)
+_EACH_PEOPLE = re.compile(f"(?:{_EACH_PERSON}){_GETS}[\\s，,]*{_HEADS}")
 _HEADS_TOLD = re.compile(_HEADS)
 _EACH_ALONE = re.compile(f"(?:{_EACH_PERSON}){_GETS}")   # (各 alone shares among goods: 各一个)
+
+
+def _people_each(text: str) -> list[re.Match[str]]:
+    """Every count of people with what each of them gets, in either order, as written."""
+    return sorted([*_PEOPLE_EACH.finditer(text), *_EACH_PEOPLE.finditer(text)], key=lambda m: m.start())
 
 
 def _group_count(group: re.Match[str]) -> int | None:
     """People × what each of them gets, of one _PEOPLE_EACH match."""
     each_one = _whole(parse_number(group.group("k"))) if group.group("k") else 1
-    people = 2 if group.group("two") else _whole(parse_number(group.group("n")))
+    people = 2 if group.groupdict().get("two") else _whole(parse_number(group.group("n")))
     return people * each_one if people and each_one else None
 
 
@@ -215,7 +222,7 @@ def each_gets(text: str) -> int | None:
 def for_each_person(text: str) -> bool:
     """Whether the message gives goods to each of some people (5个人 每人一副, 我和我弟各要一双): 各 then shares
     among people, not among goods."""
-    return _PEOPLE_EACH.search(text) is not None
+    return bool(_people_each(text))
 
 
 def _counted_in_pairs(count: str) -> bool:

@@ -779,6 +779,7 @@ def read(text: str, vocabulary: Vocabulary | None = None, *, has_focus: bool = F
             and (high is not None or low is not None or by_price or Ask.LIST in asks | by_rules):
         goods = _kind_word(folded, vocabulary) or goods   # 两百以内的包, rackets under 300: the kind listed
     goods = tuple(_described_kind(folded, g, vocabulary) for g in goods)   # 能装衣服的包: 包, described
+    goods = tuple(_POINTER_LEAD.sub("", g) or g for g in goods)   # 吸汗的那个带子: 带子, no 那个 in the goods
     goods = tuple(g for g in goods if noun_stem(g) not in ruled.kinds and not is_marker(g))   # 帽子不要, pass
     if not products and not parts:   # 有冰爪和冰镐吗: each of the goods joined is asked about
         goods = tuple(piece for g in goods for piece in joined_goods(g))
@@ -1211,12 +1212,20 @@ _ACTIVITY = re.compile(r"(?:课|班|队|社团?|俱乐部|比赛|赛|训练营|�
 _ACTIVITY_AFTER = re.compile(r"(?:课|班|队|社|俱乐部|比赛|赛|训练营|培训|场|馆|角)(?![服衣鞋包袜])")
 
 
+_TEAM_AFTER = re.compile(r"(?:队|社|俱乐部|协会)(?![服衣鞋包袜])")   # a team the customer is in: where, not what
+_GOODS_COUNTED = re.compile(f"{NUM}\\s*{MEASURE}(?![人位名])")   # 每人一支 (goods), not 12个人 (people)
+_POINTER_LEAD = re.compile(f"^(?:[那这哪](?:一)?[{MEASURE_WORDS}]|那种|这种)")
+
+
 def _beside_activity(text: str, spans: list[tuple[int, int, str]],
                      products: tuple[str, ...]) -> tuple[list[tuple[int, int, str]], tuple[str, ...]]:
     """A sport's team, class or place (我们足球队11个人 每人一副护腿板, 篮球社经费就300 买两个斯伯丁篮球) beside other goods
     named: the sport is where the goods are for, not goods asked for. Alone (学校开了足球课) it stays."""
     kept = [sp for sp in spans if not _ACTIVITY_AFTER.match(text, sp[1])]
-    if not kept or len(kept) == len(spans):
+    if not kept and not (any(_TEAM_AFTER.match(text, sp[1]) for sp in spans) and _length(text) >= 8
+                         and not _GOODS_COUNTED.search(text)):
+        return spans, products   # (alone, 学校开了足球课 stays; a team's need told, 我是足球队的守门员 扑球手老疼, does not)
+    if len(kept) == len(spans):
         return spans, products
     return kept, tuple(p for p in products if any(pid == p for _, _, pid in kept))
 

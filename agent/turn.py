@@ -709,7 +709,10 @@ class Agent:
             else ()
         # 拍子拿两个多少钱 in a conversation: the kind as the goods, written alone (拍子, 鞋), means one discussed too
         bare = bool(memory.turns) and not kind and not asked.products and asked.goods == (asked.subject,) \
-            and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.name_endings
+            and len(asked.subject) <= 2 and intent.noun_stem(asked.subject) in vocabulary.name_endings \
+            and not (asked.reference is not None and sum(vocabulary.of_kind(pid, intent.noun_stem(asked.subject))
+                                                         for pid in memory.focus_product_ids) > 1)
+        # (小孩用的那个球 after three balls shown: the one of them it describes, by the pointer)
         kind = (intent.noun_stem(asked.subject),) if bare else kind
         if not kind:
             return asked

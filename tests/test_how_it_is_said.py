@@ -802,3 +802,22 @@ async def test_words_typed_online_and_other_goods_added(agent):
     assert "S-XXXL" in sized, sized
     answers = await converse(agent, ["压缩紧身裤多少钱", "再来2件速干tee"])
     assert "198元" in answers[-1], answers                            # two tees, not three of anything
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("我在公司足球队踢后卫 小腿老被铲 有啥能护着的", "69元"),         # the team's ball is no goods asked: the need is searched
+    ("我们羽毛球社三个人 每人一支拍子 一共多少", "720元"),              # a team with goods counted keeps its sport (8折)
+])
+async def test_a_team_the_customer_is_in_is_where_not_what(agent, text, fact):
+    (answer,) = await converse(agent, [text])
+    assert fact in answer and "108元" not in answer, answer             # (not the football)
+
+
+async def test_a_pointer_before_a_kind_is_no_part_of_the_goods(agent):
+    (answer,) = await converse(agent, ["绑在腰上放手机的那个包多少钱"])
+    assert "59元" in answer and "没有销售" not in answer, answer
+
+
+async def test_what_each_gets_then_how_many_people(agent):
+    answers = await converse(agent, ["运动护膝多少钱", "那每人一对 8个人一共多少钱"])
+    assert "1264元" in answers[-1], answers                           # 8 people × a pair of 单只装 = 16 × 79
