@@ -139,6 +139,7 @@ class Agent:
     async def answer(self, text: str, *, user_id: str, memory: ChatMemory | None = None) -> TurnResult:
         vocabulary = await self.vocabulary()
         text = await self.spelled_out(text, vocabulary)
+        text = _order_pointed(text, memory)
         names_goods = vocabulary.pattern is not None and bool(vocabulary.pattern.search(intent.reading(text)))
         report = await self.analyst.for_customer(text, str(user_id), names_goods)   # their own spending, by SQL
         if report is not None:
@@ -1032,6 +1033,23 @@ _SPORT_PLAYED = re.compile(f"[{intent.PLAY_VERBS}]")
 # Where a list of goods breaks: punctuation, and 加/和/再 before a count (一支拍子加一筒球; not the 加 of 加厚)
 _LISTED = re.compile(r"[，,、;；。]|(?:加上?|和|跟|再来|再要|外加|还有)(?=\s*(?:[一二两三四五六七八九十几]|\d|个))"
                      f"|(?={NUM}\\s*{MEASURE})")   # (一支拍子两罐球: a piece for each count)
+
+
+_ORDER_LISTED = re.compile(r"^订单([A-Za-z0-9-]+)（", re.M)   # each order's line in answers.orders_answer
+
+
+def _order_pointed(text: str, memory: ChatMemory | None) -> str:
+    """第一个是什么状态 after the customer's orders were listed: the order it points at, by its id, in the order shown."""
+    if not memory or not memory.turns or answers.ORDERS_FOUND not in memory.turns[-1].assistant:
+        return text
+    pointer = mentions.reference(intent.reading(text))
+    listed = _ORDER_LISTED.findall(memory.turns[-1].assistant)
+    if pointer is None or len(listed) < 2:
+        return text
+    at = {"first": 0, "last": len(listed) - 1}.get(pointer.kind)
+    if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(listed):
+        at = pointer.position - 1
+    return text if at is None else f"订单{listed[at]} {text}"
 
 
 def _tells_a_fact(text: str, vocabulary: Vocabulary) -> bool:

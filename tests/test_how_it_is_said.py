@@ -821,3 +821,15 @@ async def test_a_pointer_before_a_kind_is_no_part_of_the_goods(agent):
 async def test_what_each_gets_then_how_many_people(agent):
     answers = await converse(agent, ["运动护膝多少钱", "那每人一对 8个人一共多少钱"])
     assert "1264元" in answers[-1], answers                           # 8 people × a pair of 单只装 = 16 × 79
+
+
+async def test_an_order_pointed_at_in_the_list_shown(agent):
+    answers = await converse(agent, ["看看我的订单", "第二个发货了吗"])
+    listed = [line for line in answers[0].splitlines() if line.startswith("订单")]
+    second = listed[1].split("（")[0]                                # in the order the list showed them
+    assert second in answers[-1] and listed[0].split("（")[0] not in answers[-1], answers
+
+
+async def test_a_units_content_asked_beside_its_price(agent):
+    (answer,) = await converse(agent, ["羽毛球多少钱一筒 一筒有几只"])
+    assert "98元" in answer and "每筒12只" in answer, answer
