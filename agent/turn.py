@@ -361,8 +361,10 @@ class Agent:
                 labels = frozenset()   # 那乒乓球拍呢: only what the conversation asked (or its price), nothing of its own
             # (a product still in focus from before a policy question does not make 要是漏气呢 a product question)
             about_goods = bool(memory.focus_product_ids) and bool(asked_before & follow_ups.CARRIED)
-            if policies := follow_ups.policy_carried(text, labels, asked_before, about_goods):
+            if last is not None and answers.quotes_policy(last.assistant) \
+                    and (policies := follow_ups.policy_carried(text, labels, asked_before, about_goods)):
                 return policies   # 那要是支付宝付的呢 after a refund question: that policy, of what it names now
+            # (那要两个 after 换个小点的 answered with a product: no policy was quoted to carry)
             labels = follow_ups.carry_over(labels, previous, text)   # nothing discussed: a product question to ask about
         elif memory.turns and (before := frozenset(label for label in self._asked_before(memory)
                                                    if label.startswith("policy:"))):

@@ -833,3 +833,8 @@ async def test_an_order_pointed_at_in_the_list_shown(agent):
 async def test_a_units_content_asked_beside_its_price(agent):
     (answer,) = await converse(agent, ["羽毛球多少钱一筒 一筒有几只"])
     assert "98元" in answer and "每筒12只" in answer, answer
+
+
+async def test_a_count_after_a_product_swapped_is_no_policy_question(agent):
+    answers = await converse(agent, ["要一双跑步鞋", "哎不对 我老是跑山路 换一双", "那要两双"])
+    assert "买2双" in answers[-1] and "退货" not in answers[-1], answers   # no policy was quoted to carry

@@ -194,8 +194,8 @@ async def test_dialogue_evaluation_passes_with_the_offline_model(conn, search):
     ("dialogues-understanding-test25.jsonl", 0.91, 0.5),
     ("dialogues-understanding-test26.jsonl", 0.93, 0.75),
     ("dialogues-understanding-test27.jsonl", 0.95, 0.8),
-    ("dialogues-understanding-test28.jsonl", 0.78, 0.3),
-    ("dialogues-understanding-test29.jsonl", 0.7, 0.15),
+    ("dialogues-understanding-test28.jsonl", 0.81, 0.3),
+    ("dialogues-understanding-test29.jsonl", 0.73, 0.3),
 ])
 async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name, floor, family_floor):
     """The held-out dialogues (written by authors who never read the code, never tuned on): floors just under
@@ -253,12 +253,12 @@ async def test_the_frozen_understanding_splits_do_not_regress(conn, search, name
     when its families were mended — its misses are pinyin inside a word (hou度) and a thing described by its shape
     (铁疙瘩 with a handle: 壶铃); test28, 60 more over those families written as many kinds of people after test27 was
     mended: 0.617 at 10cc039 and 0.700 at its first run (7320130), 0.783 at the end — two compared then one chosen and
-    messy writing (whole sentences in pinyin) are its weakest families), 0.800 at the sixteenth sitting; test29, 60 more
-    over those families as customers type on a phone, written at the sixteenth sitting's start: 0.500 at its first run
-    (e1d24e3), 0.717 after the first mends (pinyin typed for Chinese, a purchase here before told, a fact told after a
-    policy, goods listed by kind beside a sport, each group's count, a budget for several goods, goods of a basket
-    swapped) — goods described, not named, and the person
-    behind them are its weakest families),
+    messy writing (whole sentences in pinyin) are its weakest families), 0.833 at the sixteenth sitting's end; test29,
+    60 more over those families as customers type on a phone, written at the sixteenth sitting's start: 0.500 at its
+    first run (e1d24e3), 0.750 when its families were mended (pinyin typed for Chinese, a purchase here before told, a
+    fact told after a policy, goods listed by kind beside a sport, each group's count, a budget for several goods,
+    goods of a basket swapped, a team the customer is in, an order pointed at in a list) — goods described, not named,
+    and the person behind them are its weakest families),
     so that a change that breaks understanding fails
     here; raise them as the reader improves."""
     dialogues = load_dialogues(EVALSETS / name)
