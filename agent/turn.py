@@ -70,6 +70,7 @@ _OF_A_PRODUCT = frozenset({intent.Ask.PRICE, intent.Ask.STOCK, intent.Ask.SPEC, 
 _TOTAL_ASKED = re.compile(r"加起来|一共|总共|合计|总计|共计|加一块|算一起|一起算")
 
 
+_POINTER_THEN_DESCRIBED = re.compile(r"^(?:那|这)(?:种|款|个)(?P<d>[^？?，,。]{4,30}?)的(?:呢|嘞|咧)?[？?]*$")   # 那种…的呢
 _DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
 # Whom goods are for (给我家娃买的，他9岁, 我妈用, 新手): it may qualify the product in focus
 _WHOM = re.compile(r"\d+岁|[一二两三四五六七八九十]+岁|年级|孩子|娃|小孩|儿童|儿子|女儿|闺女|宝宝|老人|老爸|老妈|爸|妈|爷爷|奶奶|"
@@ -801,6 +802,10 @@ class Agent:
         pointer = _DESCRIBED_POINTER.search(asked.text)
         focus = memory.focus_product_ids[0]
         names = vocabulary.chinese_names.get(focus, ())
+        if pointer is None and (first := _POINTER_THEN_DESCRIBED.match(intent.reading(asked.text))):
+            # 那种站在木板上、底下四个轮子的呢 after skates: other goods described, the search's clear first (its counts
+            # are the thing's parts, no count of goods)
+            return await self._described_other(asked, focus, first.group("d"), asked)
         if pointer is None or not names:
             return asked
         kind = min(names, key=len)
@@ -819,11 +824,20 @@ class Agent:
             return again
         # 那手腕上擦汗的那个呢 after 头带: a description of other goods — the product the search ranks first for it, when
         # it does not find the one in focus or ranks it clearly lower
+        return await self._described_other(asked, focus, description, again)
+
+    async def _described_other(self, asked: intent.Intent, focus: str, description: str,
+                               again: intent.Intent) -> intent.Intent:
+        """The product the search ranks first for a description, when it does not find the one in focus or ranks it
+        clearly lower (DESCRIBED_OTHER_MARGIN): that one, in `again`'s place of the focus; else `asked` as it was."""
         found = {c.product_id: c.retrieval_score for c in (await self.search.find(description, top_k=3)).candidates}
         best = max(found, key=found.__getitem__, default=focus)
-        if best != focus and found[best] - found.get(focus, float("-inf")) >= DESCRIBED_OTHER_MARGIN:
-            return dataclasses.replace(intent.replace_product(again, focus, best), follow_up=False)
-        return asked
+        if best == focus or found[best] - found.get(focus, float("-inf")) < DESCRIBED_OTHER_MARGIN:
+            return asked
+        if again is asked:   # (described after the pointer: no count of goods in it)
+            return dataclasses.replace(asked, products=(best,), quantity=None, quantities={}, reference=None,
+                                       follow_up=False, goods=(), subject="")
+        return dataclasses.replace(intent.replace_product(again, focus, best), follow_up=False)
 
     async def _sized(self, asked: intent.Intent, vocabulary: Vocabulary) -> intent.Intent:
         """四人帐篷, 4号足球: a size written before the product's name. The product named when its record states

@@ -838,3 +838,12 @@ async def test_a_units_content_asked_beside_its_price(agent):
 async def test_a_count_after_a_product_swapped_is_no_policy_question(agent):
     answers = await converse(agent, ["要一双跑步鞋", "哎不对 我老是跑山路 换一双", "那要两双"])
     assert "买2双" in answers[-1] and "退货" not in answers[-1], answers   # no policy was quoted to carry
+
+
+@pytest.mark.parametrize(("messages", "fact"), [
+    (["计数跳绳多少钱", "那种练完腿在上面滚来滚去放松的呢"], "89元"),       # other goods described after a pointer: 泡沫轴
+    (["篮球多少钱", "那种绑在脚腕上防崴脚的呢"], "99元"),                 # 护踝, not the ball in focus
+])
+async def test_other_goods_described_after_a_pointer(agent, messages, fact):
+    answers = await converse(agent, messages)
+    assert fact in answers[-1], answers
