@@ -67,9 +67,11 @@ _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺�
 # What a message asks of one product (库存够吗 of the one in focus): no need told, the story ends before it
 _OF_A_PRODUCT = frozenset({intent.Ask.PRICE, intent.Ask.STOCK, intent.Ask.SPEC, intent.Ask.PROMOTION, intent.Ask.BASKET})
 # A total asked of what was priced before (两样加起来呢, 加起来一共多少)
-_TOTAL_ASKED = re.compile(r"加起来|一共|总共|合计|总计|共计|加一块|算一起|一起算")
+_TOTAL_ASKED = re.compile(r"加起来|加一起|加在一起|一共|总共|合计|总计|共计|加一块|算一起|一起算")
 
 
+# A having question whose object is a description (有没有护着点的, 有啥能垫一下的): goods asked for by what they do
+_HAVING_DESCRIBED = re.compile(r"(?:有没有|有啥|有什么|有无)[^，,。？?！!]{1,12}?的(?:吗|呢|没|么)?[？?]*$")
 _POINTER_THEN_DESCRIBED = re.compile(r"^(?:那|这)(?:种|款|个)(?P<d>[^？?，,。]{4,30}?)的(?:呢|嘞|咧)?[？?]*$")   # 那种…的呢
 _DESCRIBED_POINTER = re.compile(r"(?<=[\u4e00-\u9fff])的[那这](?:个|款|种|双|只|件|副|套|支|根)")   # 给小孩踢的那个
 # Whom goods are for (给我家娃买的，他9岁, 我妈用, 新手): it may qualify the product in focus
@@ -165,6 +167,10 @@ class Agent:
             asked = intent.read(said, vocabulary, labels=labels)
             if asked.asks <= {intent.Ask.OFF_TOPIC}:   # (a need told, however chatty: what suits it, recommended)
                 asked = dataclasses.replace(asked, asks=frozenset({intent.Ask.LIST}))
+        if not correcting and await self._need_apart(said, asked, memory):
+            # 他小腿老被人踢到 有没有护着点的 after balls shown: a need the goods in focus do not meet, searched afresh
+            memory = dataclasses.replace(memory, focus_product_ids=[])
+            asked = intent.read(said, vocabulary, labels=labels)
         if labels and all(label.startswith("policy:") for label in labels) and _taken_up(asked, memory):
             # (电子 of the 电子发票 quoted: no goods, nothing asked of the product in focus)
             asked = dataclasses.replace(asked, goods=(), subject="", near_miss="", asks=asked.asks - intent.PRODUCT_ASKS)
@@ -825,6 +831,22 @@ class Agent:
         # 那手腕上擦汗的那个呢 after 头带: a description of other goods — the product the search ranks first for it, when
         # it does not find the one in focus or ranks it clearly lower
         return await self._described_other(asked, focus, description, again)
+
+    async def _need_apart(self, text: str, asked: intent.Intent, memory: ChatMemory) -> bool:
+        """Whether a having question about something described (有没有护着点的), with a need told and nothing named,
+        asks for other goods than those in focus: the search's first for the message is none of them, and it finds
+        them not at all or clearly lower (DESCRIBED_OTHER_MARGIN)."""
+        shown = memory.focus_product_ids
+        if not shown or asked.products or asked.goods or asked.category or asked.brand or asked.reference is not None \
+                or intent.Ask.LIST not in asked.asks or not _HAVING_DESCRIBED.search(intent.reading(text)) \
+                or not mentions.tells_something(intent.reading(text)):
+            return False
+        found = {c.product_id: c.retrieval_score for c in (await self.search.find(text[:200], top_k=5)).candidates}
+        best = max(found, key=found.__getitem__, default=None)
+        if best is None or best in shown:
+            return False
+        ours = [found[pid] for pid in shown if pid in found]
+        return not ours or found[best] - max(ours) >= DESCRIBED_OTHER_MARGIN
 
     async def _described_other(self, asked: intent.Intent, focus: str, description: str,
                                again: intent.Intent) -> intent.Intent:

@@ -847,3 +847,10 @@ async def test_a_count_after_a_product_swapped_is_no_policy_question(agent):
 async def test_other_goods_described_after_a_pointer(agent, messages, fact):
     answers = await converse(agent, messages)
     assert fact in answers[-1], answers
+
+
+async def test_a_need_the_goods_in_focus_do_not_meet_is_searched_afresh(agent):
+    answers = await converse(agent, ["瑜伽垫多少钱", "我做平板支撑手腕老疼 有没有能护一下的"])
+    assert "运动护腕" in answers[-1] and "150元" not in answers[-1], answers
+    bigger = await converse(agent, ["足球多少钱", "有没有大一点的"])
+    assert "运动护腕" not in bigger[-1], bigger                       # a variant of the focus: no need apart
