@@ -744,6 +744,12 @@ def policy_answer(findings: Findings, whole_sets: bool = False) -> tuple[str, li
 
 
 ORDERS_FOUND = "为您查到以下订单："
+_ORDER_LINE = re.compile(r"^订单([A-Za-z0-9-]+)（", re.M)   # each order's line, as orders_answer writes it
+
+
+def orders_listed(answer: str) -> list[str]:
+    """The order ids one of our own answers listed (orders_answer), in the order it showed them; [] for any other."""
+    return _ORDER_LINE.findall(answer) if ORDERS_FOUND in answer else []
 _POLICY_HEADING = re.compile(r"^关于[^：\n]{1,40}：$", re.M)   # policy_answer's heading of each chunk it quotes
 
 

@@ -165,9 +165,8 @@ def quantities(text: str, spans: list[tuple[int, int, str]]) -> tuple[dict[str, 
             if group is not None and (count := _group_count(group)):
                 per[pid] = count
         overall = next(iter(per.values()), overall)
-    elif people := next(iter(groups), None):   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
-        each_one = _whole(parse_number(people.group("k"))) if people.group("k") else 1
-        heads = 2 if people.groupdict().get("two") else _whole(parse_number(people.group("n")))
+    elif groups:   # 5个人 每人一副 / 40个小朋友每人买一根: people × each one's count
+        heads, each_one = _group_parts(groups[0])
         if heads and each_one and len({pid for _, _, pid in spans}) <= 1:
             overall = heads * each_one
             per = {pid: overall for pid in per} if per else per
@@ -198,10 +197,16 @@ def _people_each(text: str) -> list[re.Match[str]]:
     return sorted([*_PEOPLE_EACH.finditer(text), *_EACH_PEOPLE.finditer(text)], key=lambda m: m.start())
 
 
-def _group_count(group: re.Match[str]) -> int | None:
-    """People × what each of them gets, of one _PEOPLE_EACH match."""
+def _group_parts(group: re.Match[str]) -> tuple[int | None, int | None]:
+    """(how many people, what each of them gets) of one _people_each match."""
     each_one = _whole(parse_number(group.group("k"))) if group.group("k") else 1
     people = 2 if group.groupdict().get("two") else _whole(parse_number(group.group("n")))
+    return people, each_one
+
+
+def _group_count(group: re.Match[str]) -> int | None:
+    """People × what each of them gets, of one _people_each match."""
+    people, each_one = _group_parts(group)
     return people * each_one if people and each_one else None
 
 

@@ -65,7 +65,7 @@ _ADDING = re.compile(r"再加|再来|再要|还要|加上|外加|另外再|顺�
                      r"|再(?:(?:每人|每个人|一人)(?:买|配|拿)?|买|配|拿)"   # (再每人配个水壶, 再买5筒)
                      r"|再给[^，,。？?！!]{1,8}?(?:买|配|拿|来|带|加|要)")   # (再给两个守门员各配一副手套)
 # What a message asks of one product (库存够吗 of the one in focus): no need told, the story ends before it
-_OF_A_PRODUCT = frozenset({intent.Ask.PRICE, intent.Ask.STOCK, intent.Ask.SPEC, intent.Ask.PROMOTION, intent.Ask.BASKET})
+_OF_A_PRODUCT = intent.PRODUCT_ASKS - {intent.Ask.LIST, intent.Ask.COMPARE, intent.Ask.BRAND}
 # A total asked of what was priced before (两样加起来呢, 加起来一共多少)
 _TOTAL_ASKED = re.compile(r"加起来|加一起|加在一起|一共|总共|合计|总计|共计|加一块|算一起|一起算")
 
@@ -526,6 +526,9 @@ class Agent:
                 or asked.max_price is not None or vocabulary.category_pattern is None:
             return asked   # (尤尼克斯的羽毛球用品，鞋子不要，350以内的: a list narrowed, nothing bought)
         folded = intent.reading(text)
+        pieces = [piece for piece in _LISTED.split(folded) if piece.strip()]
+        if len(pieces) < 2:
+            return asked   # (one piece: nothing listed — no piece read again)
         sports = {vocabulary.category_of.get(m.group(), m.group()) for m in vocabulary.category_pattern.finditer(folded)} \
             or {vocabulary.category_by_product.get(pid) for pid in memory.focus_product_ids}
         if len(sports) != 1 or None in sports:
@@ -533,7 +536,7 @@ class Agent:
         sport = sports.pop()
         listed: dict[str, int] = {}
         by_kind = 0
-        for piece in filter(str.strip, _LISTED.split(folded)):
+        for piece in pieces:
             probe = intent.read(piece, vocabulary)
             if len(probe.products) == 1 and probe.products[0] in asked.products \
                     and (probe.quantity or not _SPORT_PLAYED.search(piece)):
@@ -838,8 +841,10 @@ class Agent:
         them not at all or clearly lower (DESCRIBED_OTHER_MARGIN)."""
         shown = memory.focus_product_ids
         if not shown or asked.products or asked.goods or asked.category or asked.brand or asked.reference is not None \
-                or intent.Ask.LIST not in asked.asks or not _HAVING_DESCRIBED.search(intent.reading(text)) \
-                or not mentions.tells_something(intent.reading(text)):
+                or intent.Ask.LIST not in asked.asks:
+            return False
+        folded = intent.reading(text)
+        if not _HAVING_DESCRIBED.search(folded) or not mentions.tells_something(folded):
             return False
         found = {c.product_id: c.retrieval_score for c in (await self.search.find(text[:200], top_k=5)).candidates}
         best = max(found, key=found.__getitem__, default=None)
@@ -1073,16 +1078,11 @@ _LISTED = re.compile(r"[，,、;；。]|(?:加上?|和|跟|再来|再要|外加|
                      f"|(?={NUM}\\s*{MEASURE})")   # (一支拍子两罐球: a piece for each count)
 
 
-_ORDER_LISTED = re.compile(r"^订单([A-Za-z0-9-]+)（", re.M)   # each order's line in answers.orders_answer
-
-
 def _order_pointed(text: str, memory: ChatMemory | None) -> str:
     """第一个是什么状态 after the customer's orders were listed: the order it points at, by its id, in the order shown."""
-    if not memory or not memory.turns or answers.ORDERS_FOUND not in memory.turns[-1].assistant:
-        return text
-    pointer = mentions.reference(intent.reading(text))
-    listed = _ORDER_LISTED.findall(memory.turns[-1].assistant)
-    if pointer is None or len(listed) < 2:
+    listed = answers.orders_listed(memory.turns[-1].assistant) if memory and memory.turns else []
+    pointer = mentions.reference(intent.reading(text)) if len(listed) >= 2 else None
+    if pointer is None:
         return text
     at = {"first": 0, "last": len(listed) - 1}.get(pointer.kind)
     if pointer.kind == "ordinal" and pointer.position is not None and pointer.position <= len(listed):

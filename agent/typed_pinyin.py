@@ -102,12 +102,11 @@ class Lexicon:
     def sentence(self, tokens: list[str]) -> tuple[str, int] | None:
         """(the Chinese `tokens` spell as the likeliest words, its syllable count), or None when some letters
         are no syllable or some syllables no word. A word may run across the customer's spaces; a syllable not."""
-        cells = [way for token in tokens for way in [segmentations(token)]]
+        cells = [segmentations(token) for token in tokens]
         if not all(cells):
             return None
-        # positions: (token, syllable path) is too many; read each token by its fewest-syllable reading that
-        # words cover, trying the others only when it fails
-        for reading in _readings(cells):
+        for reading in _readings(cells):   # the fewest syllables first; the first that words cover
+
             found = self._cover(reading)
             if found is not None:
                 return "".join(found), len(reading)
